@@ -1,0 +1,71 @@
+"""The native library, loaded once.
+
+Importing this module never raises: if the compiled extension is missing or
+broken, `LOAD_ERROR` says why and `lib` is None, and everything that would
+use it falls back to torch.
+"""
+import torch
+
+ABI_VERSION = 1
+
+ffi = None
+lib = None
+LOAD_ERROR = None
+
+try:
+    from kwker._kwker_native import ffi, lib  # noqa: F811
+except Exception as exc:  # ImportError, OSError from a broken .so, ...
+    LOAD_ERROR = f"native library failed to load: {type(exc).__name__}: {exc}"
+else:
+    if lib.kwk_abi_version() != ABI_VERSION:
+        LOAD_ERROR = (f"native library ABI {lib.kwk_abi_version()} != {ABI_VERSION} "
+                      "expected by the Python package (rebuild with pip install .)")
+        ffi = lib = None
+
+# torch dtype -> the library's element-type code (kwker.h)
+DTYPE_CODES = {}
+if lib is not None:
+    DTYPE_CODES = {
+        torch.bool: lib.KWK_BOOL, torch.uint8: lib.KWK_UINT8, torch.int8: lib.KWK_INT8,
+        torch.int16: lib.KWK_INT16, torch.int32: lib.KWK_INT32, torch.int64: lib.KWK_INT64,
+        torch.uint16: lib.KWK_UINT16, torch.uint32: lib.KWK_UINT32, torch.uint64: lib.KWK_UINT64,
+        torch.float16: lib.KWK_FLOAT16, torch.bfloat16: lib.KWK_BFLOAT16,
+        torch.float32: lib.KWK_FLOAT32, torch.float64: lib.KWK_FLOAT64,
+    }
+
+ORDER_STABLE = 0
+ORDER_TORCH = 1
+
+
+class NativeError(RuntimeError):
+    """The native library refused a call the dispatcher judged valid: a bug."""
+
+
+def check(status: int, what: str) -> None:
+    if status == 0:
+        return
+    message = ffi.string(lib.kwk_strerror(status)).decode()
+    if status == lib.KWK_E_NOMEM:
+        raise MemoryError(f"kwker {what}: {message}")
+    raise NativeError(f"kwker {what}: {message} (status {status}); please report this")
+
+
+def available() -> bool:
+    return lib is not None
+
+
+def target() -> str:
+    return ffi.string(lib.kwk_target()).decode() if lib is not None else "unavailable"
+
+
+def set_target(name: str) -> None:
+    """Switch kernels ("auto", "portable", "avx2"); ValueError if this CPU
+    or build cannot run them."""
+    if lib is None:
+        raise RuntimeError(LOAD_ERROR)
+    if lib.kwk_set_target(name.encode()) != 0:
+        raise ValueError(f"kwker: target {name!r} is not available on this CPU/build")
+
+
+def version() -> str:
+    return ffi.string(lib.kwk_version()).decode() if lib is not None else "unavailable"

@@ -1,0 +1,54 @@
+"""topk and median on the native kernels."""
+import torch
+
+from kwker import _native
+from kwker.ops._call import CODES, lib, source_rows
+
+_INT64 = torch.int64
+
+
+def topk(x: torch.Tensor, k: int, dim: int, largest: bool, sorted_: bool, order: int):
+    """(values, indices) as torch.topk gives them (contiguous outputs)."""
+    shape = list(x.shape)
+    shape[dim] = k
+    values = torch.empty(shape, dtype=x.dtype)
+    indices = torch.empty(shape, dtype=_INT64)
+    src, (outer, length, inner, so, sl, si) = source_rows(x, dim)
+    # contiguous output: rows of k along dim, `inner` elements apart
+    status = lib.kwk_topk_addr(
+        CODES[x.dtype], src.data_ptr(), outer, length, inner, so, sl, si, k,
+        values.data_ptr(), indices.data_ptr(), k * inner, inner, 1,
+        largest, sorted_, order)
+    if status:
+        _native.check(status, "topk")
+    return values, indices
+
+
+def median_dim(x: torch.Tensor, dim: int, keepdim: bool, ignore_nan: bool):
+    """(values, indices) as torch.median(x, dim) / torch.nanmedian give them."""
+    shape = list(x.shape)
+    if keepdim:
+        shape[dim] = 1
+    else:
+        del shape[dim]
+    values = torch.empty(shape, dtype=x.dtype)
+    indices = torch.empty(shape, dtype=_INT64)
+    src, (outer, length, inner, so, sl, si) = source_rows(x, dim)
+    status = lib.kwk_median_dim_addr(
+        CODES[x.dtype], src.data_ptr(), outer, length, inner, so, sl, si,
+        values.data_ptr(), indices.data_ptr(), inner, 1, ignore_nan)
+    if status:
+        _native.check(status, "median")
+    return values, indices
+
+
+def median_all(x: torch.Tensor, ignore_nan: bool):
+    """torch.median(x) / torch.nanmedian(x): a 0-dim tensor (x non-empty)."""
+    if x.ndim != 1:
+        x = x.reshape(-1)  # a view when possible, else a copy
+    out = torch.empty((), dtype=x.dtype)
+    status = lib.kwk_median_all_addr(
+        CODES[x.dtype], x.data_ptr(), x.shape[0], x.stride(0), out.data_ptr(), ignore_nan)
+    if status:
+        _native.check(status, "median")
+    return out

@@ -1,0 +1,95 @@
+/*
+ * kwker.h - the only interface between the native library and Python (cffi
+ * reads this file).  Plain C: no torch types, status codes instead of
+ * exceptions, every size and stride in elements as int64_t.
+ *
+ * Rows.  Every kernel works on "rows": a tensor is viewed as
+ * (outer, len, inner) and row (o, i) is the sequence of `len` elements at
+ *     base + o*so + i*si + j*sl,   j = 0 .. len-1
+ * with strides counted in elements (not bytes).  The caller (Python)
+ * collapses the dims before and after the reduced dim into `outer` and
+ * `inner`; a layout that cannot be collapsed is made contiguous first.
+ * Outputs are described the same way with their own strides; the values and
+ * indices outputs of one call share a layout.
+ *
+ * Order.  Keys compare as torch does: -inf < ... < -0.0 == +0.0 < ... < +inf
+ * < NaN, all NaNs equal.  Values are written with their original bits.
+ * KWK_ORDER_STABLE puts equal elements in index order (ascending index in
+ * both directions).  KWK_ORDER_TORCH reproduces the order torch 2.13's CPU
+ * kernels give equal elements (libstdc++ std::sort / partial_sort /
+ * nth_element applied to (value, index) pairs).
+ */
+#ifndef KWKER_H
+#define KWKER_H
+
+#include <stdint.h>
+
+#define KWK_ABI_VERSION 1
+
+/* Status codes (negative: the call did nothing useful; see kwk_strerror). */
+enum {
+    KWK_OK = 0,
+    KWK_E_ARG = -1,      /* a size, stride, k or pointer is invalid */
+    KWK_E_NOMEM = -2,    /* a workspace allocation failed */
+    KWK_E_DTYPE = -3,    /* the dtype code is unknown or not handled by this op */
+    KWK_E_OVERFLOW = -4  /* a size or offset computation would overflow int64 */
+};
+
+/* Element types, by storage: the codes Python maps torch dtypes onto. */
+enum {
+    KWK_BOOL = 0, KWK_UINT8 = 1, KWK_INT8 = 2, KWK_INT16 = 3, KWK_INT32 = 4,
+    KWK_INT64 = 5, KWK_UINT16 = 6, KWK_UINT32 = 7, KWK_UINT64 = 8,
+    KWK_FLOAT16 = 9, KWK_BFLOAT16 = 10, KWK_FLOAT32 = 11, KWK_FLOAT64 = 12,
+    KWK_NUM_DTYPES = 13
+};
+
+/* Order given to equal elements. */
+enum { KWK_ORDER_STABLE = 0, KWK_ORDER_TORCH = 1 };
+
+int kwk_abi_version(void);
+const char *kwk_version(void);
+const char *kwk_strerror(int status);
+
+/* The kernel set in use: "avx2" or "portable".  Chosen once from the CPU and
+ * the KWKER_TARGET environment variable ("portable" forces the portable
+ * path); kwk_set_target switches it ("auto", "portable", "avx2") and returns
+ * KWK_E_ARG for a name this CPU or build cannot run. */
+const char *kwk_target(void);
+int kwk_set_target(const char *name);
+
+/* Sort each row.  values (same dtype as src) or indices (int64) may be NULL
+ * when not wanted, not both. */
+int kwk_sort(int dtype, const void *src,
+             int64_t outer, int64_t len, int64_t inner,
+             int64_t src_so, int64_t src_sl, int64_t src_si,
+             void *values, int64_t *indices,
+             int64_t dst_so, int64_t dst_sl, int64_t dst_si,
+             int descending, int order);
+
+/* The k largest (largest=1) or smallest elements of each row, in order when
+ * sorted=1 (with KWK_ORDER_TORCH and sorted=0 the order torch gives).
+ * 0 <= k <= len; outputs have k elements a row. */
+int kwk_topk(int dtype, const void *src,
+             int64_t outer, int64_t len, int64_t inner,
+             int64_t src_so, int64_t src_sl, int64_t src_si,
+             int64_t k, void *values, int64_t *indices,
+             int64_t dst_so, int64_t dst_sl, int64_t dst_si,
+             int largest, int sorted, int order);
+
+/* Lower median of each row (len >= 1) and its index: torch.median(dim)
+ * (ignore_nan=0: a row holding NaN gives its first NaN) or
+ * torch.nanmedian(dim) (ignore_nan=1).  One value and index per row, at
+ * dst + o*dst_so + i*dst_si. */
+int kwk_median_dim(int dtype, const void *src,
+                   int64_t outer, int64_t len, int64_t inner,
+                   int64_t src_so, int64_t src_sl, int64_t src_si,
+                   void *values, int64_t *indices,
+                   int64_t dst_so, int64_t dst_si, int ignore_nan);
+
+/* Lower median of n elements at src + j*stride (torch.median() /
+ * torch.nanmedian() without dim).  n == 0 or a NaN (ignore_nan=0) gives the
+ * quiet NaN torch returns.  Writes one value. */
+int kwk_median_all(int dtype, const void *src, int64_t n, int64_t stride,
+                   void *value, int ignore_nan);
+
+#endif

@@ -1,0 +1,194 @@
+/*
+ * dispatch.c - the public entry points: validate, then call the kernel
+ * table of the chosen CPU target.
+ *
+ * Nothing reaches a kernel unchecked: dtype codes, sizes, k, pointers and
+ * the reach of every stride are validated here, so a bad argument is a
+ * status code, never an out-of-bounds access or an overflow inside a kernel.
+ * (The library cannot know how large the caller's buffers are; it checks
+ * that every offset it will form is representable, and the Python layer
+ * derives sizes and strides from the tensors themselves.)
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "../include/kwker.h"
+#include "kernels.h"
+
+#define KWK_VERSION_STRING "0.1.0"
+
+int kwk_abi_version(void) { return KWK_ABI_VERSION; }
+const char *kwk_version(void) { return KWK_VERSION_STRING; }
+
+const char *kwk_strerror(int status)
+{
+    switch (status) {
+    case KWK_OK: return "ok";
+    case KWK_E_ARG: return "invalid argument (size, stride, k or pointer)";
+    case KWK_E_NOMEM: return "out of memory allocating a workspace";
+    case KWK_E_DTYPE: return "unsupported dtype";
+    case KWK_E_OVERFLOW: return "size or offset overflows int64";
+    default: return "unknown status";
+    }
+}
+
+/* ------------------------------------------------------------- targets */
+
+static int cpu_has_avx2(void)
+{
+#if defined(KWK_HAVE_AVX2_TARGET) && (defined(__GNUC__) || defined(__clang__))
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2") &&
+           __builtin_cpu_supports("fma") && __builtin_cpu_supports("popcnt");
+#else
+    return 0;
+#endif
+}
+
+static const kwk_kernel_table *best_table(void)
+{
+#ifdef KWK_HAVE_AVX2_TARGET
+    if (cpu_has_avx2()) return &kwk_kernels_avx2;
+#endif
+    return &kwk_kernels_portable;
+}
+
+static const kwk_kernel_table *table_named(const char *name)
+{
+    if (name == NULL || strcmp(name, "auto") == 0 || name[0] == '\0') return best_table();
+    if (strcmp(name, "portable") == 0) return &kwk_kernels_portable;
+#ifdef KWK_HAVE_AVX2_TARGET
+    if (strcmp(name, "avx2") == 0 && cpu_has_avx2()) return &kwk_kernels_avx2;
+#endif
+    return NULL;
+}
+
+/* Chosen on first use; a pointer-sized load/store.  Concurrent first calls
+ * may each compute the same table, which is harmless. */
+static const kwk_kernel_table *volatile active_table;
+
+static const kwk_kernel_table *kernels(void)
+{
+    const kwk_kernel_table *t = active_table;
+    if (t == NULL) {
+        t = table_named(getenv("KWKER_TARGET"));
+        if (t == NULL) t = best_table(); /* an unknown name must not break the library */
+        active_table = t;
+    }
+    return t;
+}
+
+const char *kwk_target(void) { return kernels()->name; }
+
+int kwk_set_target(const char *name)
+{
+    const kwk_kernel_table *t = table_named(name);
+    if (t == NULL) return KWK_E_ARG;
+    active_table = t;
+    return KWK_OK;
+}
+
+/* ---------------------------------------------------------- validation */
+
+static int valid_dtype(int dtype) { return dtype >= 0 && dtype < KWK_NUM_DTYPES; }
+
+static int mul_ok(int64_t a, int64_t b, int64_t *out)
+{
+    return !__builtin_mul_overflow(a, b, out);
+}
+
+static int add_ok(int64_t a, int64_t b, int64_t *out)
+{
+    return !__builtin_add_overflow(a, b, out);
+}
+
+/* The largest |offset| in elements a (outer, len, inner) walk forms, and the
+ * same in bytes, must fit in int64. */
+static int check_reach(int64_t outer, int64_t len, int64_t inner, int64_t so,
+                       int64_t sl, int64_t si, int64_t elem_size)
+{
+    int64_t a, b, c, t, bytes;
+    if (!mul_ok(outer > 0 ? outer - 1 : 0, so < 0 ? -so : so, &a)) return KWK_E_OVERFLOW;
+    if (!mul_ok(len > 0 ? len - 1 : 0, sl < 0 ? -sl : sl, &b)) return KWK_E_OVERFLOW;
+    if (!mul_ok(inner > 0 ? inner - 1 : 0, si < 0 ? -si : si, &c)) return KWK_E_OVERFLOW;
+    if (!add_ok(a, b, &t) || !add_ok(t, c, &t)) return KWK_E_OVERFLOW;
+    if (!mul_ok(t, elem_size, &bytes)) return KWK_E_OVERFLOW;
+    return KWK_OK;
+}
+
+static int check_rows(int dtype, const void *src, int64_t outer, int64_t len,
+                      int64_t inner, int64_t so, int64_t sl, int64_t si)
+{
+    static const int64_t elem_size[KWK_NUM_DTYPES] = {1, 1, 1, 2, 4, 8, 2, 4, 8, 2, 2, 4, 8};
+    int64_t n;
+    if (!valid_dtype(dtype)) return KWK_E_DTYPE;
+    if (outer < 0 || len < 0 || inner < 0) return KWK_E_ARG;
+    if (so == INT64_MIN || sl == INT64_MIN || si == INT64_MIN) return KWK_E_OVERFLOW;
+    if (!mul_ok(outer, len, &n) || !mul_ok(n, inner, &n)) return KWK_E_OVERFLOW;
+    /* workspaces hold len 16-byte records */
+    if (len > INT64_MAX / 16) return KWK_E_OVERFLOW;
+    if (n > 0 && src == NULL) return KWK_E_ARG;
+    return check_reach(outer, len, inner, so, sl, si, elem_size[dtype]);
+}
+
+int kwk_sort(int dtype, const void *src, int64_t outer, int64_t len, int64_t inner,
+             int64_t src_so, int64_t src_sl, int64_t src_si, void *values,
+             int64_t *indices, int64_t dst_so, int64_t dst_sl, int64_t dst_si,
+             int descending, int order)
+{
+    int st = check_rows(dtype, src, outer, len, inner, src_so, src_sl, src_si);
+    if (st != KWK_OK) return st;
+    st = check_rows(dtype, values ? values : (void *)indices, outer, len, inner,
+                    dst_so, dst_sl, dst_si);
+    if (st != KWK_OK) return st;
+    if (order != KWK_ORDER_STABLE && order != KWK_ORDER_TORCH) return KWK_E_ARG;
+    if (outer == 0 || len == 0 || inner == 0) return KWK_OK;
+    if (values == NULL && indices == NULL) return KWK_E_ARG;
+    return kernels()->sort(dtype, src, outer, len, inner, src_so, src_sl, src_si,
+                           values, indices, dst_so, dst_sl, dst_si, descending != 0,
+                           order);
+}
+
+int kwk_topk(int dtype, const void *src, int64_t outer, int64_t len, int64_t inner,
+             int64_t src_so, int64_t src_sl, int64_t src_si, int64_t k,
+             void *values, int64_t *indices, int64_t dst_so, int64_t dst_sl,
+             int64_t dst_si, int largest, int sorted, int order)
+{
+    int st = check_rows(dtype, src, outer, len, inner, src_so, src_sl, src_si);
+    if (st != KWK_OK) return st;
+    if (k < 0 || k > len) return KWK_E_ARG;
+    st = check_rows(dtype, values ? values : (void *)indices, outer, k, inner,
+                    dst_so, dst_sl, dst_si);
+    if (st != KWK_OK) return st;
+    if (order != KWK_ORDER_STABLE && order != KWK_ORDER_TORCH) return KWK_E_ARG;
+    if (outer == 0 || k == 0 || inner == 0) return KWK_OK;
+    if (values == NULL && indices == NULL) return KWK_E_ARG;
+    return kernels()->topk(dtype, src, outer, len, inner, src_so, src_sl, src_si, k,
+                           values, indices, dst_so, dst_sl, dst_si, largest != 0,
+                           sorted != 0, order);
+}
+
+int kwk_median_dim(int dtype, const void *src, int64_t outer, int64_t len,
+                   int64_t inner, int64_t src_so, int64_t src_sl, int64_t src_si,
+                   void *values, int64_t *indices, int64_t dst_so, int64_t dst_si,
+                   int ignore_nan)
+{
+    int st = check_rows(dtype, src, outer, len, inner, src_so, src_sl, src_si);
+    if (st != KWK_OK) return st;
+    if (len == 0 && outer > 0 && inner > 0) return KWK_E_ARG; /* no median of nothing */
+    st = check_rows(dtype, values ? values : (void *)indices, outer, 1, inner,
+                    dst_so, 0, dst_si);
+    if (st != KWK_OK) return st;
+    if (outer == 0 || inner == 0) return KWK_OK;
+    if (values == NULL && indices == NULL) return KWK_E_ARG;
+    return kernels()->median_dim(dtype, src, outer, len, inner, src_so, src_sl, src_si,
+                                 values, indices, dst_so, dst_si, ignore_nan != 0);
+}
+
+int kwk_median_all(int dtype, const void *src, int64_t n, int64_t stride,
+                   void *value, int ignore_nan)
+{
+    int st = check_rows(dtype, src, 1, n, 1, 0, stride, 0);
+    if (st != KWK_OK) return st;
+    if (n <= 0 || value == NULL) return KWK_E_ARG;
+    return kernels()->median_all(dtype, src, n, stride, value, ignore_nan != 0);
+}

@@ -1,0 +1,39 @@
+/*
+ * kernels.h - the table of kernels one CPU target provides.
+ *
+ * Each target (portable C, AVX2) compiles the same kernel sources with its
+ * own instruction set (targets/<name>.c) and exports one table; dispatch.c
+ * validates every call, then calls through the table it chose once.
+ * Kernels may assume validated arguments (see kwker.h for their meaning).
+ */
+#ifndef KWK_KERNELS_H
+#define KWK_KERNELS_H
+
+#include "../include/kwker.h"
+
+typedef struct {
+    const char *name;
+    int (*sort)(int dtype, const void *src, int64_t outer, int64_t len,
+                int64_t inner, int64_t src_so, int64_t src_sl, int64_t src_si,
+                void *values, int64_t *indices, int64_t dst_so,
+                int64_t dst_sl, int64_t dst_si, int descending, int order);
+    int (*topk)(int dtype, const void *src, int64_t outer, int64_t len,
+                int64_t inner, int64_t src_so, int64_t src_sl, int64_t src_si,
+                int64_t k, void *values, int64_t *indices, int64_t dst_so,
+                int64_t dst_sl, int64_t dst_si, int largest, int sorted,
+                int order);
+    int (*median_dim)(int dtype, const void *src, int64_t outer, int64_t len,
+                      int64_t inner, int64_t src_so, int64_t src_sl,
+                      int64_t src_si, void *values, int64_t *indices,
+                      int64_t dst_so, int64_t dst_si, int ignore_nan);
+    int (*median_all)(int dtype, const void *src, int64_t n, int64_t stride,
+                      void *value, int ignore_nan);
+} kwk_kernel_table;
+
+extern const kwk_kernel_table kwk_kernels_portable;
+#if defined(__x86_64__) || defined(_M_X64)
+#define KWK_HAVE_AVX2_TARGET 1
+extern const kwk_kernel_table kwk_kernels_avx2;
+#endif
+
+#endif

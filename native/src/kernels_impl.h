@@ -1,0 +1,19 @@
+/*
+ * kernels_impl.h - the kernels, compiled once per CPU target.
+ *
+ * Included by targets/<target>.c, which defines KWK_TABLE (the exported
+ * table's name) and the instruction set.  Everything here is static, so each
+ * target gets its own copy built with its own flags.
+ *
+ * Per row: gather order keys from the (possibly strided) source into a
+ * contiguous workspace, order them as unique words (order_words.h), and
+ * write values (original bits, gathered by index) and int64 indices.  Rows
+ * whose result depends on how torch orders equal elements are redone with
+ * the emulation in torch_order.h when the caller asks for KWK_ORDER_TORCH.
+ */
+#include "sort_kernels.h"
+#include "select_kernels.h"
+
+const kwk_kernel_table KWK_TABLE = {
+    KWK_TARGET_NAME, impl_sort, impl_topk, impl_median_dim, impl_median_all,
+};

@@ -1,0 +1,134 @@
+/*
+ * keys.h - order-preserving unsigned keys for every element type.
+ *
+ * key(a) < key(b) exactly when torch's ascending comparator puts a before b:
+ * -inf < ... < -0.0 == +0.0 < ... < +inf < NaN, every NaN equal.  So -0.0
+ * maps to +0.0's key and every NaN to the largest key of its width.  Sorting
+ * keys never loses a value: outputs are gathered from the source by index,
+ * bits and all.  Descending order is the bitwise NOT of the key (NaN first).
+ */
+#ifndef KWK_KEYS_H
+#define KWK_KEYS_H
+
+#include <stdint.h>
+#include <string.h>
+#include "../include/kwker.h"
+
+typedef struct {
+    int elem_size;   /* bytes per element */
+    int key_bits;    /* width of the order key */
+    int is_float;    /* has NaN */
+} kwk_dtype_info;
+
+static const kwk_dtype_info KWK_DTYPES[KWK_NUM_DTYPES] = {
+    [KWK_BOOL] = {1, 8, 0},     [KWK_UINT8] = {1, 8, 0},
+    [KWK_INT8] = {1, 8, 0},     [KWK_INT16] = {2, 16, 0},
+    [KWK_INT32] = {4, 32, 0},   [KWK_INT64] = {8, 64, 0},
+    [KWK_UINT16] = {2, 16, 0},  [KWK_UINT32] = {4, 32, 0},
+    [KWK_UINT64] = {8, 64, 0},  [KWK_FLOAT16] = {2, 16, 1},
+    [KWK_BFLOAT16] = {2, 16, 1}, [KWK_FLOAT32] = {4, 32, 1},
+    [KWK_FLOAT64] = {8, 64, 1},
+};
+
+static inline uint64_t kwk_width_mask(int bits)
+{
+    return bits >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << bits) - 1);
+}
+
+/* IEEE binary formats share one rule: NaN -> all ones, -0 -> +0, negative
+ * numbers reversed below the positives. */
+#define KWK_FLOAT_KEY(T, bits, sign, absmax_finite_inf)                       \
+    do {                                                                      \
+        T b_ = (bits);                                                        \
+        if ((T)(b_ & (T)~(sign)) > (T)(absmax_finite_inf)) return (T)~(T)0;   \
+        if (b_ == (sign)) b_ = 0;                                             \
+        return (b_ & (sign)) ? (T)~b_ : (T)(b_ | (sign));                     \
+    } while (0)
+
+static inline uint16_t kwk_key_f16(uint16_t b) { KWK_FLOAT_KEY(uint16_t, b, 0x8000u, 0x7C00u); }
+static inline uint16_t kwk_key_bf16(uint16_t b) { KWK_FLOAT_KEY(uint16_t, b, 0x8000u, 0x7F80u); }
+static inline uint32_t kwk_key_f32(uint32_t b) { KWK_FLOAT_KEY(uint32_t, b, 0x80000000u, 0x7F800000u); }
+static inline uint64_t kwk_key_f64(uint64_t b)
+{
+    KWK_FLOAT_KEY(uint64_t, b, 0x8000000000000000ull, 0x7FF0000000000000ull);
+}
+
+/* The key of element `p` of type `dtype` (unaligned-safe loads). */
+static inline uint64_t kwk_key_at(int dtype, const char *p)
+{
+    switch (dtype) {
+    case KWK_BOOL: return (uint8_t)(*(const uint8_t *)p != 0);
+    case KWK_UINT8: return *(const uint8_t *)p;
+    case KWK_INT8: return (uint8_t)(*(const uint8_t *)p ^ 0x80u);
+    case KWK_INT16: { uint16_t v; memcpy(&v, p, 2); return (uint16_t)(v ^ 0x8000u); }
+    case KWK_UINT16: { uint16_t v; memcpy(&v, p, 2); return v; }
+    case KWK_FLOAT16: { uint16_t v; memcpy(&v, p, 2); return kwk_key_f16(v); }
+    case KWK_BFLOAT16: { uint16_t v; memcpy(&v, p, 2); return kwk_key_bf16(v); }
+    case KWK_INT32: { uint32_t v; memcpy(&v, p, 4); return v ^ 0x80000000u; }
+    case KWK_UINT32: { uint32_t v; memcpy(&v, p, 4); return v; }
+    case KWK_FLOAT32: { uint32_t v; memcpy(&v, p, 4); return kwk_key_f32(v); }
+    case KWK_INT64: { uint64_t v; memcpy(&v, p, 8); return v ^ 0x8000000000000000ull; }
+    case KWK_UINT64: { uint64_t v; memcpy(&v, p, 8); return v; }
+    case KWK_FLOAT64: { uint64_t v; memcpy(&v, p, 8); return kwk_key_f64(v); }
+    default: return 0;
+    }
+}
+
+/* Fill keys[j] for j < len from a strided row, flipped by `flip` (0 for
+ * ascending, the width mask for descending).  Returns min and max keys.  The
+ * switch sits outside the loops so each loop is specialised (and vectorised
+ * by the compiler in the AVX2 build). */
+#define KWK_GATHER_LOOP(LOAD)                                                 \
+    for (int64_t j = 0; j < len; ++j) {                                       \
+        const char *p = row + j * step;                                       \
+        uint64_t k = (uint64_t)(LOAD) ^ flip;                                 \
+        keys[j] = k;                                                          \
+        lo = k < lo ? k : lo;                                                 \
+        hi = k > hi ? k : hi;                                                 \
+    }
+
+static inline void kwk_gather_keys(int dtype, const char *row, int64_t len,
+                                   int64_t step, uint64_t flip, uint64_t *keys,
+                                   uint64_t *min_key, uint64_t *max_key)
+{
+    uint64_t lo = ~(uint64_t)0, hi = 0;
+    switch (dtype) {
+    case KWK_BOOL: KWK_GATHER_LOOP(*(const uint8_t *)p != 0); break;
+    case KWK_UINT8: KWK_GATHER_LOOP(*(const uint8_t *)p); break;
+    case KWK_INT8: KWK_GATHER_LOOP((uint8_t)(*(const uint8_t *)p ^ 0x80u)); break;
+    case KWK_INT16: KWK_GATHER_LOOP(kwk_key_at(KWK_INT16, p)); break;
+    case KWK_UINT16: KWK_GATHER_LOOP(kwk_key_at(KWK_UINT16, p)); break;
+    case KWK_FLOAT16: KWK_GATHER_LOOP(kwk_key_at(KWK_FLOAT16, p)); break;
+    case KWK_BFLOAT16: KWK_GATHER_LOOP(kwk_key_at(KWK_BFLOAT16, p)); break;
+    case KWK_INT32: KWK_GATHER_LOOP(kwk_key_at(KWK_INT32, p)); break;
+    case KWK_UINT32: KWK_GATHER_LOOP(kwk_key_at(KWK_UINT32, p)); break;
+    case KWK_FLOAT32: KWK_GATHER_LOOP(kwk_key_at(KWK_FLOAT32, p)); break;
+    case KWK_INT64: KWK_GATHER_LOOP(kwk_key_at(KWK_INT64, p)); break;
+    case KWK_UINT64: KWK_GATHER_LOOP(kwk_key_at(KWK_UINT64, p)); break;
+    case KWK_FLOAT64: KWK_GATHER_LOOP(kwk_key_at(KWK_FLOAT64, p)); break;
+    default: break;
+    }
+    *min_key = lo;
+    *max_key = hi;
+}
+#undef KWK_GATHER_LOOP
+
+/* Copy one element's bytes. */
+static inline void kwk_copy_elem(char *dst, const char *src, int size)
+{
+    switch (size) {
+    case 1: *dst = *src; break;
+    case 2: memcpy(dst, src, 2); break;
+    case 4: memcpy(dst, src, 4); break;
+    default: memcpy(dst, src, 8); break;
+    }
+}
+
+static inline int kwk_bits_for(uint64_t v) /* bits needed to hold v */
+{
+    int b = 0;
+    while (b < 64 && (v >> b) != 0) ++b;
+    return b;
+}
+
+#endif

@@ -1,0 +1,193 @@
+/*
+ * order_words.h - sorting and selecting rows as unique integer words.
+ *
+ * A row of keys becomes one word per element: (key - min) << ibits | index,
+ * where ibits is just enough for the row's largest index.  Words are unique,
+ * so any sort or selection over them is exact, and the index in the low bits
+ * makes ties come out in index order (a stable result from unstable tools).
+ * Keys too wide for that packing (64-bit keys spanning more than
+ * 64 - ibits bits) use (key, index) records instead.
+ */
+#ifndef KWK_ORDER_WORDS_H
+#define KWK_ORDER_WORDS_H
+
+#include <stdint.h>
+#include <string.h>
+#include "torch_order.h"
+
+/* Rows at most this long are insertion-sorted: the radix sort's 256-bucket
+ * histograms cost more than the quadratic moves below it. */
+enum { KWK_INSERTION_MAX = 32 };
+/* Radix digit width. */
+enum { KWK_DIGIT_BITS = 8, KWK_BUCKETS = 1 << KWK_DIGIT_BITS };
+
+static void words_insertion_sort(uint64_t *a, int64_t n)
+{
+    for (int64_t i = 1; i < n; ++i) {
+        uint64_t v = a[i];
+        int64_t j = i;
+        while (j > 0 && a[j - 1] > v) {
+            a[j] = a[j - 1];
+            --j;
+        }
+        a[j] = v;
+    }
+}
+
+/* Stable LSD radix sort of a[0..n) on bits [lo, lo + bits); tmp holds n
+ * words.  Digits every element shares are skipped. */
+static void words_radix_sort(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int bits)
+{
+    const int passes = (bits + KWK_DIGIT_BITS - 1) / KWK_DIGIT_BITS;
+    int64_t counts[8][KWK_BUCKETS];
+    memset(counts, 0, sizeof(int64_t) * KWK_BUCKETS * (size_t)passes);
+    for (int64_t i = 0; i < n; ++i) {
+        uint64_t w = a[i] >> lo;
+        for (int p = 0; p < passes; ++p)
+            counts[p][(w >> (p * KWK_DIGIT_BITS)) & (KWK_BUCKETS - 1)]++;
+    }
+    uint64_t *src = a, *dst = tmp;
+    for (int p = 0; p < passes; ++p) {
+        const int shift = lo + p * KWK_DIGIT_BITS;
+        int64_t *c = counts[p];
+        if (c[(src[0] >> shift) & (KWK_BUCKETS - 1)] == n) continue;
+        int64_t sum = 0;
+        for (int b = 0; b < KWK_BUCKETS; ++b) {
+            int64_t t = c[b];
+            c[b] = sum;
+            sum += t;
+        }
+        for (int64_t i = 0; i < n; ++i) {
+            uint64_t w = src[i];
+            dst[c[(w >> shift) & (KWK_BUCKETS - 1)]++] = w;
+        }
+        uint64_t *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != a) memcpy(a, src, (size_t)n * sizeof(uint64_t));
+}
+
+static void words_sort(uint64_t *a, uint64_t *tmp, int64_t n, int ibits, int rbits)
+{
+    if (n <= KWK_INSERTION_MAX) words_insertion_sort(a, n);
+    else if (rbits > 0) words_radix_sort(a, tmp, n, ibits, rbits);
+    /* rbits == 0: every key equal, words already in index order */
+}
+
+/* Records compare by (key, idx): unique, so selection is exact too. */
+static inline int kv_before(kwk_kv a, kwk_kv b)
+{
+    return a.key < b.key || (a.key == b.key && a.idx < b.idx);
+}
+
+static void kvs_insertion_sort(kwk_kv *a, int64_t n)
+{
+    for (int64_t i = 1; i < n; ++i) {
+        kwk_kv v = a[i];
+        int64_t j = i;
+        while (j > 0 && kv_before(v, a[j - 1])) {
+            a[j] = a[j - 1];
+            --j;
+        }
+        a[j] = v;
+    }
+}
+
+/* Stable LSD radix sort of records by their whole 64-bit key. */
+static void kvs_radix_sort(kwk_kv *a, kwk_kv *tmp, int64_t n)
+{
+    enum { PASSES = 64 / KWK_DIGIT_BITS };
+    if (n <= KWK_INSERTION_MAX) {
+        kvs_insertion_sort(a, n);
+        return;
+    }
+    int64_t counts[PASSES][KWK_BUCKETS];
+    memset(counts, 0, sizeof counts);
+    for (int64_t i = 0; i < n; ++i)
+        for (int p = 0; p < PASSES; ++p)
+            counts[p][(a[i].key >> (p * KWK_DIGIT_BITS)) & (KWK_BUCKETS - 1)]++;
+    kwk_kv *src = a, *dst = tmp;
+    for (int p = 0; p < PASSES; ++p) {
+        const int shift = p * KWK_DIGIT_BITS;
+        int64_t *c = counts[p];
+        if (c[(src[0].key >> shift) & (KWK_BUCKETS - 1)] == n) continue;
+        int64_t sum = 0;
+        for (int b = 0; b < KWK_BUCKETS; ++b) {
+            int64_t t = c[b];
+            c[b] = sum;
+            sum += t;
+        }
+        for (int64_t i = 0; i < n; ++i)
+            dst[c[(src[i].key >> shift) & (KWK_BUCKETS - 1)]++] = src[i];
+        kwk_kv *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != a) memcpy(a, src, (size_t)n * sizeof(kwk_kv));
+}
+
+/* Quickselect: afterwards a[0..m) holds the m smallest elements (any order)
+ * and a[m-1] is the m-th smallest.  Median-of-three pivots; a range that
+ * keeps failing to shrink is finished by a full sort, so the worst case
+ * stays O(n log n). */
+#define KWK_DEFINE_SELECT(NAME, T, BEFORE, SORT_ALL)                          \
+    static void NAME(T *a, T *tmp, int64_t n, int64_t m)                      \
+    {                                                                         \
+        int64_t lo = 0, hi = n, target = m - 1;                               \
+        int budget = 2 * 64;                                                  \
+        if (m <= 0 || m > n) return;                                          \
+        while (hi - lo > KWK_INSERTION_MAX) {                                 \
+            if (budget-- == 0) {                                              \
+                SORT_ALL(a + lo, tmp, hi - lo);                               \
+                return;                                                       \
+            }                                                                 \
+            int64_t mid = lo + (hi - lo) / 2;                                 \
+            T x = a[lo], y = a[mid], z = a[hi - 1], pivot;                    \
+            if (BEFORE(x, y)) pivot = BEFORE(y, z) ? y : (BEFORE(x, z) ? z : x); \
+            else pivot = BEFORE(x, z) ? x : (BEFORE(y, z) ? z : y);           \
+            int64_t i = lo, j = hi - 1;                                       \
+            for (;;) {                                                        \
+                while (BEFORE(a[i], pivot)) ++i;                              \
+                while (BEFORE(pivot, a[j])) --j;                              \
+                if (i >= j) break;                                            \
+                T t = a[i]; a[i] = a[j]; a[j] = t;                            \
+                ++i; --j;                                                     \
+            }                                                                 \
+            /* a[lo..j] <= pivot <= a[j+1..hi) */                             \
+            if (target <= j) hi = j + 1;                                      \
+            else lo = j + 1;                                                  \
+        }                                                                     \
+        SORT_ALL(a + lo, tmp, hi - lo);                                       \
+    }
+
+#define KWK_WORD_BEFORE(x, y) ((x) < (y))
+#define KWK_WORDS_SORT_ALL(p, tmp, n) (words_radix_sort((p), (tmp), (n), 0, 64), (void)0)
+#define KWK_KVS_SORT_ALL(p, tmp, n) kvs_sort_all((p), (tmp), (n))
+
+static void kvs_sort_all(kwk_kv *a, kwk_kv *tmp, int64_t n)
+{
+    /* records here are unique by (key, idx) but not in index order, so sort
+     * by index first (radix on idx), then stably by key */
+    if (n <= KWK_INSERTION_MAX) {
+        kvs_insertion_sort(a, n);
+        return;
+    }
+    for (int64_t i = 0; i < n; ++i) { uint64_t t = (uint64_t)a[i].idx; a[i].idx = (int64_t)a[i].key; a[i].key = t; }
+    kvs_radix_sort(a, tmp, n);
+    for (int64_t i = 0; i < n; ++i) { uint64_t t = (uint64_t)a[i].idx; a[i].idx = (int64_t)a[i].key; a[i].key = t; }
+    kvs_radix_sort(a, tmp, n);
+}
+
+static void words_sort_small_or_radix(uint64_t *a, uint64_t *tmp, int64_t n)
+{
+    if (n <= KWK_INSERTION_MAX) words_insertion_sort(a, n);
+    else words_radix_sort(a, tmp, n, 0, 64);
+}
+#undef KWK_WORDS_SORT_ALL
+#define KWK_WORDS_SORT_ALL(p, tmp, n) words_sort_small_or_radix((p), (tmp), (n))
+
+KWK_DEFINE_SELECT(words_select, uint64_t, KWK_WORD_BEFORE, KWK_WORDS_SORT_ALL)
+KWK_DEFINE_SELECT(kvs_select, kwk_kv, kv_before, KWK_KVS_SORT_ALL)
+
+#endif
