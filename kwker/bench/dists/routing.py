@@ -12,20 +12,20 @@ EXPERT_LOAD_BIAS_STD = 0.7  # some experts are popular with every topic
 TOKEN_NOISE_STD = 1.0
 
 
-def router_logits(tokens: int, n_experts: int, rng) -> torch.Tensor:
-    """float32 [tokens, n_experts] router logits rounded to bf16 (the model's dtype)."""
+def router_logits(tokens: int, n_experts: int, rng, round_to=None) -> torch.Tensor:
+    """float32 [tokens, n_experts] router logits, rounded to `round_to` (the gate's dtype) if given."""
     preference = normal((ROUTER_TOPICS, n_experts), rng, std=TOPIC_PREFERENCE_STD)
     topic = torch.randint(0, ROUTER_TOPICS, (tokens // TOPIC_RUN + 1,), generator=rng)
     topic = topic.repeat_interleave(TOPIC_RUN)[:tokens]
     load_bias = normal((n_experts,), rng, std=EXPERT_LOAD_BIAS_STD)
     logits = preference[topic] + load_bias + normal((tokens, n_experts), rng, std=TOKEN_NOISE_STD)
-    return as_model_output(logits, {"round_to": "bfloat16"})
+    return as_model_output(logits, {"round_to": round_to} if round_to else {})
 
 
 @distribution("router")
 def _router(shape, params, rng):
     """Softmax router probabilities (params.mode 'logits': the raw bf16 logits)."""
-    logits = router_logits(*rows_and_length(shape), rng)
+    logits = router_logits(*rows_and_length(shape), rng, round_to="bfloat16")
     values = logits if params.get("mode") == "logits" else torch.softmax(logits, -1)
     return values.view(shape)
 
@@ -34,7 +34,7 @@ SCORE_CORRECTION_STD = 0.02  # DeepSeek-V3's learned e_score_correction_bias is 
 
 
 def biased_sigmoid_scores(tokens: int, n_experts: int, rng) -> torch.Tensor:
-    """DeepSeek-V3 gate scores for choice: sigmoid(logits) + e_score_correction_bias."""
+    """DeepSeek-V3 gate scores for choice: sigmoid(fp32 logits) + e_score_correction_bias."""
     correction = normal((n_experts,), rng, std=SCORE_CORRECTION_STD)
     return router_logits(tokens, n_experts, rng).sigmoid() + correction
 
@@ -75,7 +75,7 @@ def _router_group_masked(shape, params, rng):
 def _expert_ids(shape, params, rng):
     """Flattened top-k expert ids of consecutive tokens: small range, imbalanced counts."""
     k, n_experts = params["k"], params["n_experts"]
-    probs = torch.softmax(router_logits(shape[-1] // k, n_experts, rng), -1)
+    probs = torch.softmax(router_logits(shape[-1] // k, n_experts, rng, round_to="bfloat16"), -1)
     return probs.topk(k, dim=-1).indices.reshape(shape)
 
 

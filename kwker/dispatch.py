@@ -1,0 +1,276 @@
+"""The funnel: every patched call comes through one of the entry functions
+below, which parses the arguments, asks kwker.support whether the fast path
+applies, and either runs a kernel from kwker.ops or calls the captured torch
+original with the caller's arguments untouched.
+
+Entry functions have wrapt's wrapper signature (wrapped, instance, args,
+kwargs): `wrapped` is the torch original (bound to the tensor for Tensor
+methods, with `instance` the tensor).
+"""
+import threading
+from collections import Counter
+from typing import Dict, Optional
+
+import torch
+
+from kwker import _native, support
+from kwker.ops import selection, sorting
+from kwker.support import ARGUMENTS, DIM, NONEMPTY, TORCH_RAISES, Condition
+
+_ret = torch.return_types
+
+
+class Policy:
+    """Settings chosen by install(); read on every call."""
+    order = _native.ORDER_TORCH  # ties="torch" (default) or "stable"
+
+
+class Stats:
+    """Per-op counts of fast and fallback calls (fallbacks by reason)."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.fast: Counter = Counter()
+        self.fallback: Dict[str, Counter] = {}
+
+    def record_fallback(self, op: str, condition: Condition) -> None:
+        with self.lock:
+            self.fallback.setdefault(op, Counter())[condition.key] += 1
+
+    def snapshot(self) -> dict:
+        with self.lock:
+            ops = set(self.fast) | set(self.fallback)
+            return {op: {"fast": self.fast.get(op, 0),
+                         "fallback": dict(self.fallback.get(op, {}))} for op in sorted(ops)}
+
+    def reset(self) -> None:
+        with self.lock:
+            self.fast.clear()
+            self.fallback.clear()
+
+
+STATS = Stats()
+
+_SORT_DTYPES = support.OPS["sort"].dtypes
+_SELECT_DTYPES = support.OPS["topk"].dtypes
+
+
+def _fallback(op, condition, wrapped, args, kwargs):
+    STATS.record_fallback(op, condition)
+    return wrapped(*args, **kwargs)
+
+
+def _full_args(instance, args):
+    return args if instance is None else (instance,) + args
+
+
+# --------------------------------------------------------- argument parsing
+# Each parser accepts only the plain forms torch accepts and returns None for
+# anything else, which then goes to torch unchanged (torch's parser is the
+# reference: e.g. it rejects sort(x, 1, stable=True) and a non-bool flag).
+
+def _parse_sort(args, kwargs):
+    """(x, dim, descending, stable) from sort/argsort arguments."""
+    n = len(args)
+    if n == 0 or n > 3:
+        return None
+    x = args[0]
+    dim = args[1] if n > 1 else -1
+    descending = args[2] if n > 2 else False
+    stable = False
+    for key, value in kwargs.items():
+        if key == "dim" and n < 2:
+            dim = value
+        elif key == "descending" and n < 3:
+            descending = value
+        elif key == "stable" and n == 1:  # torch's stable overload is keyword-only
+            stable = False if value is None else value
+        else:
+            return None
+    if type(dim) is not int or type(descending) is not bool or type(stable) is not bool:
+        return None
+    return x, dim, descending, stable
+
+
+_TOPK_NAMES = ("k", "dim", "largest", "sorted")
+
+
+def _parse_topk(args, kwargs):
+    """(x, k, dim, largest, sorted) from topk arguments."""
+    n = len(args)
+    if n == 0 or n > 5:
+        return None
+    params = [-1, -1, True, True]  # k (required), dim, largest, sorted
+    params[:n - 1] = args[1:]
+    given = n - 1
+    for key, value in kwargs.items():
+        try:
+            pos = _TOPK_NAMES.index(key)
+        except ValueError:
+            return None
+        if pos < given:
+            return None
+        params[pos] = value
+    if given == 0 and "k" not in kwargs:
+        return None
+    k, dim, largest, sorted_ = params
+    if type(k) is not int or type(dim) is not int or type(largest) is not bool \
+            or type(sorted_) is not bool:
+        return None
+    return args[0], k, dim, largest, sorted_
+
+
+def _parse_median(args, kwargs):
+    """(x, dim or None, keepdim) from median/nanmedian arguments."""
+    n = len(args)
+    if n == 0 or n > 3:
+        return None
+    dim = args[1] if n > 1 else None
+    keepdim = args[2] if n > 2 else False
+    for key, value in kwargs.items():
+        if key == "dim" and n < 2:
+            dim = value
+        elif key == "keepdim" and n < 3:
+            keepdim = value
+        else:
+            return None
+    if dim is None:
+        if n > 2 or "keepdim" in kwargs:
+            return None  # median(x, keepdim=...) without dim is not a torch form
+    elif type(dim) is not int:
+        return None
+    if type(keepdim) is not bool:
+        return None
+    return args[0], dim, keepdim
+
+
+def _wrap_dim(x, dim) -> Optional[int]:
+    nd = x.ndim
+    if nd == 0 or not -nd <= dim < nd:
+        return None
+    return dim + nd if dim < 0 else dim
+
+
+# ------------------------------------------------------------- entry points
+
+def _sort_common(op, wrapped, instance, args, kwargs, values_wanted):
+    full = _full_args(instance, args)
+    failure = support.context_failure()
+    if failure is None:
+        call = _parse_sort(full, kwargs) if op != "msort" else (
+            (full[0], 0, False, False) if len(full) == 1 and not kwargs else None)
+        if call is None:
+            failure = ARGUMENTS
+        else:
+            x, dim, descending, stable = call
+            failure = support.tensor_failure(x, _SORT_DTYPES)
+            if failure is None:
+                d = _wrap_dim(x, dim)
+                if d is None:
+                    failure = DIM
+                elif x.numel() == 0:
+                    failure = NONEMPTY
+                elif support.torch_raises_unsigned_radix(x, descending):
+                    failure = TORCH_RAISES
+                else:
+                    order = Policy.order
+                    if stable or support.torch_sort_is_stable(x, d, descending):
+                        order = _native.ORDER_STABLE
+                    STATS.fast[op] += 1
+                    return sorting.sort(x, d, descending, order, values_wanted)
+    return _fallback(op, failure, wrapped, args, kwargs)
+
+
+def sort_entry(wrapped, instance, args, kwargs):
+    result = _sort_common("sort", wrapped, instance, args, kwargs, True)
+    return _ret.sort(result) if type(result) is tuple else result
+
+
+def argsort_entry(wrapped, instance, args, kwargs):
+    result = _sort_common("argsort", wrapped, instance, args, kwargs, False)
+    return result[1] if type(result) is tuple else result
+
+
+def msort_entry(wrapped, instance, args, kwargs):
+    result = _sort_common("msort", wrapped, instance, args, kwargs, True)
+    return result[0] if type(result) is tuple else result
+
+
+def topk_entry(wrapped, instance, args, kwargs):
+    full = _full_args(instance, args)
+    failure = support.context_failure()
+    if failure is None:
+        call = _parse_topk(full, kwargs)
+        if call is None:
+            failure = ARGUMENTS
+        else:
+            x, k, dim, largest, sorted_ = call
+            failure = support.tensor_failure(x, _SELECT_DTYPES)
+            if failure is None:
+                d = _wrap_dim(x, dim)
+                if d is None or not 0 <= k <= x.shape[d]:
+                    failure = DIM
+                elif x.numel() == 0:
+                    failure = NONEMPTY
+                else:
+                    STATS.fast["topk"] += 1
+                    return _ret.topk(selection.topk(x, k, d, largest, sorted_, Policy.order))
+    return _fallback("topk", failure, wrapped, args, kwargs)
+
+
+def _median_common(op, ignore_nan, result_type, wrapped, instance, args, kwargs):
+    full = _full_args(instance, args)
+    failure = support.context_failure()
+    if failure is None:
+        call = _parse_median(full, kwargs)
+        if call is None:
+            failure = ARGUMENTS
+        else:
+            x, dim, keepdim = call
+            failure = support.tensor_failure(x, _SELECT_DTYPES)
+            if failure is None:
+                if x.numel() == 0:
+                    failure = NONEMPTY
+                elif dim is None:
+                    STATS.fast[op] += 1
+                    return selection.median_all(x, ignore_nan)
+                else:
+                    d = _wrap_dim(x, dim)
+                    if d is None:
+                        failure = DIM
+                    else:
+                        STATS.fast[op] += 1
+                        return result_type(selection.median_dim(x, d, keepdim, ignore_nan))
+    return _fallback(op, failure, wrapped, args, kwargs)
+
+
+def median_entry(wrapped, instance, args, kwargs):
+    return _median_common("median", False, _ret.median, wrapped, instance, args, kwargs)
+
+
+def nanmedian_entry(wrapped, instance, args, kwargs):
+    return _median_common("nanmedian", True, _ret.nanmedian, wrapped, instance, args, kwargs)
+
+
+def _no_kernel_entry(op):
+    condition = support.NO_KERNEL
+
+    def entry(wrapped, instance, args, kwargs):
+        STATS.record_fallback(op, condition)
+        return wrapped(*args, **kwargs)
+    entry.__name__ = f"{op}_entry"
+    return entry
+
+
+ENTRIES = {
+    "sort": sort_entry,
+    "argsort": argsort_entry,
+    "msort": msort_entry,
+    "topk": topk_entry,
+    "median": median_entry,
+    "nanmedian": nanmedian_entry,
+    "kthvalue": _no_kernel_entry("kthvalue"),
+    "unique": _no_kernel_entry("unique"),
+    "quantile": _no_kernel_entry("quantile"),
+    "nanquantile": _no_kernel_entry("nanquantile"),
+}

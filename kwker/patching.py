@@ -1,0 +1,135 @@
+"""The patch table and install()/uninstall().
+
+The table is plain data: for each op, the torch function and the Tensor
+method it replaces.  install() wraps each original in a
+`KwkerFunctionWrapper` (wrapt: the wrapper compares and hashes equal to the
+original, so dicts keyed on torch.sort still match) and keeps the original;
+uninstall() puts every original back, so `torch.sort is <original>` again.
+Names bound before install (`from torch import sort`) keep the original.
+"""
+import threading
+from typing import Dict, Iterable, List, Optional, Tuple
+
+import torch
+import wrapt
+
+from kwker import dispatch
+
+# op -> (patch torch.<op>?, patch torch.Tensor.<op>?, TorchScript builtin)
+# Tensor.unique is Python code that calls torch.unique at run time, so
+# patching torch.unique reaches it.
+PATCH_TABLE: Dict[str, Tuple[bool, bool, Optional[str]]] = {
+    "sort": (True, True, "aten::sort"),
+    "argsort": (True, True, "aten::argsort"),
+    "msort": (True, True, "aten::msort"),
+    "topk": (True, True, "aten::topk"),
+    "kthvalue": (True, True, "aten::kthvalue"),
+    "median": (True, True, "aten::median"),
+    "nanmedian": (True, True, "aten::nanmedian"),
+    "unique": (True, False, None),
+    "quantile": (True, True, "aten::quantile"),
+    "nanquantile": (True, True, "aten::nanquantile"),
+}
+ALL_OPS = tuple(PATCH_TABLE)
+
+
+class KwkerFunctionWrapper(wrapt.FunctionWrapper):
+    """A wrapt wrapper that pickles as the name it replaces."""
+
+    def __reduce_ex__(self, protocol):
+        # pickle stores a global reference (module + name), which resolves to
+        # whatever torch.<name> is when unpickled
+        return self.__wrapped__.__name__
+
+
+class _Patch:
+    __slots__ = ("owner", "name", "original", "had_own_attr", "wrapper")
+
+    def __init__(self, owner, name, wrapper):
+        self.owner = owner
+        self.name = name
+        self.had_own_attr = name in vars(owner)
+        self.original = vars(owner)[name] if self.had_own_attr else getattr(owner, name)
+        self.wrapper = wrapper
+
+    def apply(self):
+        setattr(self.owner, self.name, self.wrapper)
+
+    def undo(self):
+        if self.had_own_attr:
+            setattr(self.owner, self.name, self.original)
+        else:
+            # Tensor methods live on the C base class; deleting our attribute
+            # makes torch.Tensor.<name> resolve to the original again
+            delattr(self.owner, self.name)
+
+
+_lock = threading.RLock()
+_applied: List[_Patch] = []
+
+
+def _register_torchscript_builtin(wrapper, aten_name):
+    """TorchScript resolves torch.sort by the function's identity: tell it the
+    wrapper is the same aten op, so scripting code that calls it still works."""
+    if aten_name is None:
+        return
+    try:
+        torch.jit._builtins._register_builtin(wrapper, aten_name)
+    except Exception:  # private API; scripting simply loses the mapping
+        pass
+
+
+def _make_patches(ops: Iterable[str]) -> List[_Patch]:
+    patches = []
+    for op in ops:
+        on_torch, on_tensor, aten_name = PATCH_TABLE[op]
+        entry = dispatch.ENTRIES[op]
+        if on_torch:
+            patch = _Patch(torch, op, None)
+            patch.wrapper = KwkerFunctionWrapper(patch.original, entry)
+            _register_torchscript_builtin(patch.wrapper, aten_name)
+            patches.append(patch)
+        if on_tensor:
+            patch = _Patch(torch.Tensor, op, None)
+            patch.wrapper = KwkerFunctionWrapper(patch.original, entry)
+            patches.append(patch)
+    return patches
+
+
+def install(ops: Iterable[str]) -> None:
+    """Patch `ops` (all or nothing; ops already patched stay as they are)."""
+    with _lock:
+        done = {p.name for p in _applied if p.owner is torch} | \
+               {p.name for p in _applied if p.owner is torch.Tensor}
+        wanted = [op for op in ops if op not in done]
+        patches = _make_patches(wanted)
+        applied = []
+        try:
+            for p in patches:
+                p.apply()
+                applied.append(p)
+        except BaseException:
+            for p in reversed(applied):
+                p.undo()
+            raise
+        _applied.extend(applied)
+
+
+def uninstall() -> None:
+    with _lock:
+        while _applied:
+            _applied.pop().undo()
+
+
+def installed_ops() -> Tuple[str, ...]:
+    with _lock:
+        return tuple(dict.fromkeys(p.name for p in _applied))
+
+
+def original(op: str):
+    """The torch function `op` as it was before install()."""
+    with _lock:
+        for p in _applied:
+            if p.owner is torch and p.name == op:
+                return p.original
+    return getattr(torch, op)

@@ -1,0 +1,139 @@
+"""What takes the fast path: the single source of truth.
+
+Every reason a call can go to torch instead of Kwker's kernels is a
+`Condition` below.  The dispatcher (kwker.dispatch) checks them in the order
+`OPS[op].conditions` lists and reports the first that fails; `explain()`,
+the counters, strict mode and the generated compat_matrix/ all read the same
+objects, so the documentation cannot drift from the code.
+
+Anything doubtful goes to torch: the original function then validates the
+arguments and raises torch's own errors.
+"""
+from dataclasses import dataclass
+from typing import Dict, FrozenSet, Optional, Tuple
+
+import torch
+import torch.autograd.forward_ad as _forward_ad
+
+from kwker import _native
+
+
+@dataclass(frozen=True)
+class Condition:
+    key: str      # stable identifier (counters, JSON matrix)
+    reason: str   # what failed, in words, when this condition is not met
+
+
+NATIVE = Condition("native", "the native library is not loaded")
+NO_TRANSFORM = Condition(
+    "no_transform",
+    "a trace or transform is active (torch.compile, TorchScript tracing, functorch, "
+    "forward AD, a torch-function or dispatch mode)")
+ARGUMENTS = Condition(
+    "arguments", "argument form not handled by the fast path (out=, Dimname, "
+    "non-int dim/k, non-bool flag, ...); torch validates it")
+PLAIN_TENSOR = Condition("plain_tensor", "input is not a plain torch.Tensor (subclass or other type)")
+CPU_DENSE = Condition(
+    "cpu_dense", "input is not a dense CPU tensor (other device, sparse, nested, "
+    "negative or zero view)")
+NO_GRAD = Condition("no_grad", "input requires grad while grad mode is on "
+                    "(autograd comes with torch.ops.kwker)")
+DTYPE = Condition("dtype", "dtype not handled by this op's kernel")
+DIM = Condition("dim", "0-dim input, or dim/k out of range; torch handles or rejects it")
+NONEMPTY = Condition("nonempty", "empty input or reduced dim; torch handles or rejects it")
+TORCH_RAISES = Condition("torch_raises", "torch 2.13 raises NotImplementedError for this "
+                         "dtype and shape (1-D unsigned sort through its radix path)")
+NO_KERNEL = Condition("kernel", "no fast kernel for this op yet")
+
+ALL_CONDITIONS: Tuple[Condition, ...] = (
+    NATIVE, NO_TRANSFORM, ARGUMENTS, PLAIN_TENSOR, CPU_DENSE, NO_GRAD, DTYPE, DIM,
+    NONEMPTY, TORCH_RAISES, NO_KERNEL,
+)
+
+_ALL_SORTABLE = frozenset({
+    torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
+    torch.uint16, torch.uint32, torch.uint64, torch.float16, torch.bfloat16,
+    torch.float32, torch.float64,
+})
+# torch 2.13 implements topk/kthvalue/median for these on the CPU
+_SELECTABLE = frozenset({
+    torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
+    torch.float16, torch.bfloat16, torch.float32, torch.float64,
+})
+_UNSIGNED_WIDE = frozenset({torch.uint16, torch.uint32, torch.uint64})
+
+
+@dataclass(frozen=True)
+class OpSupport:
+    dtypes: FrozenSet[torch.dtype]
+    conditions: Tuple[Condition, ...]
+    note: str = ""
+
+
+_TENSOR_CHECKS = (NATIVE, NO_TRANSFORM, ARGUMENTS, PLAIN_TENSOR, CPU_DENSE, NO_GRAD, DTYPE, DIM,
+                  NONEMPTY)
+
+OPS: Dict[str, OpSupport] = {
+    "sort": OpSupport(_ALL_SORTABLE, _TENSOR_CHECKS + (TORCH_RAISES,)),
+    "argsort": OpSupport(_ALL_SORTABLE, _TENSOR_CHECKS + (TORCH_RAISES,)),
+    "msort": OpSupport(_ALL_SORTABLE, _TENSOR_CHECKS + (TORCH_RAISES,)),
+    "topk": OpSupport(_SELECTABLE, _TENSOR_CHECKS),
+    "median": OpSupport(_SELECTABLE, _TENSOR_CHECKS, "with dim, and over all elements"),
+    "nanmedian": OpSupport(_SELECTABLE, _TENSOR_CHECKS, "with dim, and over all elements"),
+    "kthvalue": OpSupport(frozenset(), (NO_KERNEL,)),
+    "unique": OpSupport(frozenset(), (NO_KERNEL,)),
+    "quantile": OpSupport(frozenset(), (NO_KERNEL,)),
+    "nanquantile": OpSupport(frozenset(), (NO_KERNEL,)),
+}
+
+# ------------------------------------------------------------------ checks
+# Bound once: these run on every call.
+_C = torch._C
+_torch_function_mode = _C._is_torch_function_mode_enabled
+_dispatch_modes = _C._len_torch_dispatch_stack
+_functorch_active = _C._are_functorch_transforms_active
+_tracing_state = _C._get_tracing_state
+_grad_enabled = torch.is_grad_enabled
+_Tensor = torch.Tensor
+_strided = torch.strided
+_LOADED = _native.available()
+
+
+def context_failure() -> Optional[Condition]:
+    """Global state that rules out the fast path whatever the arguments."""
+    if not _LOADED:
+        return NATIVE
+    if (_torch_function_mode() or _dispatch_modes() or _functorch_active()
+            or _tracing_state() is not None or _forward_ad._current_level >= 0):
+        return NO_TRANSFORM
+    return None
+
+
+def tensor_failure(x, dtypes) -> Optional[Condition]:
+    """The input tensor itself: plain, dense, CPU, no autograd, dtype."""
+    if type(x) is not _Tensor:
+        return PLAIN_TENSOR
+    if (not x.is_cpu or x.layout is not _strided or x.is_nested or x.is_neg()
+            or x._is_zerotensor()):
+        return CPU_DENSE
+    if x.requires_grad and _grad_enabled():
+        return NO_GRAD
+    if x.dtype not in dtypes:
+        return DTYPE
+    return None
+
+
+def torch_raises_unsigned_radix(x, descending: bool) -> bool:
+    """torch 2.13 routes 1-D ascending integer sorts of >= 32768 elements to
+    fbgemm's radix sort, which has no uint16/32/64 instance and raises."""
+    return x.dtype in _UNSIGNED_WIDE and x.ndim == 1 and not descending and x.numel() >= 32768
+
+
+def torch_sort_is_stable(x, dim: int, descending: bool) -> bool:
+    """Calls where torch.sort(stable=False) gives the stable order anyway:
+    a stride-0 (expanded) sort dim is not sorted at all (indices arange), and
+    1-D ascending integer sorts of >= 32768 elements use a radix sort."""
+    if x.stride(dim) == 0:
+        return True
+    return (x.ndim == 1 and not descending and x.numel() >= 32768
+            and not x.dtype.is_floating_point and x.dtype is not torch.bool)
