@@ -52,6 +52,12 @@ class Stats:
 STATS = Stats()
 
 _SORT_DTYPES = support.OPS["sort"].dtypes
+# bound once: looked up on every call
+_context_failure = support.context_failure
+_tensor_failure = support.tensor_failure
+_torch_raises_unsigned_radix = support.torch_raises_unsigned_radix
+_torch_sort_is_stable = support.torch_sort_is_stable
+_ORDER_STABLE = _native.ORDER_STABLE
 _SELECT_DTYPES = support.OPS["topk"].dtypes
 
 
@@ -155,27 +161,29 @@ def _wrap_dim(x, dim) -> Optional[int]:
 
 def _sort_common(op, wrapped, instance, args, kwargs, values_wanted):
     full = _full_args(instance, args)
-    failure = support.context_failure()
+    failure = _context_failure()
     if failure is None:
-        call = _parse_sort(full, kwargs) if op != "msort" else (
-            (full[0], 0, False, False) if len(full) == 1 and not kwargs else None)
+        if op == "msort":
+            call = (full[0], 0, False, False) if len(full) == 1 and not kwargs else None
+        else:
+            call = _parse_sort(full, kwargs)
         if call is None:
             failure = ARGUMENTS
         else:
             x, dim, descending, stable = call
-            failure = support.tensor_failure(x, _SORT_DTYPES)
+            failure = _tensor_failure(x, _SORT_DTYPES)
             if failure is None:
                 d = _wrap_dim(x, dim)
                 if d is None:
                     failure = DIM
                 elif x.numel() == 0:
                     failure = NONEMPTY
-                elif support.torch_raises_unsigned_radix(x, descending):
+                elif _torch_raises_unsigned_radix(x, descending):
                     failure = TORCH_RAISES
                 else:
                     order = Policy.order
-                    if stable or support.torch_sort_is_stable(x, d, descending):
-                        order = _native.ORDER_STABLE
+                    if stable or _torch_sort_is_stable(x, d, descending):
+                        order = _ORDER_STABLE
                     STATS.fast[op] += 1
                     return sorting.sort(x, d, descending, order, values_wanted)
     return _fallback(op, failure, wrapped, args, kwargs)
@@ -198,14 +206,14 @@ def msort_entry(wrapped, instance, args, kwargs):
 
 def topk_entry(wrapped, instance, args, kwargs):
     full = _full_args(instance, args)
-    failure = support.context_failure()
+    failure = _context_failure()
     if failure is None:
         call = _parse_topk(full, kwargs)
         if call is None:
             failure = ARGUMENTS
         else:
             x, k, dim, largest, sorted_ = call
-            failure = support.tensor_failure(x, _SELECT_DTYPES)
+            failure = _tensor_failure(x, _SELECT_DTYPES)
             if failure is None:
                 d = _wrap_dim(x, dim)
                 if d is None or not 0 <= k <= x.shape[d]:
@@ -220,14 +228,14 @@ def topk_entry(wrapped, instance, args, kwargs):
 
 def _median_common(op, ignore_nan, result_type, wrapped, instance, args, kwargs):
     full = _full_args(instance, args)
-    failure = support.context_failure()
+    failure = _context_failure()
     if failure is None:
         call = _parse_median(full, kwargs)
         if call is None:
             failure = ARGUMENTS
         else:
             x, dim, keepdim = call
-            failure = support.tensor_failure(x, _SELECT_DTYPES)
+            failure = _tensor_failure(x, _SELECT_DTYPES)
             if failure is None:
                 if x.numel() == 0:
                     failure = NONEMPTY

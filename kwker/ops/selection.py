@@ -5,17 +5,21 @@ from kwker import _native
 from kwker.ops._call import CODES, lib, source_rows
 
 _INT64 = torch.int64
+_empty = torch.empty
+_topk = lib.kwk_topk_addr if lib is not None else None
+_median_dim = lib.kwk_median_dim_addr if lib is not None else None
+_median_all = lib.kwk_median_all_addr if lib is not None else None
 
 
 def topk(x: torch.Tensor, k: int, dim: int, largest: bool, sorted_: bool, order: int):
     """(values, indices) as torch.topk gives them (contiguous outputs)."""
     shape = list(x.shape)
     shape[dim] = k
-    values = torch.empty(shape, dtype=x.dtype)
-    indices = torch.empty(shape, dtype=_INT64)
+    values = _empty(shape, dtype=x.dtype)
+    indices = _empty(shape, dtype=_INT64)
     src, (outer, length, inner, so, sl, si) = source_rows(x, dim)
     # contiguous output: rows of k along dim, `inner` elements apart
-    status = lib.kwk_topk_addr(
+    status = _topk(
         CODES[x.dtype], src.data_ptr(), outer, length, inner, so, sl, si, k,
         values.data_ptr(), indices.data_ptr(), k * inner, inner, 1,
         largest, sorted_, order)
@@ -31,10 +35,10 @@ def median_dim(x: torch.Tensor, dim: int, keepdim: bool, ignore_nan: bool):
         shape[dim] = 1
     else:
         del shape[dim]
-    values = torch.empty(shape, dtype=x.dtype)
-    indices = torch.empty(shape, dtype=_INT64)
+    values = _empty(shape, dtype=x.dtype)
+    indices = _empty(shape, dtype=_INT64)
     src, (outer, length, inner, so, sl, si) = source_rows(x, dim)
-    status = lib.kwk_median_dim_addr(
+    status = _median_dim(
         CODES[x.dtype], src.data_ptr(), outer, length, inner, so, sl, si,
         values.data_ptr(), indices.data_ptr(), inner, 1, ignore_nan)
     if status:
@@ -46,8 +50,8 @@ def median_all(x: torch.Tensor, ignore_nan: bool):
     """torch.median(x) / torch.nanmedian(x): a 0-dim tensor (x non-empty)."""
     if x.ndim != 1:
         x = x.reshape(-1)  # a view when possible, else a copy
-    out = torch.empty((), dtype=x.dtype)
-    status = lib.kwk_median_all_addr(
+    out = _empty((), dtype=x.dtype)
+    status = _median_all(
         CODES[x.dtype], x.data_ptr(), x.shape[0], x.stride(0), out.data_ptr(), ignore_nan)
     if status:
         _native.check(status, "median")

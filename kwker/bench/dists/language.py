@@ -128,6 +128,8 @@ SAE_ACTIVE_RANGE = (3.0, 12.0)
 @distribution("sae_preacts")
 def _sae_preacts(shape, params, rng):
     """Sparse-autoencoder pre-activations: negative Gaussian bulk, ~0.3% strongly active latents."""
-    values = normal(shape, rng, SAE_BULK_MEAN, SAE_BULK_STD)
-    active = torch.rand(shape, generator=rng) < SAE_ACTIVE_FRACTION
-    return torch.where(active, uniform(shape, rng, *SAE_ACTIVE_RANGE), values)
+    values = normal(shape, rng, SAE_BULK_MEAN, SAE_BULK_STD).flatten()
+    n_active = int(values.numel() * SAE_ACTIVE_FRACTION)
+    active = torch.randint(0, values.numel(), (n_active,), generator=rng)
+    values[active] = uniform((n_active,), rng, *SAE_ACTIVE_RANGE)
+    return values.view(shape)

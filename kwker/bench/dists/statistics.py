@@ -39,7 +39,7 @@ def _wanda_metric(shape, params, rng):
     shape): log-normal column scales, rare outlier channels x20-80; params.square gives
     SparseGPT's W^2 / d_j^2."""
     rows, columns = params.get("view", shape)
-    magnitude = student_t((rows, columns), rng, WEIGHT_TAIL_DF).abs_().mul_(WEIGHT_SCALE)
+    magnitude = normal((rows, columns), rng, std=WEIGHT_SCALE).abs_()  # LLM weights: near-Gaussian
     column_scale = log_normal((columns,), rng, 1.0, COLUMN_NORM_SIGMA)
     outlier = torch.rand(columns, generator=rng) < OUTLIER_CHANNEL_PROBABILITY
     column_scale = torch.where(outlier, column_scale * uniform((columns,), rng, *OUTLIER_GAIN), column_scale)

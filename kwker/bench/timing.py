@@ -1,0 +1,85 @@
+"""Timing: torch and Kwker in alternating blocks, so drift (frequency, other load)
+hits both alike; medians over the blocks, and their spread as the noise."""
+import statistics
+import time
+from dataclasses import dataclass
+from typing import Callable, List, Tuple
+
+from torch.utils.benchmark import Timer
+
+
+@dataclass(frozen=True)
+class TimingPlan:
+    rounds: int             # blocks per path
+    min_rounds: int         # ... at least, however slow the call (the noise needs quartiles)
+    block_s: float          # target duration of one block; a block runs the call >= once
+    budget_s: float         # per path and input: slow calls get fewer rounds, down to min_rounds
+    bandwidth_repeats: int  # copies timed for the memory bandwidth (best of them)
+
+
+FULL_PLAN = TimingPlan(rounds=7, min_rounds=3, block_s=0.025, budget_s=1.0, bandwidth_repeats=5)
+QUICK_PLAN = TimingPlan(rounds=3, min_rounds=3, block_s=0.010, budget_s=0.3, bandwidth_repeats=3)
+
+
+@dataclass(frozen=True)
+class Stats:
+    median_s: float
+    noise: float            # interquartile range / median of the per-block means
+    samples: Tuple[float, ...]
+
+
+def stats_of(samples: List[float]) -> Stats:
+    median = statistics.median(samples)
+    if len(samples) > 1:
+        q1, _, q3 = statistics.quantiles(samples, n=4, method="inclusive")
+    else:
+        q1 = q3 = median
+    return Stats(median, (q3 - q1) / median if median > 0 else 0.0, tuple(samples))
+
+
+def block_shape(call: Callable, plan: TimingPlan) -> Tuple[int, int]:
+    """(calls per block, rounds) for `call` under `plan`, from a warm-up call, and a
+    second timed call when the warm-up was shorter than a block."""
+    start = time.perf_counter()
+    call()  # warm-up: lazy initialization; for a slow call, its time is estimate enough
+    once = time.perf_counter() - start
+    if once < plan.block_s:
+        start = time.perf_counter()
+        call()
+        once = time.perf_counter() - start
+    number = max(1, round(plan.block_s / max(once, 1e-9)))
+    rounds = int(plan.budget_s / (number * once)) if once > 0 else plan.rounds
+    return number, max(plan.min_rounds, min(plan.rounds, rounds))
+
+
+def block_time(call: Callable, number: int, threads: int) -> float:
+    """Mean seconds per call over `number` calls."""
+    timer = Timer(stmt="call()", globals={"call": call}, num_threads=threads)
+    return timer.timeit(number).mean
+
+
+def time_alone(call: Callable, plan: TimingPlan, threads: int) -> Stats:
+    number, rounds = block_shape(call, plan)
+    return stats_of([block_time(call, number, threads) for _ in range(rounds)])
+
+
+def time_interleaved(torch_call: Callable, kwker_call: Callable, kwker_on, plan: TimingPlan,
+                     threads: int) -> Tuple[Stats, Stats]:
+    """Stats of torch_call and of kwker_call (run inside the context manager kwker_on()),
+    timed in alternating blocks; the order flips every round."""
+    torch_number, torch_rounds = block_shape(torch_call, plan)
+    with kwker_on():
+        kwker_number, kwker_rounds = block_shape(kwker_call, plan)
+    torch_samples, kwker_samples = [], []
+
+    def torch_block():
+        torch_samples.append(block_time(torch_call, torch_number, threads))
+
+    def kwker_block():
+        with kwker_on():
+            kwker_samples.append(block_time(kwker_call, kwker_number, threads))
+
+    for round_index in range(min(torch_rounds, kwker_rounds)):
+        for block in ((torch_block, kwker_block) if round_index % 2 == 0 else (kwker_block, torch_block)):
+            block()
+    return stats_of(torch_samples), stats_of(kwker_samples)

@@ -1,0 +1,202 @@
+"""The benchmark corpus (catalogue, generators, calls) and a smoke run of its runner."""
+import json
+import math
+
+import pytest
+import torch
+
+import kwker
+from kwker.bench import runner
+from kwker.bench.bitwise import difference
+from kwker.bench.corpus import (LAYER_REFERENCES, QUICK_IDS, build_call, load_catalogue,
+                                make_input, select)
+from kwker.bench.dists import GENERATORS
+from kwker.bench.layers_reference import median_pool2d_reference
+from kwker.bench.machine import radix_bound_ns
+from kwker.bench.plot import plot_speedups
+from kwker.bench.results import InputResult
+
+CATALOGUE = load_catalogue()
+BY_ID = {e.id: e for e in CATALOGUE}
+SMALLEST_PER_DIST = {}
+for _entry in sorted(CATALOGUE, key=lambda e: e.numel, reverse=True):
+    SMALLEST_PER_DIST[_entry.dist] = _entry
+
+# Generating twice is the cost of a determinism test: distributions whose every
+# entry is large are checked on a smaller input of the same kind (shape, params update).
+SMALL_STAND_INS = {
+    "neg_sqdist_points": ((2, 64, 64), {}),
+    "rec_scores": ((4, 5000), {}),
+    "sae_preacts": ((4, 1000), {}),
+    "whisper_windows": ((2, 5, 100, 7), {}),
+    "depth_bins": ((1, 8, 32, 32), {}),
+    "depth_ensemble": ((3, 1, 48, 64), {}),
+    "activations": ((768,), {"view": [2, 4, 96]}),
+    "lovasz_errors": ((2, 5, 1024), {}),
+    "grad": ((10000,), {}),
+    "edge_keys": ((20000,), {}),
+    "attn_accum": ((1, 4, 2000), {}),
+    "segmap": ((80, 100), {}),
+    "tal_metric": ((2, 4, 8400), {}),
+}
+
+
+def values_of(entry_id):
+    return make_input(BY_ID[entry_id])
+
+
+def test_catalogue_is_packaged_whole():
+    assert len(CATALOGUE) >= 97
+    assert len(BY_ID) == len(CATALOGUE), "ids must be unique"
+    assert {e.dist for e in CATALOGUE} <= set(GENERATORS)
+    assert all(hasattr(torch, e.op) or e.op in LAYER_REFERENCES for e in CATALOGUE)
+
+
+def test_quick_subset_exists_and_covers_every_op():
+    assert set(QUICK_IDS) <= set(BY_ID)
+    assert {BY_ID[i].op for i in QUICK_IDS} == {e.op for e in CATALOGUE}
+
+
+def test_filter_searches_the_whole_catalogue():
+    assert [e.id for e in select(CATALOGUE, quick=True, substring="wanda_row")] == ["wanda_row_sort__llama2_7b"]
+    assert all(e.op == "median_pool2d" for e in select(CATALOGUE, substring="median_pool2d"))
+
+
+@pytest.mark.parametrize("entry", CATALOGUE, ids=lambda e: e.id)
+def test_generator_gives_declared_shape_and_dtype(entry):
+    x = make_input(entry)
+    assert tuple(x.shape) == entry.shape and x.dtype == entry.dtype and x.is_contiguous()
+
+
+@pytest.mark.parametrize("entry", SMALLEST_PER_DIST.values(), ids=lambda e: e.dist)
+def test_generator_is_deterministic(entry):
+    shape, params = entry.shape, entry.params
+    if entry.dist in SMALL_STAND_INS:
+        shape, update = SMALL_STAND_INS[entry.dist]
+        params = dict(params, **update)
+    generate = GENERATORS[entry.dist]
+    first, again = (generate(shape, entry.dtype, params, entry.seed) for _ in range(2))
+    assert tuple(first.shape) == shape
+    assert torch.equal(first.view(torch.uint8), again.view(torch.uint8))
+
+
+def test_seed_changes_the_values():
+    entry = BY_ID["hf_topk_warper__llama3_8b"]
+    generate = GENERATORS[entry.dist]
+    assert not torch.equal(generate(entry.shape, entry.dtype, entry.params, 1),
+                           generate(entry.shape, entry.dtype, entry.params, 2))
+
+
+def test_bf16_rounded_logits_have_many_exact_ties():
+    x = values_of("hf_topk_warper__llama3_8b")
+    assert torch.equal(x, x.bfloat16().float()), "values must be bf16-representable"
+    for row in x:
+        assert row.unique().numel() < 0.1 * row.numel()
+
+
+def test_masked_logits_keep_top_k_finite_and_the_rest_minus_inf():
+    x = values_of("hf_topp_after_topk__llama2_7b_chat")
+    finite = torch.isfinite(x).sum(-1)
+    assert (finite >= 50).all() and (finite < 60).all()
+    assert (torch.isneginf(x) | torch.isfinite(x)).all()
+    routed = values_of("dsv3_gate_expert_top8")
+    assert (torch.isneginf(routed).sum(-1) == 128).all()
+
+
+def test_timeseries_rows_contain_nan():
+    x = values_of("lagllama_robust_scaler_nanmedian")
+    left_padded = torch.isnan(x[:, 0]).float().mean()
+    assert 0.2 < left_padded < 0.6
+    assert torch.isnan(x).any(-1).all(), "2% sporadic NaN reach every row"
+    assert (x[~torch.isnan(x)] > 0).all()
+
+
+def test_permutation_rows_are_permutations():
+    x = values_of("mae_random_masking_restore__vit_b16")
+    assert torch.equal(x.sort(-1).values, torch.arange(x.shape[-1]).expand_as(x))
+
+
+def test_other_named_properties():
+    cosines = values_of("st_paraphrase_mining_topk__minilm")
+    assert cosines.abs().max() <= 1.0 and torch.equal(cosines.diagonal(), torch.ones(2000))
+    times = values_of("pyg_temporal_sort_by_time__wikipedia")
+    descents = (times[1:] < times[:-1]).float().mean()
+    assert 0 < descents < 0.1, "nearly sorted"
+    assert (times[1:] == times[:-1]).any(), "ties"
+    votes = values_of("dino_knn_probs_sort__in1k")
+    assert ((votes == 0).sum(-1) >= 980).all()
+    tabnet = values_of("tabnet_sparsemax_sort__covertype")
+    assert ((tabnet == 0) & torch.signbit(tabnet)).any(), "-0.0 from x * 0 prior"
+    assert len(values_of("torchmetrics_spearman_rank_unique").unique()) == 26
+
+
+def test_build_call_makes_torch_ready_arguments():
+    fn_name, args, kwargs = build_call(BY_ID["chronos_sample_quantile__t5_small"])
+    assert fn_name == "quantile" and isinstance(kwargs["q"], torch.Tensor) and kwargs["q"].dtype == args[0].dtype
+    torch.quantile(*args, **kwargs)
+    fn_name, args, kwargs = build_call(BY_ID["hf_topk_warper__llama3_8b"])
+    assert (fn_name, kwargs) == ("topk", {"k": 50, "dim": -1, "largest": True, "sorted": True})
+
+
+@pytest.mark.parametrize("padding_mode", ["reflect", "zeros"])
+def test_median_pool2d_reference_matches_a_direct_loop(padding_mode):
+    x = torch.rand(1, 2, 7, 6, generator=torch.Generator().manual_seed(0))
+    got = median_pool2d_reference(x, kernel_size=3, stride=1, padding=1, padding_mode=padding_mode)
+    padded = torch.nn.functional.pad(x, (1, 1, 1, 1), mode="reflect" if padding_mode == "reflect" else "constant")
+    want = torch.empty_like(x)
+    for i in range(7):
+        for j in range(6):
+            window = padded[:, :, i:i + 3, j:j + 3].reshape(1, 2, 9)
+            want[:, :, i, j] = window.sort(-1).values[..., 4]
+    assert torch.equal(got, want)
+
+
+def test_difference_sees_every_bit():
+    values = torch.tensor([0.0, 1.0, float("nan")])
+    assert difference(values, values.clone()) is None
+    assert "differ" in difference(values, torch.tensor([-0.0, 1.0, float("nan")]))
+    other_nan = values.clone()
+    other_nan.view(torch.int32)[2] += 1  # another NaN payload
+    assert "differ" in difference(values, other_nan)
+    assert "dtype" in difference(values, values.double())
+    sorted_ = torch.sort(values)
+    assert "indices" in difference(sorted_, (sorted_.values, sorted_.indices.flip(0)))
+
+
+def test_radix_bound_counts_passes_and_bytes():
+    # float32 key: 4 byte-passes, each reading and writing 4 + 8 bytes
+    assert math.isclose(radix_bound_ns(torch.float32, bandwidth=1e9), 96.0)
+    assert math.isclose(radix_bound_ns(torch.int64, bandwidth=1e9), 256.0)
+
+
+def test_check_smoke_passes(capsys):
+    assert runner.main(["--check", "--quick", "--filter", "mae_random_masking"]) == 0
+    assert "2 of 2 inputs bit-identical" in capsys.readouterr().out
+
+
+def test_timing_run_writes_json_and_flags_regressions(tmp_path, capsys):
+    entry_id = "smoothed_value_median_window20"
+    old, saved = tmp_path / "old.json", tmp_path / "run.json"
+    old.write_text(json.dumps({"results": [{"id": entry_id, "speedup": 1000.0}]}))
+    assert runner.main(["--quick", "--filter", entry_id, "--json", str(saved), "--compare", str(old)]) == 0
+    record = json.loads(saved.read_text())
+    (result,) = record["results"]
+    assert result["correct"] and result["speedup"] > 0 and result["numpy_s"] > 0
+    assert record["summary"]["timed_correct"] == 1 and record["machine"]["threads"] == 1
+    out = capsys.readouterr().out
+    assert "REGRESSION" in out and "1 regression(s) among 1 inputs" in out
+
+
+def test_missing_kwker_api_is_said_out_loud(monkeypatch, capsys):
+    monkeypatch.delattr(kwker, "install", raising=False)
+    assert runner.main(["--check", "--filter", "smoothed_value"]) == 0
+    assert "kwker not available: timing torch against itself" in capsys.readouterr().err
+    assert runner.main(["--check", "--filter", "smoothed_value", "--ties", "stable"]) == runner.EXIT_USAGE
+
+
+def test_plot_writes_a_png_or_says_why_not(tmp_path):
+    result = InputResult(id="x", op="sort", section="ops", shape=(4,), dtype="float32", numel=4,
+                         correct=True, torch_s=2e-6, kwker_s=1e-6)
+    path = tmp_path / "speedups.png"
+    problem = plot_speedups([result], str(path))
+    assert (problem is None and path.stat().st_size > 0) or "matplotlib" in problem

@@ -1,0 +1,466 @@
+"""The funnel (kwker.dispatch) and its fallbacks (kwker.support).
+
+Every Condition that can be triggered from Python is triggered by a real
+call: the result (or the exception) must still be torch's, and the
+condition's key must be counted in kwker.stats().
+"""
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils._python_dispatch import TorchDispatchMode
+
+import kwker
+from kwker import support
+from conftest import ORIG, ORIG_METHOD, assert_same, run, compare, fallbacks, fast_count, make_values
+
+
+@pytest.fixture
+def x(gen):
+    return make_values("ties", (4, 37), torch.float32, gen)
+
+
+def test_condition_keys_are_unique_and_documented():
+    keys = [c.key for c in support.ALL_CONDITIONS]
+    assert len(keys) == len(set(keys))
+    for c in support.ALL_CONDITIONS:
+        assert c.reason
+    for op, s in support.OPS.items():
+        assert set(s.conditions) <= set(support.ALL_CONDITIONS), op
+    assert set(support.OPS) == set(kwker.patching.ALL_OPS)
+
+
+# ---------------------------------------------------------------- autograd
+
+@pytest.mark.parametrize("op,args", [
+    ("sort", (1,)), ("sort", (0, True)), ("topk", (3,)), ("topk", (2, 0, False)),
+    ("median", (1,)), ("median", ()), ("nanmedian", (0, True)), ("nanmedian", ()),
+    ("msort", ()), ("argsort", (1,)),
+])
+def test_requires_grad_falls_back_and_backward_matches(kw, gen, op, args):
+    base = make_values("bf16ties", (5, 16), torch.float64, gen)
+    base[1, 3] = float("nan") if op == "nanmedian" else base[1, 3]
+    x_ref = base.clone().requires_grad_()
+    x_got = base.clone().requires_grad_()
+    ref = getattr(ORIG[op], "__call__")(x_ref, *args)
+    kwker.reset_stats()
+    got = getattr(torch, op)(x_got, *args)
+    assert fallbacks(op) == {"no_grad": 1} and fast_count(op) == 0
+    assert_same(ref, got)
+    out_ref = ref[0] if isinstance(ref, tuple) else ref
+    out_got = got[0] if isinstance(got, tuple) else got
+    if op == "argsort":
+        assert not out_got.requires_grad
+        return
+    assert out_got.requires_grad and out_got.grad_fn is not None
+    assert type(out_got.grad_fn) is type(out_ref.grad_fn)
+    w = torch.randn(out_ref.shape, generator=gen, dtype=torch.float64)
+    (out_ref * w).nansum().backward()
+    (out_got * w).nansum().backward()
+    assert_same(x_ref.grad, x_got.grad)
+
+
+def test_requires_grad_without_grad_mode_is_fast(kw, gen):
+    x = make_values("ties", (5, 16), torch.float32, gen).requires_grad_()
+    with torch.no_grad():
+        compare("sort", x, 1)
+        compare("topk", x, 2)
+        compare("median", x, 0)
+        compare("median", x)
+    with torch.inference_mode():
+        compare("sort", x, 1)
+
+
+def test_inference_tensors_are_fast(kw, gen):
+    with torch.inference_mode():
+        x = make_values("ties", (5, 16), torch.float32, gen)
+    compare("sort", x, 1)
+    compare("topk", x, 3)
+    compare("nanmedian", x, 1)
+
+
+# ---------------------------------------------------- tensors torch handles
+
+class MyTensor(torch.Tensor):
+    pass
+
+
+class Logged(torch.Tensor):
+    calls = []
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        cls.calls.append(func)
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
+class Duck:
+    """Not a tensor: torch dispatches to __torch_function__."""
+
+    def __init__(self, t):
+        self.t = t
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        args = tuple(a.t if isinstance(a, Duck) else a for a in args)
+        return ("duck", func.__name__, func(*args, **(kwargs or {})))
+
+
+@pytest.mark.parametrize("op,args", [("sort", (1, True)), ("topk", (2,)), ("median", (1,)),
+                                     ("median", ()), ("argsort", ()), ("msort", ()),
+                                     ("nanmedian", (0,))])
+def test_tensor_subclass(kw, x, op, args):
+    sub = x.as_subclass(MyTensor)
+    # Tensor.__torch_function__ calls torch's function again (for methods,
+    # the patched one): only plain_tensor fallbacks, maybe more than one
+    result = compare(op, sub, *args, fast={"plain_tensor"})
+    first = result[0] if isinstance(result, tuple) else result
+    assert type(first) is MyTensor
+    compare(op, sub, *args, method=True, fast={"plain_tensor"})
+
+
+def test_torch_function_override(kw, x):
+    Logged.calls.clear()
+    lg = x.as_subclass(Logged)
+    compare("sort", lg, 1, fast={"plain_tensor"})
+    compare("topk", lg, 3, method=True, fast={"plain_tensor"})
+    assert ORIG["sort"] in Logged.calls
+    # what handlers see for a method still compares and hashes as torch's
+    method = next(f for f in Logged.calls if getattr(f, "__name__", "") == "topk")
+    assert method == ORIG_METHOD["topk"] and {ORIG_METHOD["topk"]: 1}.get(method) == 1
+    duck = Duck(x)
+    # (sort/argsort/msort with a tuple-returning override: test_known_bugs.py)
+    for op, args in [("topk", (2,)), ("median", ()), ("kthvalue", (2,)), ("nanmedian", (0,)),
+                     ("quantile", (0.5,))]:
+        ref = getattr(Duck, "__torch_function__")(ORIG[op], (Duck,), (duck,) + args)
+        kwker.reset_stats()
+        got = getattr(torch, op)(duck, *args)
+        assert got[0] == "duck" and got[1] == ref[1] == op
+        assert_same(ref[2], got[2])
+        assert fast_count(op) == 0 and sum(fallbacks(op).values()) == 1
+
+
+class Recorder(TorchFunctionMode):
+    def __init__(self):
+        super().__init__()
+        self.funcs = []
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        self.funcs.append(func)
+        return func(*args, **(kwargs or {}))
+
+
+class DispatchRecorder(TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self.ops = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        self.ops.append(str(func))
+        return func(*args, **(kwargs or {}))
+
+
+def test_torch_function_mode(kw, x):
+    with Recorder() as mode:
+        compare("sort", x, 1, fast="no_transform")
+        compare("median", x, fast="no_transform")
+        compare("argsort", x, 0, True, fast="no_transform")
+        # a method: torch hands the mode torch.Tensor.topk (patched), which
+        # the mode calls with itself disabled, so the kernel may run there
+        compare("topk", x, 2, method=True, fast=None)
+        assert fallbacks("topk") == {"no_transform": 1}
+    # the mode saw torch's own function (the original), once for each call
+    assert mode.funcs.count(ORIG["sort"]) == 2
+    method = next(f for f in mode.funcs if getattr(f, "__name__", "") == "topk")
+    assert method == ORIG_METHOD["topk"] and method in {ORIG_METHOD["topk"]: 1}
+
+
+def test_torch_dispatch_mode(kw, x):
+    with DispatchRecorder() as mode:
+        compare("sort", x, 1, fast="no_transform")
+        compare("nanmedian", x, 0, True, fast="no_transform")
+    assert any("aten.sort" in op for op in mode.ops)
+
+
+def test_forward_ad(kw, gen):
+    import torch.autograd.forward_ad as fwAD
+    x = make_values("random", (4, 9), torch.float64, gen)
+    tangent = torch.randn(x.shape, generator=gen, dtype=torch.float64)
+    with fwAD.dual_level():
+        dual = fwAD.make_dual(x, tangent)
+        ref = fwAD.unpack_dual(ORIG["sort"](dual, 1).values).tangent
+        kwker.reset_stats()
+        got = fwAD.unpack_dual(torch.sort(dual, 1).values).tangent
+        assert fallbacks("sort") == {"no_transform": 1}
+        # inside a dual level even a plain tensor goes to torch
+        compare("topk", x, 2, fast="no_transform")
+    assert_same(ref, got)
+
+
+def test_meta_device(kw):
+    x = torch.empty(4, 9, device="meta")
+    for op, args in [("sort", (1,)), ("topk", (3,)), ("median", (0,)), ("argsort", ()),
+                     ("msort", ()), ("nanmedian", (1, True))]:
+        compare(op, x, *args, fast="cpu_dense")
+
+
+def test_sparse_and_nested(kw, x):
+    sp = x.to_sparse()
+    for op, args in [("sort", ()), ("topk", (2,)), ("median", (1,)), ("argsort", ())]:
+        compare(op, sp, *args, fast="cpu_dense")  # torch raises NotImplementedError
+    nt = torch.nested.nested_tensor([x[0], x[1, :5]])
+    compare("sort", nt, fast="cpu_dense")
+
+
+def test_negative_and_zero_views(kw, x):
+    compare("sort", torch._neg_view(x), 1, fast="cpu_dense")
+    compare("topk", torch._neg_view(x), 3, fast="cpu_dense")
+    compare("sort", torch._efficientzerotensor(5), fast="cpu_dense")
+
+
+def test_conj_view_is_not_confused(kw, gen):
+    # complex is not a sort dtype; torch raises its own error
+    c = torch.randn(5, dtype=torch.complex64, generator=gen)
+    compare("sort", c, fast="dtype")
+    compare("sort", c.conj(), fast="dtype")
+
+
+# ---------------------------------------------------------- argument forms
+
+def _first(result):
+    return result[0] if isinstance(result, tuple) else result
+
+
+@pytest.mark.parametrize("op,args,n_out", [
+    ("sort", (1,), 2), ("sort", (0, True), 2), ("topk", (3,), 2), ("median", (0,), 2),
+    ("nanmedian", (0, True), 2), ("msort", (), 1), ("median", (), 1), ("nanmedian", (), 1),
+    ("argsort", (), 1),  # torch has no argsort out=: TypeError
+    ("kthvalue", (2,), 2),
+])
+def test_out_argument(kw, x, op, args, n_out):
+    def outs():
+        if n_out == 1:
+            return torch.empty(0, dtype=torch.long if op == "argsort" else x.dtype)
+        return (torch.empty(0), torch.empty(0, dtype=torch.long))
+
+    out_ref, out_got = outs(), outs()
+    ref = run(ORIG[op], x, *args, out=out_ref)
+    kwker.reset_stats()
+    got = run(getattr(torch, op), x, *args, out=out_got)
+    assert fallbacks(op) == {"kernel" if op == "kthvalue" else "arguments": 1}, op
+    assert ref[0] == got[0]
+    if ref[0] == "raise":
+        assert type(ref[1]) is type(got[1]) and str(ref[1]) == str(got[1])
+        return
+    assert_same(ref[1], got[1])
+    assert_same(out_ref, out_got)
+    # torch returns the out tensors themselves
+    assert _first(got[1]).data_ptr() == _first(out_got).data_ptr()
+
+
+def test_sort_stable_positional_is_rejected_like_torch(kw, x):
+    compare("sort", x, 1, stable=True, fast="arguments")
+    compare("sort", x, 1, True, stable=True, fast="arguments")
+    compare("sort", x, 0, stable=True, method=True, fast="arguments")
+    compare("argsort", x, 1, stable=True, fast="arguments")
+    compare("argsort", x, 1, True, stable=False, method=True, fast="arguments")
+    with pytest.raises(TypeError):
+        ORIG["sort"](x, 1, stable=True)
+
+
+@pytest.mark.parametrize("call", [
+    ("sort", (), {"stable": 1}), ("sort", (1, 1), {}), ("sort", (), {"descending": None}),
+    ("sort", (), {"dim": None}), ("sort", (np.int64(1),), {}), ("sort", (1, np.bool_(True)), {}),
+    ("sort", (), {"dim": 1.0}), ("sort", (), {"dimension": 1}), ("sort", (1, False, 3), {}),
+    ("argsort", (np.int32(0),), {}), ("topk", (np.int64(2),), {}), ("topk", (2, np.int64(0)), {}),
+    ("topk", (True,), {}), ("topk", (2,), {"largest": 1}), ("topk", (2, None), {}),
+    ("topk", (2.0,), {}), ("topk", (), {}), ("topk", (2,), {"k": 2}),
+    ("topk", (2, 1, True, True, 5), {}), ("topk", (2,), {"sorted": None}),
+    ("median", (np.int64(1),), {}), ("median", (), {"keepdim": True}),
+    ("median", (None, True), {}), ("median", (1,), {"keepdim": 1}),
+    ("median", (1,), {"dim": 1}), ("nanmedian", (1.0,), {}), ("msort", (0,), {}),
+    ("msort", (), {"dim": 0}), ("kthvalue", (2, np.int64(1)), {}),
+], ids=repr)
+def test_unusual_arguments_go_to_torch(kw, x, call):
+    """Forms the fast path does not parse (numpy ints, non-bool flags, None,
+    unknown keywords, too many arguments): torch's exact result or exception,
+    and an 'arguments' (or 'kernel') fallback."""
+    op, args, kwargs = call
+    compare(op, x, *args, fast="kernel" if op == "kthvalue" else "arguments", **kwargs)
+
+
+def test_median_dim_none(kw, x):
+    """torch.median(x, dim=None) is a TypeError in torch 2.13 (only median(x)
+    is the all-elements form); see test_known_bugs.py."""
+    for op in ("median", "nanmedian"):
+        with pytest.raises(TypeError):
+            ORIG[op](x, dim=None)
+
+
+@pytest.mark.parametrize("op,args", [
+    ("sort", ("C",)), ("sort", (), ), ("topk", (2, "C")), ("median", ("C",)),
+    ("argsort", ("N",)), ("nanmedian", ("N", True)), ("kthvalue", (1, "C")),
+], ids=repr)
+def test_dimname_arguments(kw, x, op, args):
+    """Dimname (str) dims: torch 2.13 has no named tensors; it rejects them."""
+    kwargs = {"dim": "C"} if not args else {}
+    compare(op, x, *args, fast="kernel" if op == "kthvalue" else "arguments", **kwargs)
+
+
+def test_zero_dim_input(kw):
+    s = torch.tensor(2.5)
+    compare("sort", s, fast="dim")
+    compare("sort", s, 0, fast="dim")
+    compare("sort", s, -1, True, fast="dim")
+    compare("argsort", s, fast="dim")
+    compare("topk", s, 1, fast="dim")
+    compare("topk", s, 0, fast="dim")
+    compare("median", s, 0, fast="dim")
+    compare("median", s, 0, True, fast="dim")
+    compare("nanmedian", s, -1, fast="dim")
+    compare("median", s)  # all elements of a 0-dim tensor: one element, fast
+    compare("msort", s, fast="dim")
+    compare("sort", s, 1, fast="dim")  # out of range: IndexError like torch
+
+
+@pytest.mark.parametrize("shape", [(0,), (3, 0), (0, 4), (2, 0, 3)], ids=str)
+def test_empty_input(kw, shape):
+    e = torch.empty(shape)
+    for dim in range(-len(shape), len(shape)):
+        compare("sort", e, dim, fast="nonempty")
+        compare("argsort", e, dim, True, fast="nonempty")
+        compare("median", e, dim, fast="nonempty")  # IndexError when dim is empty
+        compare("nanmedian", e, dim, True, fast="nonempty")
+        compare("topk", e, 0, dim, fast="nonempty")
+        compare("topk", e, 1, dim, fast="dim" if e.shape[dim] == 0 else "nonempty")
+    compare("median", e, fast="nonempty")  # NaN
+    compare("nanmedian", e, fast="nonempty")
+    compare("msort", e, fast="nonempty")
+    compare("median", torch.empty(0, dtype=torch.int64), fast="nonempty")  # torch raises
+
+
+def test_k_out_of_range(kw, x):
+    for k in (-1, 38, 1000):
+        compare("topk", x, k, fast="dim")
+        compare("topk", x, k, method=True, fast="dim")
+    compare("topk", x, 5, 0, fast="dim")
+    compare("topk", x, 4, 0)
+
+
+@pytest.mark.parametrize("dim", [2, -3, 100])
+def test_bad_dim(kw, x, dim):
+    for op, args in [("sort", (dim,)), ("argsort", (dim,)), ("topk", (1, dim)),
+                     ("median", (dim,)), ("nanmedian", (dim, True))]:
+        compare(op, x, *args, fast="dim")
+        compare(op, x, *args, method=True, fast="dim")
+    with pytest.raises(IndexError):
+        ORIG["sort"](x, dim)
+
+
+@pytest.mark.parametrize("op,dtype", [
+    ("topk", torch.bool), ("topk", torch.uint16), ("topk", torch.uint32),
+    ("topk", torch.uint64), ("median", torch.bool), ("median", torch.uint16),
+    ("nanmedian", torch.uint32), ("sort", torch.complex64), ("topk", torch.complex128),
+])
+def test_unsupported_dtype(kw, op, dtype):
+    x = torch.ones(3, 5, dtype=dtype)
+    args = (2,) if op == "topk" else (1,) if op != "sort" else ()
+    compare(op, x, *args, fast="dtype")
+    if op != "sort":
+        compare(op, x, fast="dtype") if op != "topk" else None
+
+
+def test_wide_unsigned_sort_is_fast(kw, gen):
+    """uint16/32/64 are sort dtypes (though not topk/median ones)."""
+    for dtype in (torch.uint16, torch.uint32, torch.uint64):
+        x = make_values("special", (3, 70), dtype, gen)
+        compare("sort", x)
+        compare("argsort", x, 0, True)
+
+
+# ------------------------------------------------------------- transforms
+
+def test_vmap(kw, gen):
+    x = make_values("ties", (6, 5, 9), torch.float32, gen)
+
+    def ref_fn(r):
+        return ORIG["sort"](r, 1).values, ORIG["topk"](r, 2).indices, ORIG["median"](r, 0)[0]
+
+    def got_fn(r):
+        return torch.sort(r, 1).values, torch.topk(r, 2).indices, torch.median(r, 0)[0]
+
+    ref = torch.func.vmap(ref_fn)(x)
+    kwker.reset_stats()
+    got = torch.func.vmap(got_fn)(x)
+    assert_same(ref, got)
+    for op in ("sort", "topk", "median"):
+        assert fast_count(op) == 0 and set(fallbacks(op)) == {"no_transform"}, kwker.stats()
+
+
+def test_func_grad_and_jacrev(kw, gen):
+    x = make_values("random", (7,), torch.float64, gen)
+
+    def loss(fns):
+        def f(t):
+            v = fns["sort"](t, descending=True).values
+            return (v * torch.arange(7.0, dtype=torch.float64)).sum() + \
+                fns["topk"](t, 2).values.sum() * 3 + fns["median"](t) * 5
+        return f
+
+    ref = torch.func.grad(loss(ORIG))(x)
+    kwker.reset_stats()
+    got = torch.func.grad(loss({op: getattr(torch, op) for op in ORIG}))(x)
+    assert_same(ref, got)
+    assert fallbacks("sort") == {"no_transform": 1}
+    ref_j = torch.func.jacrev(lambda t: ORIG["sort"](t).values)(x)
+    got_j = torch.func.jacrev(lambda t: torch.sort(t).values)(x)
+    assert_same(ref_j, got_j)
+
+
+def test_jit_trace(kw, gen):
+    x = make_values("ties", (4, 20), torch.float32, gen)
+
+    def f(t):
+        v, i = torch.sort(t, 1, True)
+        return v, i, torch.topk(t, 3).indices, t.median(0).values
+
+    kwker.reset_stats()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        traced = torch.jit.trace(f, (x,), check_trace=False)
+    assert fallbacks("sort") == {"no_transform": 1} and fast_count("sort") == 0
+    assert "aten::sort" in str(traced.graph) and "aten::topk" in str(traced.graph)
+    y = make_values("ties", (4, 20), torch.float32, gen)
+    v, i = ORIG["sort"](y, 1, True)
+    ref = (v, i, ORIG["topk"](y, 3).indices, ORIG["median"](y, 0).values)
+    got = traced(y)
+    assert_same(ref, got)
+
+
+# ------------------------------------------------------- ops with no kernel
+
+def test_ops_without_kernel(kw, gen):
+    x = make_values("bf16ties", (6, 40), torch.float32, gen)
+    xi = make_values("ties", (6, 40), torch.int64, gen)
+    q = torch.tensor([0.0, 0.25, 0.5, 0.9, 1.0])
+    calls = [
+        ("kthvalue", x, (3,), {}), ("kthvalue", x, (2, 0, True), {}), ("kthvalue", xi, (40,), {}),
+        ("unique", x, (), {}), ("unique", xi, (), {"return_inverse": True, "return_counts": True}),
+        ("unique", xi, (), {"dim": 0}), ("unique", x, (), {"sorted": False}),
+        ("quantile", x, (q,), {}), ("quantile", x, (0.3, 1, True), {}),
+        ("quantile", x, (q,), {"dim": 0, "interpolation": "nearest"}),
+        ("quantile", x, (q,), {"dim": 1, "interpolation": "midpoint"}),
+        ("nanquantile", x, (q, 1), {"interpolation": "lower"}),
+        ("nanquantile", x, (0.5,), {"interpolation": "higher"}),
+        ("quantile", x, (1.5,), {}),  # torch raises
+        ("kthvalue", x, (41,), {}),  # torch raises
+    ]
+    for op, t, args, kwargs in calls:
+        compare(op, t, *args, fast="kernel", **kwargs)
+        compare(op, t, *args, method=True, fast="kernel", **kwargs)
+    xn = x.clone()
+    xn[::2, ::3] = float("nan")
+    compare("nanquantile", xn, q, 1, fast="kernel")
+    compare("quantile", xn, q, 1, fast="kernel")

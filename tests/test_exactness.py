@@ -1,0 +1,435 @@
+"""Kwker's results are torch's, bit for bit (the core contract).
+
+Each check calls torch's captured original and the installed op on the same
+input and compares values by bit pattern, indices, dtype, shape and strides,
+checks that the input was not touched, and that the fast path actually ran
+(kwker.stats) - a test that silently fell back could not fail.
+"""
+import pytest
+import torch
+
+from conftest import (FLOAT_DTYPES, LAYOUTS, ORIG, SELECT_DTYPES, SORT_DTYPES, VALUE_KINDS,
+                      _nan_payloads, assert_same, bits, compare, layout, make_values)
+
+UNSIGNED_WIDE = (torch.uint16, torch.uint32, torch.uint64)
+
+# Row shapes (the sort dim last): 1 element, tiny rows, MoE-like many short
+# rows, a wide matrix.
+SORT_SHAPES = [(1,), (2,), (5,), (16,), (17,), (3, 20), (512, 8), (256, 64)]
+
+
+def ks_for(length):
+    """topk k values: the ends, and around torch's partial_sort switch
+    (k * 64 <= len)."""
+    ks = {0, 1, 2, length - 1, length}
+    for k in (length // 64 - 1, length // 64, length // 64 + 1):
+        ks.add(k)
+    return sorted(k for k in ks if 0 <= k <= length)
+
+
+def sort_variants(descending):
+    """(args, kwargs) call forms for sort/argsort: positional, keyword, all
+    stable spellings."""
+    return [
+        ((-1, descending), {}),
+        ((), {"dim": -1, "descending": descending}),
+        ((), {"descending": descending, "stable": False}),
+        ((), {"dim": -1, "descending": descending, "stable": True}),
+        ((), {"stable": None, "descending": descending}),
+    ]
+
+
+# ------------------------------------------------------------------- sort
+
+@pytest.mark.parametrize("kind", VALUE_KINDS)
+@pytest.mark.parametrize("dtype", SORT_DTYPES, ids=str)
+def test_sort_dtypes_values(kw, gen, dtype, kind):
+    for shape in SORT_SHAPES:
+        x = make_values(kind, shape, dtype, gen)
+        for descending in (False, True):
+            for args, kwargs in sort_variants(descending):
+                compare("sort", x, *args, **kwargs)
+            compare("argsort", x, -1, descending)
+            compare("argsort", x, descending=descending, stable=True)
+        compare("msort", x.t() if x.ndim == 2 else x)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bfloat16, torch.int8,
+                                   torch.float16, torch.bool, torch.uint32], ids=str)
+def test_sort_every_small_length(kw, gen, dtype):
+    """Every row length 1..40 and around libstdc++'s thresholds (insertion
+    sort at 16, the median-of-3 introsort partitions), tie-heavy."""
+    for n in list(range(1, 41)) + [47, 63, 64, 65, 100, 127, 128, 129, 255, 257, 1000, 1025]:
+        for kind in ("ties", "bf16ties", "random"):
+            x = make_values(kind, (4, n), dtype, gen)
+            for descending in (False, True):
+                compare("sort", x, dim=1, descending=descending)
+                compare("sort", x, dim=1, descending=descending, stable=True)
+
+
+@pytest.mark.parametrize("dtype,kind", [
+    (torch.float32, "random"), (torch.float32, "nan"), (torch.bfloat16, "bf16ties"),
+    (torch.float64, "special"), (torch.int64, "random"), (torch.int64, "ties"),
+    (torch.int32, "ties"), (torch.uint8, "random")], ids=str)
+def test_sort_long_rows(kw, gen, dtype, kind):
+    """1 x 200000 and 1-D 200000 (torch's radix path for 1-D ascending ints,
+    which is stable)."""
+    x = make_values(kind, (1, 200_000), dtype, gen)
+    compare("sort", x)
+    compare("sort", x[0])
+    compare("argsort", x[0], descending=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int16, torch.uint8,
+                                   torch.uint64, torch.bool], ids=str)
+@pytest.mark.parametrize("lay", LAYOUTS)
+@pytest.mark.parametrize("shape", [(6, 9, 11), (3, 5, 4, 7)], ids=str)
+def test_sort_layouts_every_dim(kw, gen, dtype, lay, shape):
+    """3-D and 4-D inputs, every dim in both spellings, five layouts; output
+    strides must be torch's (empty_like of the input)."""
+    base = make_values("ties", shape, dtype, gen)
+    for dim in range(-len(shape), len(shape)):
+        x = layout(base, lay, dim)
+        assert torch.equal(x, base)
+        for descending in (False, True):
+            compare("sort", x, dim, descending)
+            compare("sort", x, dim=dim, descending=descending, stable=True)
+            compare("argsort", x, dim=dim, descending=descending)
+    compare("msort", layout(base, lay, 0))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.float16], ids=str)
+def test_sort_expanded(kw, gen, dtype):
+    """Stride-0 dims: along the sort dim (torch returns an arange of indices:
+    the input is not really sorted) and across it."""
+    col = make_values("ties", (5, 1), dtype, gen)
+    row = make_values("ties", (1, 7), dtype, gen)
+    scalar = make_values("random", (1,), dtype, gen)
+    for x in (col.expand(5, 7), row.expand(5, 7), scalar.expand(300),
+              col.expand(5, 7)[:, None, :].expand(5, 3, 7), row.expand(5, 7)[1:, ::2]):
+        for dim in range(-x.ndim, x.ndim):
+            for descending in (False, True):
+                compare("sort", x, dim, descending)
+                compare("sort", x, dim=dim, descending=descending, stable=True)
+                compare("argsort", x, dim, descending)
+
+
+@pytest.mark.parametrize("dtype", SORT_DTYPES, ids=str)
+def test_sort_methods(kw, gen, dtype):
+    x = make_values("ties", (6, 33), dtype, gen)
+    compare("sort", x, method=True)
+    compare("sort", x, 0, True, method=True)
+    compare("sort", x, dim=0, descending=True, stable=True, method=True)
+    compare("sort", x, stable=None, method=True)
+    compare("argsort", x, 1, True, method=True)
+    compare("argsort", x, stable=True, dim=0, method=True)
+    compare("msort", x, method=True)
+
+
+def test_unsigned_radix_raises(kw, gen):
+    """torch raises NotImplementedError for 1-D ascending uint16/32/64 sorts of
+    >= 32768 elements; Kwker hands them to torch, which raises."""
+    for dtype in UNSIGNED_WIDE:
+        x = make_values("random", (40_000,), dtype, gen)
+        compare("sort", x, fast="torch_raises")
+        compare("argsort", x, fast="torch_raises")
+        compare("msort", x, fast="torch_raises")
+        compare("sort", x, descending=True)  # descending is supported
+        compare("sort", x[:32767])
+        compare("sort", x[None], dim=1)  # 2-D is supported
+        with pytest.raises(NotImplementedError):
+            ORIG["sort"](x)
+
+
+# ---------------------------------------------------------- ties="stable"
+
+def _as_stable(op):
+    """torch's op with stable=True and the same dim/descending."""
+    def reference(x, *args, **kwargs):
+        kwargs.pop("stable", None)
+        kwargs.update(zip(("dim", "descending"), args))
+        return ORIG[op](x, stable=True, **kwargs)
+    return reference
+
+
+_stable_sort = _as_stable("sort")
+_stable_argsort = _as_stable("argsort")
+
+
+@pytest.mark.parametrize("dtype", SORT_DTYPES, ids=str)
+@pytest.mark.parametrize("kind", ["ties", "bf16ties", "equal", "nan", "special"])
+def test_sort_ties_stable_mode(kw_stable, gen, dtype, kind):
+    """ties="stable": sort(stable=False) gives torch.sort(stable=True)."""
+    for shape in [(1,), (5,), (17,), (512, 8), (256, 64), (8, 1000)]:
+        x = make_values(kind, shape, dtype, gen)
+        for descending in (False, True):
+            compare("sort", x, -1, descending, reference=_stable_sort)
+            compare("sort", x, descending=descending, stable=False, reference=_stable_sort)
+            compare("argsort", x, descending=descending, reference=_stable_argsort)
+            # stable=True is stable in both modes
+            compare("sort", x, descending=descending, stable=True)
+    x = layout(make_values("ties", (3, 5, 4, 7), dtype, gen), "permuted")
+    for dim in range(4):
+        compare("sort", x, dim, True, reference=_stable_sort)
+
+
+# ------------------------------------------------------------------- topk
+
+TOPK_SHAPES = [(1,), (2,), (5,), (20,), (512, 8), (256, 64), (16, 1000), (2, 5000)]
+
+
+@pytest.mark.parametrize("kind", VALUE_KINDS)
+@pytest.mark.parametrize("dtype", SELECT_DTYPES, ids=str)
+def test_topk_dtypes_values(kw, gen, dtype, kind):
+    for shape in TOPK_SHAPES:
+        x = make_values(kind, shape, dtype, gen)
+        for k in ks_for(shape[-1]):
+            for largest in (True, False):
+                compare("topk", x, k, largest=largest)
+                compare("topk", x, k, -1, largest, False)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32], ids=str)
+def test_topk_every_small_length(kw, gen, dtype):
+    for n in list(range(1, 34)) + [63, 64, 65, 127, 128, 129, 200, 640, 641]:
+        x = make_values("ties", (3, n), dtype, gen)
+        for k in ks_for(n) + [min(n, 3), n // 2]:
+            for largest in (True, False):
+                for sorted_ in (True, False):
+                    compare("topk", x, k, 1, largest, sorted_)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.uint8],
+                         ids=str)
+@pytest.mark.parametrize("kind", ["random", "ties", "nan"])
+def test_topk_long_rows(kw, gen, dtype, kind):
+    x = make_values(kind, (1, 200_000), dtype, gen)
+    for k in (1, 8, 100, 3125, 3126, 5000, 199_999):
+        compare("topk", x, k)
+        compare("topk", x[0], k, largest=False, sorted=False)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.int8], ids=str)
+@pytest.mark.parametrize("lay", LAYOUTS)
+@pytest.mark.parametrize("shape", [(6, 9, 11), (3, 5, 4, 7)], ids=str)
+def test_topk_layouts_every_dim(kw, gen, dtype, lay, shape):
+    base = make_values("ties", shape, dtype, gen)
+    for dim in range(-len(shape), len(shape)):
+        x = layout(base, lay, dim)
+        n = shape[dim]
+        for k in (0, 1, 2, n - 1, n):
+            compare("topk", x, k, dim)
+            compare("topk", x, k, dim=dim, largest=False, sorted=False)
+
+
+def test_topk_expanded(kw, gen):
+    col = make_values("ties", (5, 1), torch.float32, gen)
+    row = make_values("ties", (1, 70), torch.float32, gen)
+    for x in (col.expand(5, 70), row.expand(5, 70), col.expand(5, 70)[:, None].expand(5, 2, 70)):
+        for dim in range(x.ndim):
+            for k in sorted({0, 1, 2, x.shape[dim] - 1, x.shape[dim]}):
+                for largest in (True, False):
+                    compare("topk", x, k, dim, largest)
+                    compare("topk", x, k, dim, largest, False)
+
+
+def test_topk_forms(kw, gen):
+    x = make_values("ties", (8, 130), torch.float32, gen)
+    compare("topk", x, 3)
+    compare("topk", x, k=3)
+    compare("topk", x, 3, dim=0)
+    compare("topk", x, 3, 1, False)
+    compare("topk", x, 3, 1, True, False)
+    compare("topk", x, 3, sorted=False, largest=False, dim=-2)
+    compare("topk", x, 3, method=True)
+    compare("topk", x, k=5, dim=0, largest=False, method=True)
+    compare("topk", x, 4, 1, True, False, method=True)
+
+
+def assert_numbers_equal(a, b):
+    """Equal as numbers: NaN == NaN, -0.0 == +0.0."""
+    assert a.shape == b.shape and a.dtype == b.dtype
+    same = (a == b) | (torch.isnan(a) & torch.isnan(b)) if a.dtype.is_floating_point else a == b
+    assert bool(same.all()), f"{a} != {b}"
+
+
+def _topk_nan_canonical(dtype):
+    """The bits torch.topk writes for every NaN of `dtype`, or None if it
+    keeps the input's bits (torch 2.13 canonicalizes bfloat16 NaNs in topk:
+    it computes in float)."""
+    if not dtype.is_floating_point:
+        return None
+    nans = _nan_payloads(dtype)
+    out = bits(ORIG["topk"](nans, len(nans)).values)
+    if torch.equal(out.sort().values, bits(nans).sort().values):
+        return None
+    assert (out == out[0]).all()
+    return out[0]
+
+
+def topk_emitted_bits(gathered_bits, dtype):
+    """The bits torch.topk emits for the input elements `gathered_bits`."""
+    canonical = _topk_nan_canonical(dtype)
+    if canonical is None:
+        return gathered_bits
+    return torch.where(torch.isnan(gathered_bits.view(dtype)), canonical, gathered_bits)
+
+
+def _is_stable_topk(x, k, dim, largest, sorted_, got):
+    """ties="stable" topk: values equal torch's; indices (and value bits) are
+    the first k of torch.sort(stable=True); with sorted=False, the same set."""
+    ref_v, ref_i = ORIG["topk"](x, k, dim, largest, True)
+    s_v, s_i = ORIG["sort"](x, dim=dim, descending=largest, stable=True)
+    s_v, s_i = s_v.narrow(dim, 0, k), s_i.narrow(dim, 0, k)
+    v, i = got
+    assert type(got) is torch.return_types.topk
+    assert v.dtype == x.dtype and i.dtype == torch.int64 and v.shape == ref_v.shape
+    assert v.stride() == ref_v.stride() and i.stride() == ref_i.stride()
+    # the values are torch's (as numbers: a tie between -0.0 and +0.0 or two
+    # NaN payloads may pick the other element) and the bits of x at indices
+    # (gathered as integers: torch.gather on float16 quiets signalling NaNs)
+    # as torch.topk emits them
+    assert torch.equal(topk_emitted_bits(torch.gather(bits(x), dim, i), x.dtype), bits(v))
+    if sorted_:
+        assert torch.equal(i, s_i), "indices are not the stable order"
+        assert_numbers_equal(ref_v, v)
+    else:
+        assert torch.equal(i.sort(dim).values, s_i.sort(dim).values)
+        assert_numbers_equal(ref_v.sort(dim).values, v.sort(dim).values)
+
+
+@pytest.mark.parametrize("dtype", SELECT_DTYPES, ids=str)
+@pytest.mark.parametrize("kind", ["ties", "bf16ties", "equal", "nan", "special"])
+def test_topk_ties_stable_mode(kw_stable, gen, dtype, kind):
+    for shape in [(1,), (10,), (512, 8), (256, 64), (4, 1000)]:
+        x = make_values(kind, shape, dtype, gen)
+        for k in ks_for(shape[-1]):
+            for largest in (True, False):
+                for sorted_ in (True, False):
+                    kw_stable.reset_stats()
+                    got = torch.topk(x, k, -1, largest, sorted_)
+                    assert kw_stable.stats()["topk"] == {"fast": 1, "fallback": {}}
+                    _is_stable_topk(x, k, x.ndim - 1, largest, sorted_, got)
+
+
+# --------------------------------------------------------- median, nanmedian
+
+MEDIAN_SHAPES = [(1,), (2,), (7,), (20,), (512, 8), (256, 64), (16, 1001), (3, 4, 5)]
+
+
+@pytest.mark.parametrize("op", ["median", "nanmedian"])
+@pytest.mark.parametrize("kind", VALUE_KINDS)
+@pytest.mark.parametrize("dtype", SELECT_DTYPES, ids=str)
+def test_median_dtypes_values(kw, gen, op, dtype, kind):
+    for shape in MEDIAN_SHAPES:
+        x = make_values(kind, shape, dtype, gen)
+        compare(op, x)
+        for dim in range(-x.ndim, x.ndim):
+            compare(op, x, dim)
+            compare(op, x, dim, True)
+            compare(op, x, dim=dim, keepdim=False)
+
+
+@pytest.mark.parametrize("op", ["median", "nanmedian"])
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+def test_median_nan_rows(kw, gen, op, dtype):
+    """All-NaN rows, rows with one NaN at each position, NaN-only tensors."""
+    for n in (1, 2, 3, 8, 65):
+        x = make_values("bf16ties", (n + 2, n), dtype, gen)
+        for r in range(n):
+            x[r, r] = float("nan")
+        x[n] = float("nan")  # all-NaN row
+        x[n + 1, ::2] = -float("nan")
+        for args in [(), (1,), (1, True), (0,), (-1, False)]:
+            compare(op, x, *args)
+            compare(op, x.t(), *args)
+        compare(op, x[n])
+        compare(op, x[n], 0)
+
+
+@pytest.mark.parametrize("op", ["median", "nanmedian"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int16, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("lay", LAYOUTS)
+def test_median_layouts(kw, gen, op, dtype, lay):
+    for shape in [(6, 9, 11), (3, 5, 4, 7)]:
+        base = make_values("nan" if dtype.is_floating_point else "ties", shape, dtype, gen)
+        for dim in range(-len(shape), len(shape)):
+            x = layout(base, lay, dim)
+            compare(op, x, dim)
+            compare(op, x, dim, keepdim=True)
+        compare(op, layout(base, lay, 0))
+
+
+@pytest.mark.parametrize("op", ["median", "nanmedian"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64], ids=str)
+def test_median_long_rows(kw, gen, op, dtype):
+    for kind in ("random", "ties", "nan"):
+        x = make_values(kind, (2, 100_001), dtype, gen)
+        compare(op, x)
+        compare(op, x, 1)
+        compare(op, x[:, :100_000], -1, True)
+        compare(op, x[0])
+
+
+def _median_contiguous(op):
+    def reference(x, *args, **kwargs):
+        return ORIG[op](x.contiguous(), *args, **kwargs)
+    return reference
+
+
+@pytest.mark.parametrize("op", ["median", "nanmedian"])
+def test_median_expanded(kw, gen, op):
+    """Stride-0 inputs.  torch 2.13's median/nanmedian over an expanded
+    (stride-0) dim returns wrong values (it reads garbage: e.g.
+    torch.median(torch.tensor(7.).expand(5), 0) gives 1.4e-45); Kwker
+    deliberately gives the answer torch gives on a contiguous copy
+    (/work/shared/SEMANTICS.md).  Across the dim torch is right and must be
+    matched as is."""
+    col = make_values("ties", (5, 1), torch.float32, gen)
+    row = make_values("nan", (1, 8), torch.float32, gen)
+    scalar = torch.tensor([7.5])
+    for x in (col.expand(5, 8), row.expand(5, 8), scalar.expand(5),
+              col.expand(5, 8)[:, None].expand(5, 3, 8)):
+        compare(op, x)
+        for dim in range(x.ndim):
+            for keepdim in (False, True):
+                if x.stride(dim) == 0 and x.shape[dim] > 1:
+                    compare(op, x, dim, keepdim, reference=_median_contiguous(op))
+                else:
+                    compare(op, x, dim, keepdim)
+
+
+@pytest.mark.parametrize("op", ["median", "nanmedian"])
+def test_median_forms(kw, gen, op):
+    x = make_values("ties", (6, 13), torch.float64, gen)
+    compare(op, x, method=True)
+    compare(op, x, 0, method=True)
+    compare(op, x, 1, True, method=True)
+    compare(op, x, dim=1, keepdim=True, method=True)
+    compare(op, x, keepdim=True, dim=-2)
+    compare(op, x, dim=0)
+
+
+@pytest.mark.parametrize("op", ["median", "nanmedian"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int32], ids=str)
+def test_median_ties_stable_mode(kw_stable, gen, op, dtype):
+    """torch's median index is the stable-rank one: both modes equal torch."""
+    for shape in [(9,), (512, 8), (64, 65), (4, 1000)]:
+        x = make_values("nan" if dtype.is_floating_point else "ties", shape, dtype, gen)
+        compare(op, x)
+        compare(op, x, -1)
+        compare(op, x, 0, True)
+
+
+# ------------------------------------------------------------ cross-checks
+
+def test_results_are_new_tensors(kw, gen):
+    """Outputs never alias the input (torch allocates fresh outputs)."""
+    x = make_values("random", (4, 50), torch.float32, gen)
+    for out in (torch.sort(x).values, torch.topk(x, 3).values, torch.msort(x),
+                torch.median(x, 1).values, torch.median(x)):
+        assert out.untyped_storage().data_ptr() != x.untyped_storage().data_ptr()
+    v, i = torch.sort(x)
+    v.fill_(0)
+    i.fill_(0)
+    assert_same(ORIG["sort"](x).values, torch.sort(x).values)

@@ -1,0 +1,105 @@
+"""Both kernel sets of the native library (portable C and AVX2) give torch's
+exact results: a representative subset of the exactness checks, run once per
+target (kwker._native.set_target), restoring "auto" afterwards."""
+import os
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from kwker import _native
+from conftest import ORIG, compare, has_avx2, layout, make_values
+
+TARGETS = [
+    "portable",
+    pytest.param("avx2", marks=pytest.mark.skipif(not has_avx2(),
+                                                  reason="AVX2 not available on this CPU/build")),
+]
+
+
+@pytest.fixture(params=TARGETS)
+def target(request, kw):
+    _native.set_target(request.param)
+    assert _native.target() == request.param
+    assert kw.info()["target"] == request.param
+    yield request.param
+    _native.set_target("auto")
+
+
+def test_set_target_rejects_unknown_names():
+    with pytest.raises(ValueError):
+        _native.set_target("avx512-imaginary")
+    _native.set_target("auto")
+    assert _native.target() in ("avx2", "portable")
+
+
+def test_auto_picks_the_best_available():
+    _native.set_target("auto")
+    assert _native.target() == ("avx2" if has_avx2() else "portable")
+
+
+DTYPES = [torch.float32, torch.float64, torch.bfloat16, torch.float16, torch.int64, torch.int32,
+          torch.int16, torch.int8, torch.uint8]
+
+
+@pytest.mark.parametrize("dtype", DTYPES + [torch.bool, torch.uint16, torch.uint64], ids=str)
+def test_sort_per_target(target, gen, dtype):
+    for kind in ("random", "ties", "nan", "special"):
+        for shape in [(1,), (7,), (16,), (17,), (3, 33), (512, 8), (64, 64), (4, 1000)]:
+            x = make_values(kind, shape, dtype, gen)
+            for descending in (False, True):
+                compare("sort", x, descending=descending)
+                compare("sort", x, descending=descending, stable=True)
+            compare("argsort", x, 0, True)
+    x = layout(make_values("ties", (3, 5, 4, 7), dtype, gen), "permuted")
+    for dim in range(4):
+        compare("sort", x, dim)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_topk_per_target(target, gen, dtype):
+    for kind in ("random", "ties", "nan", "special"):
+        for shape in [(1,), (9,), (512, 8), (256, 64), (4, 1000)]:
+            x = make_values(kind, shape, dtype, gen)
+            n = shape[-1]
+            for k in sorted({k for k in (0, 1, 2, n // 64, n // 64 + 1, n - 1, n) if k <= n}):
+                compare("topk", x, k)
+                compare("topk", x, k, largest=False, sorted=False)
+    x = layout(make_values("ties", (3, 5, 4, 70), dtype, gen), "step", 3)
+    compare("topk", x, 8)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_median_per_target(target, gen, dtype):
+    for kind in ("random", "ties", "nan"):
+        for shape in [(1,), (6,), (512, 8), (33, 65), (3, 1001)]:
+            x = make_values(kind, shape, dtype, gen)
+            for op in ("median", "nanmedian"):
+                compare(op, x)
+                compare(op, x, -1)
+                compare(op, x, 0, True)
+
+
+def test_long_rows_per_target(target, gen):
+    x = make_values("ties", (1, 100_000), torch.float32, gen)
+    compare("sort", x)
+    compare("topk", x, 1000)
+    compare("median", x, 1)
+    xi = make_values("random", (100_000,), torch.int64, gen)
+    compare("sort", xi)
+
+
+def test_environment_variable_forces_portable():
+    """KWKER_TARGET=portable picks the portable kernels at load time."""
+    code = ("import kwker, torch; from kwker import _native;"
+            "print(_native.target());"
+            "x = torch.randn(50, 70); kwker.install();"
+            "from kwker.patching import original;"
+            "assert torch.equal(torch.sort(x).indices, original('sort')(x).indices)")
+    env = dict(os.environ, KWKER_TARGET="portable")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "portable"
+    assert ORIG["sort"] is torch.sort
