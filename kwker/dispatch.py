@@ -34,8 +34,12 @@ class Stats:
         self.fallback: Dict[str, Counter] = {}
 
     def record_fallback(self, op: str, condition: Condition) -> None:
-        with self.lock:
-            self.fallback.setdefault(op, Counter())[condition.key] += 1
+        # no lock: counters only need to be approximately right under races,
+        # and this runs on every fallback call
+        counts = self.fallback.get(op)
+        if counts is None:
+            counts = self.fallback.setdefault(op, Counter())
+        counts[condition.key] += 1
 
     def snapshot(self) -> dict:
         with self.lock:
@@ -68,6 +72,18 @@ def _fallback(op, condition, wrapped, args, kwargs):
 
 def _full_args(instance, args):
     return args if instance is None else (instance,) + args
+
+
+_Tensor = torch.Tensor
+_MIN_NUMEL = support.MIN_FAST_NUMEL
+_SMALL = support.SMALL
+
+
+def _is_small(op, full, kwargs) -> bool:
+    """Cheapest possible test, before any other work: a plain tensor input
+    below the op's crossover size goes straight to torch."""
+    x = full[0] if full else kwargs.get("input")
+    return type(x) is _Tensor and x.numel() < _MIN_NUMEL[op]
 
 
 # --------------------------------------------------------- argument parsing
@@ -161,6 +177,8 @@ def _wrap_dim(x, dim) -> Optional[int]:
 
 def _sort_common(op, wrapped, instance, args, kwargs, values_wanted):
     full = _full_args(instance, args)
+    if _is_small(op, full, kwargs):
+        return _fallback(op, _SMALL, wrapped, args, kwargs)
     failure = _context_failure()
     if failure is None:
         if op == "msort":
@@ -206,6 +224,8 @@ def msort_entry(wrapped, instance, args, kwargs):
 
 def topk_entry(wrapped, instance, args, kwargs):
     full = _full_args(instance, args)
+    if _is_small("topk", full, kwargs):
+        return _fallback("topk", _SMALL, wrapped, args, kwargs)
     failure = _context_failure()
     if failure is None:
         call = _parse_topk(full, kwargs)
@@ -228,6 +248,8 @@ def topk_entry(wrapped, instance, args, kwargs):
 
 def _median_common(op, ignore_nan, result_type, wrapped, instance, args, kwargs):
     full = _full_args(instance, args)
+    if _is_small(op, full, kwargs):
+        return _fallback(op, _SMALL, wrapped, args, kwargs)
     failure = _context_failure()
     if failure is None:
         call = _parse_median(full, kwargs)

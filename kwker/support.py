@@ -44,9 +44,11 @@ NONEMPTY = Condition("nonempty", "empty input or reduced dim; torch handles or r
 TORCH_RAISES = Condition("torch_raises", "torch 2.13 raises NotImplementedError for this "
                          "dtype and shape (1-D unsigned sort through its radix path)")
 NO_KERNEL = Condition("kernel", "no fast kernel for this op yet")
+SMALL = Condition("small", "input smaller than the measured crossover below which torch "
+                  "is faster (see MIN_FAST_NUMEL)")
 
 ALL_CONDITIONS: Tuple[Condition, ...] = (
-    NATIVE, NO_TRANSFORM, ARGUMENTS, PLAIN_TENSOR, CPU_DENSE, NO_GRAD, DTYPE, DIM,
+    SMALL, NATIVE, NO_TRANSFORM, ARGUMENTS, PLAIN_TENSOR, CPU_DENSE, NO_GRAD, DTYPE, DIM,
     NONEMPTY, TORCH_RAISES, NO_KERNEL,
 )
 
@@ -70,7 +72,7 @@ class OpSupport:
     note: str = ""
 
 
-_TENSOR_CHECKS = (NATIVE, NO_TRANSFORM, ARGUMENTS, PLAIN_TENSOR, CPU_DENSE, NO_GRAD, DTYPE, DIM,
+_TENSOR_CHECKS = (SMALL, NATIVE, NO_TRANSFORM, ARGUMENTS, PLAIN_TENSOR, CPU_DENSE, NO_GRAD, DTYPE, DIM,
                   NONEMPTY)
 
 OPS: Dict[str, OpSupport] = {
@@ -84,6 +86,17 @@ OPS: Dict[str, OpSupport] = {
     "unique": OpSupport(frozenset(), (NO_KERNEL,)),
     "quantile": OpSupport(frozenset(), (NO_KERNEL,)),
     "nanquantile": OpSupport(frozenset(), (NO_KERNEL,)),
+}
+
+# Below these element counts torch's own kernel beats Kwker's fixed per-call
+# cost (argument checks, output allocation, the native call), so the call goes
+# straight to torch.  Measured on the development machine (2-core Sapphire
+# Rapids, one thread) with benchmarks/crossover.py: the smallest numel at
+# which the fast path was at least as fast as torch for 1-row and many-row
+# float32 inputs.
+MIN_FAST_NUMEL: Dict[str, int] = {
+    "sort": 64, "argsort": 64, "msort": 64,
+    "topk": 256, "median": 128, "nanmedian": 128,
 }
 
 # ------------------------------------------------------------------ checks

@@ -14,7 +14,7 @@ import torch
 from hypothesis import HealthCheck, settings
 
 import kwker
-from kwker import _native, patching
+from kwker import _native, patching, support
 
 # ----------------------------------------------------------------- settings
 
@@ -25,7 +25,9 @@ settings.register_profile(
     deadline=None,
     database=None,  # the suite runs with -p no:cacheprovider: write nothing
     print_blob=True,
-    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    # the fixtures only install kwker, which holds for every example
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                           HealthCheck.function_scoped_fixture],
 )
 settings.load_profile(os.environ.get("KWKER_HYPOTHESIS_PROFILE", "kwker"))
 
@@ -428,6 +430,27 @@ LAYOUTS = ("contiguous", "transposed", "step", "offset", "permuted")
 
 
 # ----------------------------------------------------------------- fixtures
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "real_thresholds: keep kwker's small-input crossover (MIN_FAST_NUMEL); "
+        "other tests set it to 0 so that the kernels run at every size")
+
+
+def kernel_thresholds():
+    """kwker's per-op crossover sizes (below them calls go to torch), or {}."""
+    return getattr(support, "MIN_FAST_NUMEL", {})
+
+
+@pytest.fixture(autouse=True)
+def _kernels_at_every_size(request, monkeypatch):
+    """Exactness tests must reach the kernels on tiny inputs too: unless a
+    test is marked real_thresholds, the small-input crossover is 0."""
+    if request.node.get_closest_marker("real_thresholds") is None:
+        for op in list(kernel_thresholds()):
+            monkeypatch.setitem(kernel_thresholds(), op, 0)
+    yield
+
 
 @pytest.fixture(autouse=True)
 def _restore_torch():

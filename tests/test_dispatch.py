@@ -464,3 +464,37 @@ def test_ops_without_kernel(kw, gen):
     xn[::2, ::3] = float("nan")
     compare("nanquantile", xn, q, 1, fast="kernel")
     compare("quantile", xn, q, 1, fast="kernel")
+
+
+# ------------------------------------------------------ small-input crossover
+
+_ARGS = {"sort": (0,), "argsort": (0, True), "msort": (), "topk": (1,), "median": (0,),
+         "nanmedian": (0, True)}
+
+
+@pytest.mark.real_thresholds
+def test_small_inputs_go_to_torch(kw, gen):
+    """Below kwker's measured crossover (support.MIN_FAST_NUMEL) calls go
+    straight to torch ('small'); from the crossover on the kernel runs.  Both
+    sides give torch's exact result."""
+    thresholds = getattr(support, "MIN_FAST_NUMEL", None)
+    if not thresholds:
+        pytest.skip("this kwker has no small-input crossover")
+    assert "small" in {c.key for c in support.ALL_CONDITIONS}
+    for op, n in thresholds.items():
+        assert n >= 0 and op in _ARGS, op
+        if n <= 1:
+            continue
+        below = make_values("ties", (n - 1,), torch.float32, gen)
+        at = make_values("ties", (n,), torch.float32, gen)
+        compare(op, below, *_ARGS[op], fast="small")
+        compare(op, below, *_ARGS[op], method=True, fast="small")
+        compare(op, at, *_ARGS[op])
+        compare(op, at.reshape(1, n), *_ARGS[op][:1])
+        # small wins over every other reason, and torch still decides
+        compare(op, below.requires_grad_(), *_ARGS[op], fast="small")
+        compare(op, below.detach(), 5, fast="small")  # dim out of range: IndexError
+    x = torch.tensor([3.0, 1.0, 2.0])
+    kwker.reset_stats()
+    assert_same(ORIG["sort"](input=x), torch.sort(input=x))
+    assert fallbacks("sort") == {"small": 1}

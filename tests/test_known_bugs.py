@@ -102,3 +102,20 @@ def test_pickle_patched_tensor_method(kw, op):
     import pickle
     assert pickle.loads(pickle.dumps(ORIG_METHOD[op])) is ORIG_METHOD[op]
     assert pickle.loads(pickle.dumps(getattr(torch.Tensor, op))) == ORIG_METHOD[op]
+
+
+@pytest.mark.xfail(strict=True, raises=pytest.fail.Exception, reason=(
+    "kwker bug (found by hypothesis): torch.argsort(x, stable=None) and x.argsort(stable=None) "
+    "raise TypeError in torch 2.13 (argsort's stable is `bool`, only sort's is `bool?`); "
+    "kwker's shared _parse_sort maps stable=None to False and returns a result"))
+@pytest.mark.parametrize("form", ["function", "method", "with dim"])
+def test_argsort_stable_none_raises_like_torch(kw, form):
+    x = torch.tensor([3.0, 1.0, 2.0])
+    call = {"function": lambda f: f(x, stable=None), "method": lambda f: f(x, stable=None),
+            "with dim": lambda f: f(x, dim=0, stable=None)}[form]
+    original = ORIG_METHOD["argsort"] if form == "method" else ORIG["argsort"]
+    patched = torch.Tensor.argsort if form == "method" else torch.argsort
+    with pytest.raises(TypeError):
+        call(original)
+    with pytest.raises(TypeError):
+        call(patched)  # kwker returns tensor([1, 2, 0])

@@ -5,7 +5,6 @@ from kwker import _native
 from kwker.ops._call import CODES, lib, source_rows
 
 _INT64 = torch.int64
-_empty = torch.empty
 _topk = lib.kwk_topk_addr if lib is not None else None
 _median_dim = lib.kwk_median_dim_addr if lib is not None else None
 _median_all = lib.kwk_median_all_addr if lib is not None else None
@@ -15,8 +14,8 @@ def topk(x: torch.Tensor, k: int, dim: int, largest: bool, sorted_: bool, order:
     """(values, indices) as torch.topk gives them (contiguous outputs)."""
     shape = list(x.shape)
     shape[dim] = k
-    values = _empty(shape, dtype=x.dtype)
-    indices = _empty(shape, dtype=_INT64)
+    values = x.new_empty(shape)
+    indices = x.new_empty(shape, dtype=_INT64)
     src, (outer, length, inner, so, sl, si) = source_rows(x, dim)
     # contiguous output: rows of k along dim, `inner` elements apart
     status = _topk(
@@ -35,8 +34,8 @@ def median_dim(x: torch.Tensor, dim: int, keepdim: bool, ignore_nan: bool):
         shape[dim] = 1
     else:
         del shape[dim]
-    values = _empty(shape, dtype=x.dtype)
-    indices = _empty(shape, dtype=_INT64)
+    values = x.new_empty(shape)
+    indices = x.new_empty(shape, dtype=_INT64)
     src, (outer, length, inner, so, sl, si) = source_rows(x, dim)
     status = _median_dim(
         CODES[x.dtype], src.data_ptr(), outer, length, inner, so, sl, si,
@@ -50,7 +49,7 @@ def median_all(x: torch.Tensor, ignore_nan: bool):
     """torch.median(x) / torch.nanmedian(x): a 0-dim tensor (x non-empty)."""
     if x.ndim != 1:
         x = x.reshape(-1)  # a view when possible, else a copy
-    out = _empty((), dtype=x.dtype)
+    out = x.new_empty(())
     status = _median_all(
         CODES[x.dtype], x.data_ptr(), x.shape[0], x.stride(0), out.data_ptr(), ignore_nan)
     if status:

@@ -33,16 +33,14 @@ const char *kwk_strerror(int status)
 
 /* ------------------------------------------------------------- targets */
 
+#ifdef KWK_HAVE_AVX2_TARGET
 static int cpu_has_avx2(void)
 {
-#if defined(KWK_HAVE_AVX2_TARGET) && (defined(__GNUC__) || defined(__clang__))
     __builtin_cpu_init();
     return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2") &&
            __builtin_cpu_supports("fma") && __builtin_cpu_supports("popcnt");
-#else
-    return 0;
-#endif
 }
+#endif
 
 static const kwk_kernel_table *best_table(void)
 {
