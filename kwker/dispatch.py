@@ -91,8 +91,9 @@ def _is_small(op, full, kwargs) -> bool:
 # anything else, which then goes to torch unchanged (torch's parser is the
 # reference: e.g. it rejects sort(x, 1, stable=True) and a non-bool flag).
 
-def _parse_sort(args, kwargs):
-    """(x, dim, descending, stable) from sort/argsort arguments."""
+def _parse_sort(args, kwargs, stable_may_be_none=True):
+    """(x, dim, descending, stable) from sort/argsort arguments (sort's
+    stable is `bool?`, argsort's a plain bool)."""
     n = len(args)
     if n == 0 or n > 3:
         return None
@@ -106,7 +107,7 @@ def _parse_sort(args, kwargs):
         elif key == "descending" and n < 3:
             descending = value
         elif key == "stable" and n == 1:  # torch's stable overload is keyword-only
-            stable = False if value is None else value
+            stable = False if value is None and stable_may_be_none else value
         else:
             return None
     if type(dim) is not int or type(descending) is not bool or type(stable) is not bool:
@@ -147,6 +148,9 @@ def _parse_median(args, kwargs):
     n = len(args)
     if n == 0 or n > 3:
         return None
+    if n == 1 and not kwargs:
+        return args[0], None, False  # the all-elements form
+    # the dim forms: torch rejects dim=None and keepdim without dim
     dim = args[1] if n > 1 else None
     keepdim = args[2] if n > 2 else False
     for key, value in kwargs.items():
@@ -156,10 +160,7 @@ def _parse_median(args, kwargs):
             keepdim = value
         else:
             return None
-    if dim is None:
-        if n > 2 or "keepdim" in kwargs:
-            return None  # median(x, keepdim=...) without dim is not a torch form
-    elif type(dim) is not int:
+    if type(dim) is not int:
         return None
     if type(keepdim) is not bool:
         return None
@@ -175,7 +176,9 @@ def _wrap_dim(x, dim) -> Optional[int]:
 
 # ------------------------------------------------------------- entry points
 
-def _sort_common(op, wrapped, instance, args, kwargs, values_wanted):
+def _sort_common(op, wrapped, instance, args, kwargs, finish):
+    """sort/argsort/msort; `finish` turns the kernel's (values, indices) into
+    the op's result (fallback results pass through untouched)."""
     full = _full_args(instance, args)
     if _is_small(op, full, kwargs):
         return _fallback(op, _SMALL, wrapped, args, kwargs)
@@ -184,7 +187,7 @@ def _sort_common(op, wrapped, instance, args, kwargs, values_wanted):
         if op == "msort":
             call = (full[0], 0, False, False) if len(full) == 1 and not kwargs else None
         else:
-            call = _parse_sort(full, kwargs)
+            call = _parse_sort(full, kwargs, stable_may_be_none=op == "sort")
         if call is None:
             failure = ARGUMENTS
         else:
@@ -203,23 +206,28 @@ def _sort_common(op, wrapped, instance, args, kwargs, values_wanted):
                     if stable or _torch_sort_is_stable(x, d, descending):
                         order = _ORDER_STABLE
                     STATS.fast[op] += 1
-                    return sorting.sort(x, d, descending, order, values_wanted)
+                    return finish(sorting.sort(x, d, descending, order, op != "argsort"))
     return _fallback(op, failure, wrapped, args, kwargs)
 
 
 def sort_entry(wrapped, instance, args, kwargs):
-    result = _sort_common("sort", wrapped, instance, args, kwargs, True)
-    return _ret.sort(result) if type(result) is tuple else result
+    return _sort_common("sort", wrapped, instance, args, kwargs, _ret.sort)
+
+
+def _second(pair):
+    return pair[1]
+
+
+def _first(pair):
+    return pair[0]
 
 
 def argsort_entry(wrapped, instance, args, kwargs):
-    result = _sort_common("argsort", wrapped, instance, args, kwargs, False)
-    return result[1] if type(result) is tuple else result
+    return _sort_common("argsort", wrapped, instance, args, kwargs, _second)
 
 
 def msort_entry(wrapped, instance, args, kwargs):
-    result = _sort_common("msort", wrapped, instance, args, kwargs, True)
-    return result[0] if type(result) is tuple else result
+    return _sort_common("msort", wrapped, instance, args, kwargs, _first)
 
 
 def topk_entry(wrapped, instance, args, kwargs):

@@ -33,8 +33,33 @@ PATCH_TABLE: Dict[str, Tuple[bool, bool, Optional[str]]] = {
 ALL_OPS = tuple(PATCH_TABLE)
 
 
+class KwkerBoundFunctionWrapper(wrapt.BoundFunctionWrapper):
+    """What torch.Tensor.sort (through the class) or x.sort is while
+    installed: copies as itself and pickles as torch's method does."""
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce_ex__(self, protocol):
+        instance = self._self_instance  # wrapt: the tensor, or None via the class
+        owner = torch.Tensor if instance is None else instance
+        return getattr, (owner, self.__wrapped__.__name__)
+
+
 class KwkerFunctionWrapper(wrapt.FunctionWrapper):
-    """A wrapt wrapper that pickles as the name it replaces."""
+    """A wrapt wrapper that copies as itself (as torch's functions do) and
+    pickles as the name it replaces."""
+
+    __bound_function_wrapper__ = KwkerBoundFunctionWrapper
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
 
     def __reduce_ex__(self, protocol):
         # pickle stores a global reference (module + name), which resolves to

@@ -84,7 +84,7 @@ def render_table(results: List[InputResult]) -> str:
     out.append("\nnoise: the larger IQR/median of the two paths' blocks. ns/el: Kwker's time per input "
                "element. radix: ns/el an LSD radix sort of (key, int64 index) needs just to move its "
                "data at the measured bandwidth (sorts of >= 1M elements). peak MiB: extra resident "
-               "memory of one call, outputs included, torch/kwker.")
+               "memory of the checked (first) call, outputs included, torch/kwker.")
     out.append("numpy: " + "; ".join(f"{op}: {how}" for op, how in NUMPY_EQUIVALENTS.items()))
     return "\n".join(out)
 

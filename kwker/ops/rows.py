@@ -29,3 +29,14 @@ def rows_along(sizes: Sequence[int], strides: Sequence[int], dim: int) -> Option
     if before is None or after is None:
         return None
     return before[0], sizes[dim], after[0], before[1], strides[dim], after[1]
+
+
+def is_dense_permutation(sizes: Sequence[int], strides: Sequence[int]) -> bool:
+    """True when the tensor's elements fill a contiguous block of memory
+    exactly once (a contiguous tensor with its dims permuted)."""
+    expected = 1
+    for size, stride in sorted((p for p in zip(sizes, strides) if p[0] != 1), key=lambda p: p[1]):
+        if stride != expected:
+            return False
+        expected *= size
+    return True

@@ -3,6 +3,7 @@ import torch
 
 from kwker import _native
 from kwker.ops._call import CODES, lib, source_rows
+from kwker.ops.rows import is_dense_permutation
 
 _INT64 = torch.int64
 _topk = lib.kwk_topk_addr if lib is not None else None
@@ -45,10 +46,21 @@ def median_dim(x: torch.Tensor, dim: int, keepdim: bool, ignore_nan: bool):
     return values, indices
 
 
+def _memory_order(x: torch.Tensor) -> torch.Tensor:
+    """x's elements as a 1-D tensor in the order torch's median() visits
+    them: it clones x (keeping a dense layout, making anything else
+    contiguous) and walks the clone's memory.  The order only shows when
+    equal keys differ in bits (+-0.0, NaN payloads)."""
+    if x.is_contiguous():
+        return x.reshape(-1)
+    if is_dense_permutation(x.shape, x.stride()):
+        return x.as_strided((x.numel(),), (1,))
+    return x.reshape(-1)
+
+
 def median_all(x: torch.Tensor, ignore_nan: bool):
     """torch.median(x) / torch.nanmedian(x): a 0-dim tensor (x non-empty)."""
-    if x.ndim != 1:
-        x = x.reshape(-1)  # a view when possible, else a copy
+    x = _memory_order(x)
     out = x.new_empty(())
     status = _median_all(
         CODES[x.dtype], x.data_ptr(), x.shape[0], x.stride(0), out.data_ptr(), ignore_nan)
