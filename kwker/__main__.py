@@ -2,6 +2,7 @@
 
   info                 versions, native target, what takes the fast path
   bench [options]      the real-input benchmark (python -m kwker bench --help)
+  crossover            where the fast path starts beating torch on small inputs
 """
 import json
 import sys
@@ -28,7 +29,12 @@ def _bench(argv):
     return main(argv)
 
 
-COMMANDS = {"info": _info, "bench": _bench}
+def _crossover(argv):
+    from kwker.crossover import main
+    return main(argv)
+
+
+COMMANDS = {"info": _info, "bench": _bench, "crossover": _crossover}
 
 
 def main(argv=None):

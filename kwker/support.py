@@ -91,9 +91,9 @@ OPS: Dict[str, OpSupport] = {
 # Below these element counts torch's own kernel beats Kwker's fixed per-call
 # cost (argument checks, output allocation, the native call), so the call goes
 # straight to torch.  Measured on the development machine (2-core Sapphire
-# Rapids, one thread) with benchmarks/crossover.py: the smallest numel at
-# which the fast path was at least as fast as torch for 1-row and many-row
-# float32 inputs.
+# Rapids, one thread) with `python -m kwker crossover`: the smallest numel
+# from which the fast path was at least as fast as torch for 1-row and
+# rows-of-8 float32 inputs.
 MIN_FAST_NUMEL: Dict[str, int] = {
     "sort": 64, "argsort": 64, "msort": 64,
     "topk": 256, "median": 128, "nanmedian": 128,

@@ -109,8 +109,7 @@ def select(entries: List[Entry], quick: bool = False, substring: Optional[str] =
 
 @contextlib.contextmanager
 def one_thread():
-    """Generate on one thread: matmul and reduction results can depend on the thread
-    count, and an input must not change with --threads."""
+    """torch on one thread inside the block, its thread count restored after."""
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
@@ -121,7 +120,7 @@ def one_thread():
 
 def make_input(entry: Entry) -> torch.Tensor:
     """The entry's input tensor, identical on every call."""
-    with one_thread():
+    with one_thread():  # matmul and reduction results can depend on the thread count
         return GENERATORS[entry.dist](entry.shape, entry.dtype, entry.params, entry.seed)
 
 

@@ -89,7 +89,7 @@ class KwkerSwitch:
     def _check_restored(self):
         """uninstall() must give back the very objects captured before install (identity:
         a wrapper may compare equal to the function it wraps)."""
-        left = [f"{getattr(owner, '__name__', owner)}.{name}" for (owner, name), original in self._originals.items()
+        left = [f"{owner.__name__}.{name}" for (owner, name), original in self._originals.items()
                 if getattr(owner, name) is not original]
         if left:
             raise RuntimeError(f"kwker.uninstall() left patched: {', '.join(left)}")

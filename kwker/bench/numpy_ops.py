@@ -20,7 +20,10 @@ NUMPY_EQUIVALENTS = {
 
 def top_k_along_last(a: np.ndarray, k: int, largest: bool, sorted_: bool):
     """Indices and values of the k largest (smallest) along the last axis."""
-    kept = np.argpartition(a, -k, axis=-1)[..., -k:] if largest else np.argpartition(a, k - 1, axis=-1)[..., :k]
+    if largest:
+        kept = np.argpartition(a, -k, axis=-1)[..., -k:]
+    else:
+        kept = np.argpartition(a, k - 1, axis=-1)[..., :k]
     values = np.take_along_axis(a, kept, axis=-1)
     if sorted_:
         order = np.argsort(-values if largest else values, axis=-1)
@@ -44,7 +47,8 @@ def numpy_equivalent(op: str, args: dict, x: torch.Tensor) -> Optional[Callable[
     if op in ("topk", "kthvalue"):
         last = np.moveaxis(a, dim if dim is not None else -1, -1)
         if op == "topk":
-            return lambda: top_k_along_last(last, args["k"], args.get("largest", True), args.get("sorted", True))
+            largest, sorted_ = args.get("largest", True), args.get("sorted", True)
+            return lambda: top_k_along_last(last, args["k"], largest, sorted_)
         kth = args["k"] - 1
         return lambda: np.take_along_axis(last, np.argpartition(last, kth, axis=-1)[..., kth:kth + 1], -1)
     if op in ("median", "nanmedian"):

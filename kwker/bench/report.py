@@ -62,7 +62,7 @@ TABLE_HEADERS = ("id", "op", "shape", "dtype", "torch", "kwker", "speed-up", "no
 
 def result_cells(r: InputResult) -> List[str]:
     noise = max((n for n in (r.torch_noise, r.kwker_noise) if n is not None), default=None)
-    memory = MISSING if r.torch_peak_bytes is None else f"{format_mib(r.torch_peak_bytes)}/{format_mib(r.kwker_peak_bytes)}"
+    memory = f"{format_mib(r.torch_peak_bytes)}/{format_mib(r.kwker_peak_bytes)}"
     return [("!! " if not r.correct else "") + r.id, r.op, "x".join(map(str, r.shape)) or "()", r.dtype,
             format_time(r.torch_s), format_time(r.kwker_s), format_ratio(r.speedup), format_fraction(noise),
             format_ns(r.kwker_ns_per_element), format_ns(r.radix_bound_ns), format_time(r.numpy_s), memory]

@@ -69,7 +69,8 @@ def summarize(results: List[InputResult]) -> dict:
     return summary
 
 
-def regressions(old_speedups: Dict[str, float], results: List[InputResult]) -> List[Tuple[str, float, float, bool]]:
+def regressions(old_speedups: Dict[str, float],
+                results: List[InputResult]) -> List[Tuple[str, float, float, bool]]:
     """(id, old speed-up, new speed-up, regressed) for inputs timed in both runs."""
     rows = []
     for r in results:

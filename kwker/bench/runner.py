@@ -20,12 +20,19 @@ from .memory import call_with_peak
 from .numpy_ops import numpy_equivalent
 from .plot import plot_speedups
 from .results import InputResult, regressions, summarize
+from .tie_order import reference_call
 from .timing import FULL_PLAN, QUICK_PLAN, TimingPlan, time_alone, time_interleaved
 
 RADIX_BOUND_OPS = ("sort", "argsort")
-STABLE_REFERENCE_OPS = ("sort", "argsort")  # the ops whose torch call has stable=
 EXIT_MISMATCH = 1
 EXIT_USAGE = 2
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text} is not >= 1")
+    return value
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -35,7 +42,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "first checked to be bit-identical to torch. Exits 1 on any mismatch.")
     parser.add_argument("--quick", action="store_true",
                         help="a representative subset and fewer repeats (under a minute)")
-    parser.add_argument("--threads", type=int, default=1, metavar="N", help="torch threads (default 1)")
+    parser.add_argument("--threads", type=positive_int, default=1, metavar="N",
+                        help="torch threads (default 1)")
     parser.add_argument("--json", metavar="PATH", help="save machine info, per-input results and summary")
     parser.add_argument("--compare", metavar="OLD.json",
                         help="compare speed-ups with an earlier --json run, flagging regressions")
@@ -45,8 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--filter", metavar="SUBSTR",
                         help="only inputs whose id or op contains SUBSTR (from the whole catalogue)")
     parser.add_argument("--ties", choices=["stable"],
-                        help="pass ties=... to kwker.install(); sort/argsort are then checked against "
-                             "torch's stable=True order, other ops still against torch's own tie order")
+                        help="pass ties=... to kwker.install(); sort, argsort and sorted topk are then "
+                             "checked against torch's stable order, other ops against torch's own")
     return parser
 
 
@@ -84,20 +92,13 @@ def bound_call(fn_name: str, args, kwargs):
     return functools.partial(resolve(fn_name), *args, **kwargs)
 
 
-def reference_kwargs(entry: Entry, kwargs: dict, switch: KwkerSwitch) -> dict:
-    """The torch call Kwker's result must equal: the same call, except that under
-    --ties stable a sort or argsort is held to torch's stable=True order."""
-    if switch.ties == "stable" and entry.op in STABLE_REFERENCE_OPS:
-        return dict(kwargs, stable=True)
-    return kwargs
-
-
 def check_entry(entry: Entry, x: torch.Tensor, switch: KwkerSwitch):
     """(result with the bit-identity verdict and both calls' peak memory, torch's call,
     Kwker's call or None if it raised)."""
     fn_name, args, kwargs = build_call(entry, x)
     torch_call = bound_call(fn_name, args, kwargs)
-    expected, torch_peak = call_with_peak(bound_call(fn_name, args, reference_kwargs(entry, kwargs, switch)))
+    reference = reference_call(entry.op, resolve(fn_name), args, kwargs, switch.ties or "torch")
+    expected, torch_peak = call_with_peak(reference)
     with switch.installed():
         kwker_call = bound_call(fn_name, args, kwargs)
         try:
@@ -153,6 +154,12 @@ def load_speedups(path: str) -> dict:
         return {r["id"]: r.get("speedup") for r in json.load(old)["results"]}
 
 
+def save_json(path: str, machine_info: dict, args, results: List[InputResult], summary: dict):
+    with open(path, "w") as out:
+        json.dump({"machine": machine_info, "config": vars(args),
+                   "results": [r.to_json() for r in results], "summary": summary}, out, indent=1)
+
+
 def main(argv: Optional[List[str]] = None) -> int:
     args = build_parser().parse_args(argv)
     if args.check and (args.compare or args.plot):
@@ -164,7 +171,8 @@ def main(argv: Optional[List[str]] = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     if not switch.available:
-        print(f"kwker not available: timing torch against itself ({switch.unavailable_reason})", file=sys.stderr)
+        print(f"kwker not available: timing torch against itself ({switch.unavailable_reason})",
+              file=sys.stderr)
     entries = select(load_catalogue(), quick=args.quick, substring=args.filter)
     if not entries:
         print(f"error: no input matches --filter {args.filter!r}", file=sys.stderr)
@@ -183,9 +191,7 @@ def main(argv: Optional[List[str]] = None) -> int:
     if not args.check:
         print("\n" + report.render_summary(summary))
     if args.json:
-        with open(args.json, "w") as out:
-            json.dump({"machine": machine_info, "config": vars(args),
-                       "results": [r.to_json() for r in results], "summary": summary}, out, indent=1)
+        save_json(args.json, machine_info, args, results, summary)
     if args.compare:
         old = load_speedups(args.compare)
         print(report.render_comparison(regressions(old, results), [r.id for r in results if r.id not in old],

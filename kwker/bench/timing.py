@@ -17,15 +17,21 @@ class TimingPlan:
     bandwidth_repeats: int  # copies timed for the memory bandwidth (best of them)
 
 
+# Measured on the 2-core development machine (shared, loaded): the full corpus takes
+# ~3.6 CPU-minutes (~4 minutes wall when idle; calls of 1-4 s, e.g. the 16M-element
+# sort and unique(dim=0), are held to min_rounds by the budget); --quick, 27 inputs,
+# ~21 CPU-seconds.
 FULL_PLAN = TimingPlan(rounds=7, min_rounds=3, block_s=0.025, budget_s=1.0, bandwidth_repeats=5)
 QUICK_PLAN = TimingPlan(rounds=3, min_rounds=3, block_s=0.010, budget_s=0.3, bandwidth_repeats=3)
+
+
+CLOCK_TICK_S = 1e-9  # perf_counter's resolution: no call takes less
 
 
 @dataclass(frozen=True)
 class Stats:
     median_s: float
     noise: float            # interquartile range / median of the per-block means
-    samples: Tuple[float, ...]
 
 
 def stats_of(samples: List[float]) -> Stats:
@@ -34,21 +40,22 @@ def stats_of(samples: List[float]) -> Stats:
         q1, _, q3 = statistics.quantiles(samples, n=4, method="inclusive")
     else:
         q1 = q3 = median
-    return Stats(median, (q3 - q1) / median if median > 0 else 0.0, tuple(samples))
+    return Stats(median, (q3 - q1) / median if median > 0 else 0.0)
 
 
 def block_shape(call: Callable, plan: TimingPlan) -> Tuple[int, int]:
     """(calls per block, rounds) for `call` under `plan`, from a warm-up call, and a
     second timed call when the warm-up was shorter than a block."""
-    start = time.perf_counter()
-    call()  # warm-up: lazy initialization; for a slow call, its time is estimate enough
-    once = time.perf_counter() - start
-    if once < plan.block_s:
+    def seconds_of_one_call():
         start = time.perf_counter()
         call()
-        once = time.perf_counter() - start
-    number = max(1, round(plan.block_s / max(once, 1e-9)))
-    rounds = int(plan.budget_s / (number * once)) if once > 0 else plan.rounds
+        return max(time.perf_counter() - start, CLOCK_TICK_S)
+
+    once = seconds_of_one_call()  # warm-up (lazy initialization); estimate enough for a slow call
+    if once < plan.block_s:
+        once = seconds_of_one_call()
+    number = max(1, round(plan.block_s / once))
+    rounds = int(plan.budget_s / (number * once))
     return number, max(plan.min_rounds, min(plan.rounds, rounds))
 
 

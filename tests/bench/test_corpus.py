@@ -15,6 +15,7 @@ from kwker.bench.layers_reference import median_pool2d_reference
 from kwker.bench.machine import radix_bound_ns
 from kwker.bench.plot import plot_speedups
 from kwker.bench.results import InputResult
+from kwker.bench.tie_order import reference_call
 
 CATALOGUE = load_catalogue()
 BY_ID = {e.id: e for e in CATALOGUE}
@@ -38,6 +39,8 @@ SMALL_STAND_INS = {
     "attn_accum": ((1, 4, 2000), {}),
     "segmap": ((80, 100), {}),
     "tal_metric": ((2, 4, 8400), {}),
+    "objectness": ((2, 11400), {"hwa": [50, 76, 3]}),
+    "node_ids": ((10000,), {"num_nodes": 100000}),
 }
 
 
@@ -58,7 +61,8 @@ def test_quick_subset_exists_and_covers_every_op():
 
 
 def test_filter_searches_the_whole_catalogue():
-    assert [e.id for e in select(CATALOGUE, quick=True, substring="wanda_row")] == ["wanda_row_sort__llama2_7b"]
+    wanda = select(CATALOGUE, quick=True, substring="wanda_row")
+    assert [e.id for e in wanda] == ["wanda_row_sort__llama2_7b"]
     assert all(e.op == "median_pool2d" for e in select(CATALOGUE, substring="median_pool2d"))
 
 
@@ -132,7 +136,8 @@ def test_other_named_properties():
 
 def test_build_call_makes_torch_ready_arguments():
     fn_name, args, kwargs = build_call(BY_ID["chronos_sample_quantile__t5_small"])
-    assert fn_name == "quantile" and isinstance(kwargs["q"], torch.Tensor) and kwargs["q"].dtype == args[0].dtype
+    assert fn_name == "quantile" and isinstance(kwargs["q"], torch.Tensor)
+    assert kwargs["q"].dtype == args[0].dtype
     torch.quantile(*args, **kwargs)
     fn_name, args, kwargs = build_call(BY_ID["hf_topk_warper__llama3_8b"])
     assert (fn_name, kwargs) == ("topk", {"k": 50, "dim": -1, "largest": True, "sorted": True})
@@ -142,7 +147,8 @@ def test_build_call_makes_torch_ready_arguments():
 def test_median_pool2d_reference_matches_a_direct_loop(padding_mode):
     x = torch.rand(1, 2, 7, 6, generator=torch.Generator().manual_seed(0))
     got = median_pool2d_reference(x, kernel_size=3, stride=1, padding=1, padding_mode=padding_mode)
-    padded = torch.nn.functional.pad(x, (1, 1, 1, 1), mode="reflect" if padding_mode == "reflect" else "constant")
+    mode = "reflect" if padding_mode == "reflect" else "constant"
+    padded = torch.nn.functional.pad(x, (1, 1, 1, 1), mode=mode)
     want = torch.empty_like(x)
     for i in range(7):
         for j in range(6):
@@ -161,6 +167,16 @@ def test_difference_sees_every_bit():
     assert "dtype" in difference(values, values.double())
     sorted_ = torch.sort(values)
     assert "indices" in difference(sorted_, (sorted_.values, sorted_.indices.flip(0)))
+
+
+def test_stable_tie_reference_orders_ties_by_index():
+    x = torch.tensor([[1.0, 3.0, 3.0, 2.0, 3.0]])
+    top = reference_call("topk", torch.topk, (x,), {"k": 2}, ties="stable")()
+    assert top.indices.tolist() == [[1, 2]] and top.values.tolist() == [[3.0, 3.0]]
+    ordered = reference_call("sort", torch.sort, (x,), {"descending": True}, ties="stable")()
+    assert ordered.indices.tolist() == [[1, 2, 4, 3, 0]]
+    unsorted = reference_call("topk", torch.topk, (x,), {"k": 2, "sorted": False}, ties="stable")()
+    assert torch.equal(unsorted.indices, torch.topk(x, 2, sorted=False).indices)
 
 
 def test_radix_bound_counts_passes_and_bytes():

@@ -4,7 +4,8 @@
 have the properties the catalogue's `desc` names (ties, NaN, -inf, presortedness,
 range); the exact values are a pure function of the seed.
 """
-from . import detection, ids, images, language, retrieval, routing, series, statistics  # noqa: F401  (they register)
+# importing a module registers its generators
+from . import detection, ids, images, language, retrieval, routing, series, statistics  # noqa: F401
 from .registry import GENERATORS
 
 __all__ = ["GENERATORS"]

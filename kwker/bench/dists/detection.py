@@ -26,7 +26,8 @@ def _objectness(shape, params, rng):
         centre_x = uniform((images, 1, 1, 1), rng, 0, width)
         radius = uniform((images, 1, 1, 1), rng, *BLOB_RADIUS_PX)
         lift = uniform((images, anchors, 1, 1), rng, *BLOB_NATS)
-        logits += lift * torch.exp(-((ys - centre_y).square() + (xs - centre_x).square()) / (2 * radius.square()))
+        squared_distance = (ys - centre_y).square() + (xs - centre_x).square()
+        logits += lift * torch.exp(-squared_distance / (2 * radius.square()))
     return logits.permute(0, 2, 3, 1).reshape(shape)
 
 
@@ -96,6 +97,8 @@ IMAGE_SIZE = 640
 ANCHOR_STRIDES = (8, 16, 32)
 BOX_SIDE_FRACTION = (0.03, 0.3)  # ground-truth box sides, log-uniform, of the image size
 ALIGN_ALPHA, ALIGN_BETA = 0.5, 6.0  # ultralytics TaskAlignedAssigner
+PREDICTED_SCORE_RANGE = (0.01, 0.9)  # of anchors inside a box
+PREDICTED_IOU_RANGE = (0.05, 0.95)
 
 
 def anchor_centres():
@@ -125,8 +128,8 @@ def _tal_metric(shape, params, rng):
     inside = (x >= left) & (x <= left + width) & (y >= top) & (y <= top + height)
     n_boxes = torch.randint(1, max_boxes + 1, (images, 1, 1), generator=rng)
     real = torch.arange(max_boxes).view(1, -1, 1) < n_boxes
-    score = uniform(shape, rng, 0.01, 0.9)
-    iou = uniform(shape, rng, 0.05, 0.95)
+    score = uniform(shape, rng, *PREDICTED_SCORE_RANGE)
+    iou = uniform(shape, rng, *PREDICTED_IOU_RANGE)
     metric = score.pow(ALIGN_ALPHA) * iou.pow(ALIGN_BETA)
     return metric * (inside & real)
 

@@ -2,9 +2,20 @@
 import torch
 
 from .registry import distribution
-from .toolkit import group_sizes, log_normal, numel, rows_and_length, shuffled, zipf_ranks
+from .toolkit import log_normal, numel, rows_and_length, shuffled, zipf_ranks
+
+GROUP_SIZE_SIGMA = 0.6  # graphs of a batch, groups of an index: sizes vary ~2x
+
+
+def group_sizes(n: int, n_groups: int, rng) -> torch.Tensor:
+    """Sizes of n_groups groups (log-normal weights) adding up to n exactly."""
+    weights = log_normal((n_groups,), rng, 1.0, GROUP_SIZE_SIGMA)
+    members = torch.multinomial(weights, n, replacement=True, generator=rng)
+    return torch.bincount(members, minlength=n_groups)
+
 
 RECIPROCAL_FRACTION = 0.03  # citation pairs that point both ways
+CITATION_ZIPF = 1.0         # a few papers draw most citations
 
 
 @distribution("edge_keys")
@@ -15,7 +26,7 @@ def _edge_keys(shape, params, rng):
     n_edges = shape[0] // 2
     n_reciprocal = int(n_edges * RECIPROCAL_FRACTION)
     source = torch.randint(0, n_nodes, (n_edges - n_reciprocal,), generator=rng)
-    cited = shuffled(torch.arange(n_nodes), rng)[zipf_ranks(source.numel(), n_nodes, 1.0, rng)]
+    cited = shuffled(torch.arange(n_nodes), rng)[zipf_ranks(source.numel(), n_nodes, CITATION_ZIPF, rng)]
     echoed = torch.randint(0, source.numel(), (n_reciprocal,), generator=rng)
     row = torch.cat([source, cited[echoed]])
     col = torch.cat([cited, source[echoed]])

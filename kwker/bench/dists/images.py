@@ -5,8 +5,51 @@ import torch
 import torch.nn.functional as F
 
 from .registry import distribution
-from .toolkit import (image_dims, image_like, normal, shuffled, smooth_field, uniform,
-                      voronoi_regions)
+from .registry import Shape
+from .toolkit import normal, numel, shuffled, smooth_field, uniform
+
+
+def image_dims(n_pixels: int):
+    """(height, width) of the most square image with n_pixels pixels."""
+    height = max(d for d in range(1, math.isqrt(n_pixels) + 1) if n_pixels % d == 0)
+    return height, n_pixels // height
+
+
+def voronoi_regions(height: int, width: int, n_regions: int, rng) -> torch.Tensor:
+    """int64 [height, width] map of the nearest of n_regions random seed points:
+    piecewise-constant regions with straight borders, like segmentation maps."""
+    seeds_y = uniform((n_regions, 1, 1), rng, 0, height)
+    seeds_x = uniform((n_regions, 1, 1), rng, 0, width)
+    ys = torch.arange(height, dtype=torch.float32).view(1, height, 1)
+    xs = torch.arange(width, dtype=torch.float32).view(1, 1, width)
+    return ((ys - seeds_y).square() + (xs - seeds_x).square()).argmin(0)
+
+
+QUANTIZATION_LEVELS = 255  # 8-bit pixels
+SHADING_OCTAVES = ((64, 1.0), (16, 0.5), (4, 0.25))  # (pixels per cell, weight): 1/f-like
+SHADING_WEIGHT = 0.6       # against the objects' flat tones
+IMAGE_OBJECTS = 12
+
+
+def image_like(shape: Shape, rng, salt_pepper=0.0) -> torch.Tensor:
+    """Natural-image-like pixels in [0, 1] quantized to 1/255 (ties): smooth shading over
+    several scales plus flat objects with sharp edges; a `salt_pepper` fraction of the
+    pixels are replaced by exact 0 or 1 impulses."""
+    *lead, height, width = shape
+    planes = numel(tuple(lead))
+    shading = sum(smooth_field((planes, height, width), rng, pixels_per_cell) * weight
+                  for pixels_per_cell, weight in SHADING_OCTAVES)
+    objects = voronoi_regions(height, width, IMAGE_OBJECTS, rng)
+    object_tone = normal((planes, IMAGE_OBJECTS), rng)
+    tone = object_tone[:, objects.flatten()].view(planes, height, width)
+    pixels = torch.sigmoid(SHADING_WEIGHT * shading + tone)
+    pixels = (pixels * QUANTIZATION_LEVELS).round_() / QUANTIZATION_LEVELS
+    if salt_pepper:
+        impulse = torch.rand(pixels.shape, generator=rng) < salt_pepper
+        white = torch.rand(pixels.shape, generator=rng) < 0.5  # salt as often as pepper
+        pixels = torch.where(impulse, white.float(), pixels)
+    return pixels.reshape(shape)
+
 
 SEGMENTS = 25                # regions of a segmentation map
 SEGMENT_ID_RANGE = 256
@@ -35,6 +78,7 @@ def _panoptic_pairs(shape, params, rng):
 
 
 CLASSES_PER_IMAGE = 4
+REGIONS_PER_CLASS = 3
 TRUE_CLASS_NATS = (0.0, 5.0)  # how much the network favours the right class
 
 
@@ -45,7 +89,8 @@ def _lovasz_errors(shape, params, rng):
     batch, classes, pixels = shape
     height, width = image_dims(pixels)
     present = torch.stack([torch.randperm(classes, generator=rng)[:CLASSES_PER_IMAGE] for _ in range(batch)])
-    regions = voronoi_regions(height, width, CLASSES_PER_IMAGE * 3, rng).flatten() % CLASSES_PER_IMAGE
+    regions = voronoi_regions(height, width, CLASSES_PER_IMAGE * REGIONS_PER_CLASS, rng).flatten()
+    regions %= CLASSES_PER_IMAGE
     labels = present[:, regions]  # [batch, pixels]
     onehot = F.one_hot(labels, classes).permute(0, 2, 1).float()
     logits = normal(shape, rng) + onehot * uniform((batch, 1, pixels), rng, *TRUE_CLASS_NATS)
@@ -79,7 +124,8 @@ def _depth_values(shape, params, rng):
     """Metric depths of a smooth depth map, log-normal around median_m, clipped at max_m;
     params.round_mm quantizes to millimetres (ties)."""
     height, width = image_dims(shape[-1])
-    log_depth = math.log(params.get("median_m", DEPTH_MEDIAN_M)) + DEPTH_LOG_STD * smooth_field((height, width), rng)
+    log_median = math.log(params.get("median_m", DEPTH_MEDIAN_M))
+    log_depth = log_median + DEPTH_LOG_STD * smooth_field((height, width), rng)
     depth = log_depth.exp_().clamp_(max=params.get("max_m", DEPTH_MAX_M))
     if params.get("round_mm"):
         depth = (depth * 1000).round_() / 1000

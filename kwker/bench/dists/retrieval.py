@@ -8,6 +8,7 @@ EMBEDDING_DIM = 64    # gives random-pair cosines a spread of ~0.1 after the sha
 COMMON_WEIGHT = 0.5   # shared direction of all embeddings: random pairs average ~0.12
 MEMBER_SPREAD = 0.8   # distance of a member from its cluster centre: neighbours at 0.5-0.9
 CLUSTER_SIZE = 50     # members per cluster unless params.n_clusters says otherwise
+MEMBER_DISTANCE = (0.5, 1.5)  # x MEMBER_SPREAD: some neighbours much closer than others
 
 
 class EmbeddingSpace:
@@ -29,7 +30,7 @@ class EmbeddingSpace:
 
     def sample(self, n: int) -> torch.Tensor:
         cluster = torch.randint(0, self.centres.shape[0], (n,), generator=self.rng)
-        offset = unit(normal((n, EMBEDDING_DIM), self.rng)) * uniform((n, 1), self.rng, 0.5, 1.5)
+        offset = unit(normal((n, EMBEDDING_DIM), self.rng)) * uniform((n, 1), self.rng, *MEMBER_DISTANCE)
         return unit(self.common * self.shared + self.centres[cluster] + self.spread * offset)
 
 

@@ -96,7 +96,8 @@ def _whisper_windows(shape, params, rng):
     centre = uniform((heads, tokens), rng, 0, frames).sort(-1).values.unsqueeze(-1)
     spread = uniform((heads, tokens, 1), rng, *ALIGNMENT_WIDTH_FRAMES)
     frame = torch.arange(frames, dtype=torch.float32)
-    logits = -(frame - centre).square() / (2 * spread.square()) + normal((heads, tokens, frames), rng, std=ATTENTION_NOISE_STD)
+    alignment = -(frame - centre).square() / (2 * spread.square())
+    logits = alignment + normal((heads, tokens, frames), rng, std=ATTENTION_NOISE_STD)
     weights = torch.softmax(logits, -1)
     std, mean = torch.std_mean(weights, dim=-2, keepdim=True)
     weights = (weights - mean) / std

@@ -77,7 +77,10 @@ def _activations(shape, params, rng):
     per_channel[channel_dim] = channels
     relu = params["act"] == "relu"
     mean = normal((channels,), rng, RELU_PREACT_MEAN if relu else 0.0, CHANNEL_MEAN_STD)
-    scale = log_normal((channels,), rng, 1.0, CHANNEL_SCALE_SIGMA) if params.get("channel_scale") else torch.ones(channels)
+    if params.get("channel_scale"):
+        scale = log_normal((channels,), rng, 1.0, CHANNEL_SCALE_SIGMA)
+    else:
+        scale = torch.ones(channels)
     outliers = torch.randperm(channels, generator=rng)[:params.get("outlier_channels", 0)]
     scale[outliers] *= uniform((outliers.numel(),), rng, *OUTLIER_ACTIVATION_GAIN)
     preact = (normal(tuple(view), rng) + mean.view(per_channel)) * scale.view(per_channel)

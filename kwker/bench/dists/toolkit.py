@@ -47,13 +47,6 @@ def zipf_ranks(n: int, n_values: int, exponent: float, rng) -> torch.Tensor:
     return torch.searchsorted(cdf, draws).clamp_(max=n_values - 1)
 
 
-def group_sizes(n: int, n_groups: int, rng, sigma=0.6) -> torch.Tensor:
-    """Sizes of n_groups groups (log-normal weights) adding up to n exactly."""
-    weights = log_normal((n_groups,), rng, 1.0, sigma)
-    members = torch.multinomial(weights, n, replacement=True, generator=rng)
-    return torch.bincount(members, minlength=n_groups)
-
-
 def shuffled(values: torch.Tensor, rng) -> torch.Tensor:
     """The elements of a 1-D tensor in random order."""
     return values[torch.randperm(values.numel(), generator=rng)]
@@ -66,12 +59,6 @@ def as_model_output(values: torch.Tensor, params: dict) -> torch.Tensor:
     if model_dtype is None:
         return values
     return values.to(getattr(torch, model_dtype)).float()
-
-
-def image_dims(n_pixels: int):
-    """(height, width) of the most square image with n_pixels pixels."""
-    height = max(d for d in range(1, math.isqrt(n_pixels) + 1) if n_pixels % d == 0)
-    return height, n_pixels // height
 
 
 PIXELS_PER_CELL = 16  # a smooth field varies over about this many pixels
@@ -87,35 +74,3 @@ def smooth_field(shape: Shape, rng, pixels_per_cell=PIXELS_PER_CELL) -> torch.Te
     field = F.interpolate(coarse, size=(height, width), mode="bicubic", align_corners=False)
     field = (field - field.mean()) / field.std()
     return field.reshape(shape)
-
-
-def voronoi_regions(height: int, width: int, n_regions: int, rng) -> torch.Tensor:
-    """int64 [height, width] map of the nearest of n_regions random seed points:
-    piecewise-constant regions with straight borders, like segmentation maps."""
-    seeds_y = uniform((n_regions, 1, 1), rng, 0, height)
-    seeds_x = uniform((n_regions, 1, 1), rng, 0, width)
-    ys = torch.arange(height, dtype=torch.float32).view(1, height, 1)
-    xs = torch.arange(width, dtype=torch.float32).view(1, 1, width)
-    return ((ys - seeds_y).square() + (xs - seeds_x).square()).argmin(0)
-
-
-QUANTIZATION_LEVELS = 255  # 8-bit pixels
-
-
-def image_like(shape: Shape, rng, salt_pepper=0.0) -> torch.Tensor:
-    """Natural-image-like pixels in [0, 1] quantized to 1/255 (ties): smooth shading over
-    several scales plus flat objects with sharp edges; a `salt_pepper` fraction of the
-    pixels are replaced by exact 0 or 1 impulses."""
-    *lead, height, width = shape
-    planes = numel(tuple(lead))
-    shading = sum(smooth_field((planes, height, width), rng, pixels_per_cell) * weight
-                  for pixels_per_cell, weight in ((64, 1.0), (16, 0.5), (4, 0.25)))
-    objects = voronoi_regions(height, width, 12, rng)
-    object_tone = normal((planes, 12), rng)
-    pixels = torch.sigmoid(0.6 * shading + object_tone[:, objects.flatten()].view(planes, height, width))
-    pixels = (pixels * QUANTIZATION_LEVELS).round_() / QUANTIZATION_LEVELS
-    if salt_pepper:
-        impulse = torch.rand(pixels.shape, generator=rng) < salt_pepper
-        white = torch.rand(pixels.shape, generator=rng) < 0.5
-        pixels = torch.where(impulse, white.float(), pixels)
-    return pixels.reshape(shape)
