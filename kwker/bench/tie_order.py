@@ -2,8 +2,10 @@
 
 ties="torch" (the default): the very same torch call. ties="stable" orders equal
 elements by index, which torch spells as stable=True for sort and argsort and as
-the head of a stable sort for a sorted topk. Other calls keep torch's own order
-as the reference (a difference in tie order is then reported as a mismatch).
+the head of a stable sort for topk (sorted or not: with sorted=False torch leaves
+the order open, and Kwker's stable mode returns the sorted order). Other calls keep
+torch's own order as the reference (a difference in tie order is then reported as
+a mismatch).
 """
 import functools
 
@@ -22,6 +24,6 @@ def reference_call(op: str, function, args, kwargs: dict, ties: str = "torch"):
     if ties == "stable":
         if op in ("sort", "argsort"):
             return functools.partial(function, *args, **dict(kwargs, stable=True))
-        if op == "topk" and kwargs.get("sorted", True):
+        if op == "topk":
             return functools.partial(stable_topk, *args, **kwargs)
     return functools.partial(function, *args, **kwargs)
