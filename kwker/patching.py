@@ -62,9 +62,10 @@ class KwkerFunctionWrapper(wrapt.FunctionWrapper):
         return self
 
     def __reduce_ex__(self, protocol):
-        # pickle stores a global reference (module + name), which resolves to
-        # whatever torch.<name> is when unpickled
-        return self.__wrapped__.__name__
+        # unpickles as whatever torch.<name> is then (torch.unique's own
+        # module is torch.functional, so a plain global reference would not
+        # find this wrapper there)
+        return getattr, (torch, self.__wrapped__.__name__)
 
 
 class _Patch:

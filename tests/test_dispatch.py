@@ -14,7 +14,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 import kwker
 from kwker import support
-from conftest import ORIG, ORIG_METHOD, assert_same, run, compare, fallbacks, fast_count, make_values
+from kwker_testing import ORIG, ORIG_METHOD, assert_same, run, compare, fallbacks, fast_count, make_values
 
 
 @pytest.fixture
@@ -44,7 +44,7 @@ def test_requires_grad_falls_back_and_backward_matches(kw, gen, op, args):
     base[1, 3] = float("nan") if op == "nanmedian" else base[1, 3]
     x_ref = base.clone().requires_grad_()
     x_got = base.clone().requires_grad_()
-    ref = getattr(ORIG[op], "__call__")(x_ref, *args)
+    ref = ORIG[op](x_ref, *args)
     kwker.reset_stats()
     got = getattr(torch, op)(x_got, *args)
     assert fallbacks(op) == {"no_grad": 1} and fast_count(op) == 0
@@ -131,8 +131,8 @@ def test_torch_function_override(kw, x):
     method = next(f for f in Logged.calls if getattr(f, "__name__", "") == "topk")
     assert method == ORIG_METHOD["topk"] and {ORIG_METHOD["topk"]: 1}.get(method) == 1
     duck = Duck(x)
-    # (sort/argsort/msort with a tuple-returning override: test_known_bugs.py)
-    for op, args in [("topk", (2,)), ("median", ()), ("kthvalue", (2,)), ("nanmedian", (0,)),
+    for op, args in [("sort", (0,)), ("argsort", (1,)), ("msort", ()), ("topk", (2,)),
+                     ("median", ()), ("kthvalue", (2,)), ("nanmedian", (0,)),
                      ("quantile", (0.5,))]:
         ref = getattr(Duck, "__torch_function__")(ORIG[op], (Duck,), (duck,) + args)
         kwker.reset_stats()
@@ -282,6 +282,10 @@ def test_sort_stable_positional_is_rejected_like_torch(kw, x):
     ("median", (None, True), {}), ("median", (1,), {"keepdim": 1}),
     ("median", (1,), {"dim": 1}), ("nanmedian", (1.0,), {}), ("msort", (0,), {}),
     ("msort", (), {"dim": 0}), ("kthvalue", (2, np.int64(1)), {}),
+    ("sort", (True,), {}), ("topk", (2, True), {}), ("median", (False,), {}),
+    ("topk", (torch.tensor(2),), {}), ("sort", (torch.tensor(1),), {}),
+    ("argsort", (), {"dim": torch.tensor(0)}), ("median", (torch.tensor(1), True), {}),
+    ("topk", (2,), {"largest": np.bool_(False)}), ("sort", (), {"descending": torch.tensor(True)}),
 ], ids=repr)
 def test_unusual_arguments_go_to_torch(kw, x, call):
     """Forms the fast path does not parse (numpy ints, non-bool flags, None,
@@ -368,8 +372,8 @@ def test_unsupported_dtype(kw, op, dtype):
     x = torch.ones(3, 5, dtype=dtype)
     args = (2,) if op == "topk" else (1,) if op != "sort" else ()
     compare(op, x, *args, fast="dtype")
-    if op != "sort":
-        compare(op, x, fast="dtype") if op != "topk" else None
+    if op in ("median", "nanmedian"):
+        compare(op, x, fast="dtype")  # all elements
 
 
 def test_wide_unsigned_sort_is_fast(kw, gen):
@@ -498,3 +502,67 @@ def test_small_inputs_go_to_torch(kw, gen):
     kwker.reset_stats()
     assert_same(ORIG["sort"](input=x), torch.sort(input=x))
     assert fallbacks("sort") == {"small": 1}
+
+
+# ------------------------------------------------------------ completeness
+
+def _trigger(key, x, monkeypatch):
+    """One real call that fails the condition `key` (torch's result or
+    exception is compared by compare())."""
+    big = torch.randn(3, 200)
+    if key == "small":
+        def call():
+            with monkeypatch.context() as m:
+                m.setitem(support.MIN_FAST_NUMEL, "sort", 64)
+                compare("sort", torch.randn(3), fast="small")
+        return call
+    if key == "no_transform":
+        def call():
+            with Recorder():
+                compare("sort", big, fast="no_transform")
+        return call
+    return {
+        "arguments": lambda: compare("sort", big, np.int64(0), fast="arguments"),
+        "plain_tensor": lambda: compare("topk", big.as_subclass(MyTensor), 2,
+                                        fast={"plain_tensor"}),
+        "cpu_dense": lambda: compare("sort", big.to("meta"), fast="cpu_dense"),
+        "no_grad": lambda: compare("median", big.clone().requires_grad_(), 1, fast="no_grad"),
+        "dtype": lambda: compare("topk", big > 0, 1, fast="dtype"),
+        "dim": lambda: compare("sort", big, 3, fast="dim"),
+        "nonempty": lambda: compare("sort", big[:, :0], fast="nonempty"),
+        "torch_raises": lambda: compare("sort", torch.zeros(40000, dtype=torch.uint32),
+                                        fast="torch_raises"),
+        "kernel": lambda: compare("kthvalue", big, 3, fast="kernel"),
+        # the library missing: test_patching.test_native_library_missing_subprocess
+        "native": None,
+    }[key]
+
+
+def test_every_condition_is_triggered(kw, x, monkeypatch):
+    """A new Condition in kwker.support fails this test until a real call
+    triggering it is added here.  (With the real small-input crossover an
+    empty input is always 'small', so 'nonempty' is reached with the
+    crossover at 0, as in every test not marked real_thresholds.)"""
+    for condition in support.ALL_CONDITIONS:
+        trigger = _trigger(condition.key, x, monkeypatch)
+        if trigger is not None:
+            trigger()
+
+
+def test_unbound_method_and_input_keyword(kw, gen):
+    """torch.Tensor.sort(x, ...) through the class takes the fast path like
+    x.sort(...); torch.sort(input=x) is left to torch."""
+    x = make_values("ties", (4, 100), torch.float32, gen)
+    for op, args in [("sort", (0, True)), ("topk", (3,)), ("median", (1,)), ("argsort", ()),
+                     ("msort", ()), ("nanmedian", ())]:
+        kwker.reset_stats()
+        assert_same(ORIG_METHOD[op](x, *args), getattr(torch.Tensor, op)(x, *args))
+        assert fast_count(op) == 1, (op, kwker.stats())
+    for op, kwargs in [("sort", {"dim": 0}), ("topk", {"k": 2}), ("median", {"dim": 1}),
+                       ("argsort", {"descending": True})]:
+        kwker.reset_stats()
+        ref = run(ORIG[op], input=x, **kwargs)
+        got = run(getattr(torch, op), input=x, **kwargs)
+        assert ref[0] == got[0] == "ok"
+        assert_same(ref[1], got[1])
+        assert fast_count(op) == 0 and fallbacks(op) == {"arguments": 1}

@@ -8,7 +8,7 @@ checks that the input was not touched, and that the fast path actually ran
 import pytest
 import torch
 
-from conftest import (FLOAT_DTYPES, LAYOUTS, ORIG, SELECT_DTYPES, SORT_DTYPES, VALUE_KINDS,
+from kwker_testing import (FLOAT_DTYPES, LAYOUTS, ORIG, SELECT_DTYPES, SORT_DTYPES, VALUE_KINDS,
                       _nan_payloads, assert_same, bits, compare, layout, make_values)
 
 UNSIGNED_WIDE = (torch.uint16, torch.uint32, torch.uint64)
@@ -78,6 +78,20 @@ def test_sort_long_rows(kw, gen, dtype, kind):
     compare("sort", x)
     compare("sort", x[0])
     compare("argsort", x[0], descending=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int16, torch.bool, torch.int8, torch.uint8,
+                                   torch.float16], ids=str)
+def test_sort_around_radix_switch(kw, gen, dtype):
+    """torch sorts 1-D ascending integer inputs of >= 32768 elements with a
+    (stable) radix sort, shorter ones with std::sort: tie-heavy inputs on
+    both sides of the switch, and the strided 1-D case."""
+    for n in (32767, 32768):
+        x = make_values("ties", (n,), dtype, gen)
+        compare("sort", x)
+        compare("argsort", x, descending=True)
+        compare("sort", layout(x, "step", 0))
+    compare("sort", make_values("ties", (2, 32768), dtype, gen))
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int16, torch.uint8,
@@ -433,3 +447,53 @@ def test_results_are_new_tensors(kw, gen):
     v.fill_(0)
     i.fill_(0)
     assert_same(ORIG["sort"](x).values, torch.sort(x).values)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bfloat16], ids=str)
+@pytest.mark.parametrize("kind", ["ties", "nan"])
+def test_overlapping_views(kw, gen, dtype, kind):
+    """Overlapping windows from unfold (a median filter is
+    x.unfold(-1, k, 1).median(-1)): outputs are fresh dense tensors, as
+    torch's empty_like gives for overlapping inputs."""
+    x = make_values(kind, (3, 200), dtype, gen)
+    for u in (x.unfold(-1, 9, 1), x.unfold(-1, 16, 5), x.unfold(0, 2, 1),
+              x[:, :50].unfold(1, 7, 3).transpose(1, 2)):
+        for dim in range(-u.ndim, u.ndim):
+            compare("sort", u, dim)
+            compare("sort", u, dim, True)
+            compare("argsort", u, dim=dim, stable=True)
+            compare("topk", u, min(3, u.shape[dim]), dim)
+            compare("median", u, dim)
+            compare("nanmedian", u, dim, True)
+        compare("median", u)
+        compare("msort", u)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int16, torch.bfloat16], ids=str)
+def test_memory_format_layouts(kw, gen, dtype):
+    """channels_last(_3d), sliced channels_last (torch's empty_like then
+    suggests a memory format for a non-dense input), permuted slices and an
+    expanded-then-permuted 5-D view: every op along every dim."""
+    base = make_values("ties", (2, 6, 5, 7), dtype, gen)
+    base3 = make_values("ties", (2, 3, 4, 5, 6), dtype, gen)
+    cl = base.to(memory_format=torch.channels_last)
+    cl3 = base3.to(memory_format=torch.channels_last_3d)
+    views = [cl, cl[:, ::2], cl[..., 1:], cl[:, :, ::2, ::3], cl3, cl3[:, 1:, :, ::2],
+             base.permute(3, 1, 0, 2)[::2], base.transpose(0, 3)[1:],
+             base[:, :, None].expand(2, 6, 3, 5, 7).permute(2, 0, 4, 1, 3)]
+    for v in views:
+        for dim in range(-v.ndim, v.ndim):
+            compare("sort", v, dim)
+            compare("sort", v, dim, True)
+            compare("argsort", v, dim)
+            if v.shape[dim] >= 2:
+                compare("topk", v, 2, dim)
+            # torch's median is wrong over a stride-0 dim (test_median_expanded)
+            reference = _median_contiguous if v.stride(dim) == 0 and v.shape[dim] > 1 else None
+            compare("median", v, dim, True,
+                    reference=reference("median") if reference else None)
+            compare("nanmedian", v, dim,
+                    reference=reference("nanmedian") if reference else None)
+        compare("median", v)
+        compare("nanmedian", v)
+        compare("msort", v)

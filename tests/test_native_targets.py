@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from kwker import _native
-from conftest import ORIG, compare, has_avx2, layout, make_values
+from kwker_testing import ORIG, compare, has_avx2, layout, make_values
 
 TARGETS = [
     "portable",

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import kwker
-from conftest import OPS, compare
+from kwker_testing import OPS, compare
 
 
 def _load_op_db():
@@ -23,7 +23,12 @@ def _load_op_db():
         stub = types.ModuleType("expecttest")
         stub.TestCase = unittest.TestCase
         sys.modules["expecttest"] = stub
+    from hypothesis import settings
+    profile = settings.default
     from torch.testing._internal.common_methods_invocations import op_db
+    # common_utils loads its own hypothesis profile on import: put ours back
+    settings.register_profile("_kwker_restored", profile)
+    settings.load_profile("_kwker_restored")
     return op_db
 
 

@@ -2,16 +2,22 @@
 payloads, -0.0, infinities, integer extremes) and argument forms for
 sort/argsort/msort/topk/median/nanmedian, against torch's originals.
 
-Examples per test: the "kwker" profile (conftest.py), raised with
+Examples per test: the "kwker" profile (kwker_testing.py), raised with
 KWKER_HYPOTHESIS_EXAMPLES=N for a deep run.
 """
+import os
+
 import pytest
 import torch
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import kwker
-from conftest import (SELECT_DTYPES, SORT_DTYPES, _nan_payloads, compare, layout)
+from kwker_testing import (SELECT_DTYPES, SORT_DTYPES, _nan_payloads, compare, layout)
+
+# applied explicitly: importing torch.testing._internal (test_opinfo.py)
+# loads PyTorch's own hypothesis profile
+PROFILE = settings.get_profile(os.environ.get("KWKER_HYPOTHESIS_PROFILE", "kwker"))
 
 LAYOUT_KINDS = ("contiguous", "transposed", "step", "offset", "permuted", "expanded")
 
@@ -87,27 +93,29 @@ def _sort_args(draw_data, dim):
     return (), {}
 
 
+@PROFILE
 @given(inputs(SORT_DTYPES), st.data())
 def test_sort_property(kw, xd, data):
     x, dim = xd
     args, kwargs = _sort_args(data, dim)
     method = data.draw(st.booleans())
     op = data.draw(st.sampled_from(["sort", "argsort"]))
+    fast = True
     if op == "argsort" and kwargs.get("stable", False) is None:
-        # argsort's stable is not optional in torch (a TypeError), which
-        # Kwker accepts: test_known_bugs.test_argsort_stable_none_raises_like_torch
-        kwargs["stable"] = False
+        fast = "arguments"  # argsort's stable is not optional: torch raises TypeError
     big_unsigned = (x.dtype in (torch.uint16, torch.uint32, torch.uint64) and x.ndim == 1
                     and x.numel() >= 32768)
-    compare(op, x, *args, method=method, fast=None if big_unsigned else True, **kwargs)
+    compare(op, x, *args, method=method, fast=None if big_unsigned else fast, **kwargs)
 
 
+@PROFILE
 @given(inputs(SORT_DTYPES))
 def test_msort_property(kw, xd):
     x, _ = xd
     compare("msort", x)
 
 
+@PROFILE
 @given(inputs(SELECT_DTYPES), st.data())
 def test_topk_property(kw, xd, data):
     x, dim = xd
@@ -125,6 +133,7 @@ def test_topk_property(kw, xd, data):
         compare("topk", x, k, dim, largest=largest, sorted=sorted_, method=True)
 
 
+@PROFILE
 @given(inputs(SELECT_DTYPES), st.data())
 def test_median_property(kw, xd, data):
     x, dim = xd
@@ -152,7 +161,7 @@ def kw_stable_each():
 
 
 def _stable_reference(op):
-    from conftest import ORIG
+    from kwker_testing import ORIG
 
     def reference(x, *args, **kwargs):
         kwargs.pop("stable", None)
@@ -161,6 +170,7 @@ def _stable_reference(op):
     return reference
 
 
+@PROFILE
 @given(inputs(SORT_DTYPES), st.booleans())
 def test_sort_stable_ties_property(kw_stable_each, xd, descending):
     x, dim = xd

@@ -1,0 +1,127 @@
+"""Regression tests for mismatches with torch that this suite found in Kwker
+and that were fixed (commit e809e86): argument forms torch rejects, results
+of __torch_function__ overrides passed through untouched, copying and
+pickling of the patched functions, and median() over all elements visiting
+the elements in torch's (memory) order."""
+import copy
+import pickle
+
+import pytest
+import torch
+
+from kwker_testing import LAYOUTS, ORIG, ORIG_METHOD, assert_same, compare, layout, make_values
+
+nan = float("nan")
+
+
+def test_nanmedian_all_noncontiguous_minimal(kw):
+    """Was: kwker selected in logical order (x.reshape(-1)), torch in memory
+    order, so a +-0.0 tie came out with the other sign (kwker -0.0, torch 0.0)."""
+    x = torch.tensor([[nan, 0.0], [-0.0, nan]]).t()
+    compare("nanmedian", x)
+    compare("nanmedian", x, method=True)
+
+
+@pytest.mark.parametrize("op", ["median", "nanmedian"])
+@pytest.mark.parametrize("lay", LAYOUTS + ("step0", "expanded"))
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
+def test_median_all_elements_in_memory_order(kw, gen, op, lay, dtype):
+    """median()/nanmedian() over all elements of every layout, with values
+    whose equal keys differ in bits (+-0.0, NaN payloads)."""
+    for trial in range(6):
+        base = make_values("nan" if trial % 2 else "bf16ties", (3, 4, 5, 6), dtype, gen)
+        base[base.abs() < 0.5] = 0.0
+        base[(base == 0) & (torch.rand(base.shape, generator=gen) < 0.5)] = -0.0
+        if lay == "step0":
+            x = layout(base, "step", 0)
+        elif lay == "expanded":
+            x = base[:, :1].expand(3, 4, 5, 6)
+        else:
+            x = layout(base, lay, trial % 4)
+        compare(op, x)
+
+
+@pytest.mark.parametrize("op", ["median", "nanmedian"])
+@pytest.mark.parametrize("form", ["kw", "pos", "method", "pos keepdim"])
+def test_median_dim_none_raises_like_torch(kw, op, form):
+    """Was: kwker treated dim=None as the all-elements form; torch 2.13 raises
+    TypeError ("median(): argument 'dim' must be int, not NoneType")."""
+    x = torch.tensor([[3.0, 1.0], [2.0, 5.0]]).repeat(20, 20)
+    if form == "method":
+        compare(op, x, dim=None, method=True, fast="arguments")
+    elif form == "kw":
+        compare(op, x, dim=None, fast="arguments")
+    elif form == "pos":
+        compare(op, x, None, fast="arguments")
+    else:
+        compare(op, x, None, True, fast="arguments")
+    with pytest.raises(TypeError):
+        ORIG[op](x, dim=None)
+
+
+@pytest.mark.parametrize("form", ["function", "method", "with dim"])
+def test_argsort_stable_none_raises_like_torch(kw, form):
+    """Was (found by hypothesis): argsort's stable is `bool` in torch (sort's
+    is `bool?`), so stable=None is a TypeError; kwker returned a result."""
+    x = torch.randn(100)
+    if form == "method":
+        compare("argsort", x, stable=None, method=True, fast="arguments")
+    elif form == "function":
+        compare("argsort", x, stable=None, fast="arguments")
+    else:
+        compare("argsort", x, dim=0, stable=None, fast="arguments")
+    with pytest.raises(TypeError):
+        ORIG["argsort"](x, stable=None)
+    compare("sort", x, stable=None)  # valid for sort
+
+
+class TupleDuck:
+    """A __torch_function__ override returning a plain tuple."""
+
+    def __init__(self, result):
+        self.result = result
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        return args[0].result
+
+
+@pytest.mark.parametrize("op", ["sort", "argsort", "msort", "topk", "median"])
+@pytest.mark.parametrize("result", [("from", "override"), ("a", "b", "c"), [1, 2], ()], ids=repr)
+def test_override_result_passes_through(kw, op, result):
+    """Was: the sort/argsort/msort entries post-processed a fallback's tuple
+    result (into return_types.sort, or its [1] / [0] element)."""
+    duck = TupleDuck(result)
+    args = (1,) if op == "topk" else ()
+    ref = ORIG[op](duck, *args)
+    got = getattr(torch, op)(duck, *args)
+    assert type(got) is type(ref) and got == ref == result
+
+
+@pytest.mark.parametrize("how", [copy.copy, copy.deepcopy], ids=["copy", "deepcopy"])
+@pytest.mark.parametrize("op", ["sort", "topk", "median", "quantile"])
+def test_copy_of_patched_functions(kw, how, op):
+    """Was: wrapt raised NotImplementedError('object proxy must define
+    __deepcopy__()'), so deep-copying anything holding torch.sort failed."""
+    assert how(ORIG[op]) is ORIG[op]
+    assert how(getattr(torch, op)) == ORIG[op]
+    assert how(torch.Tensor.__dict__[op]) == ORIG_METHOD[op]
+    assert how(getattr(torch.Tensor, op)) == ORIG_METHOD[op]
+    held = {"fn": getattr(torch, op), "method": getattr(torch.Tensor, op)}
+    copied = how(held)
+    assert copied["fn"] == ORIG[op] and copied["method"] == ORIG_METHOD[op]
+
+
+@pytest.mark.parametrize("op", ["sort", "topk", "median", "argsort"])
+def test_pickle_patched_tensor_methods(kw, op):
+    """Was: pickle.dumps(torch.Tensor.sort) raised NotImplementedError under
+    install (a plain wrapt BoundFunctionWrapper); torch pickles it."""
+    assert pickle.loads(pickle.dumps(ORIG_METHOD[op])) is ORIG_METHOD[op]
+    assert pickle.loads(pickle.dumps(getattr(torch.Tensor, op))) == ORIG_METHOD[op]
+    # a bound method pickles with its tensor, as torch's does
+    x = torch.tensor([3.0, 1.0, 2.0, 5.0])
+    bound_ref = pickle.loads(pickle.dumps(getattr(x, op).__wrapped__ if hasattr(
+        getattr(x, op), "__wrapped__") else getattr(x, op)))
+    bound_got = pickle.loads(pickle.dumps(getattr(x, op)))
+    args = (2,) if op == "topk" else ()
+    assert_same(bound_ref(*args), bound_got(*args))
