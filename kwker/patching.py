@@ -7,6 +7,7 @@ original, so dicts keyed on torch.sort still match) and keeps the original;
 uninstall() puts every original back, so `torch.sort is <original>` again.
 Names bound before install (`from torch import sort`) keep the original.
 """
+import importlib
 import threading
 from typing import Dict, Iterable, List, Optional, Tuple
 
@@ -31,6 +32,17 @@ PATCH_TABLE: Dict[str, Tuple[bool, bool, Optional[str]]] = {
     "nanquantile": (True, True, "aten::nanquantile"),
 }
 ALL_OPS = tuple(PATCH_TABLE)
+
+
+class _ImportedModule:
+    """Pickles as `importlib.import_module(name)`: lets a pickled reference
+    to torch.<name> be resolved at load time without needing kwker."""
+
+    def __init__(self, name):
+        self.name = name
+
+    def __reduce__(self):
+        return importlib.import_module, (self.name,)
 
 
 class KwkerBoundFunctionWrapper(wrapt.BoundFunctionWrapper):
@@ -65,7 +77,7 @@ class KwkerFunctionWrapper(wrapt.FunctionWrapper):
         # unpickles as whatever torch.<name> is then (torch.unique's own
         # module is torch.functional, so a plain global reference would not
         # find this wrapper there)
-        return getattr, (torch, self.__wrapped__.__name__)
+        return getattr, (_ImportedModule("torch"), self.__wrapped__.__name__)
 
 
 class _Patch:
