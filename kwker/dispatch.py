@@ -167,6 +167,30 @@ def _parse_median(args, kwargs):
     return args[0], dim, keepdim
 
 
+_KTHVALUE_NAMES = ("k", "dim", "keepdim")
+
+
+def _parse_kthvalue(args, kwargs):
+    """(x, k, dim, keepdim) from kthvalue arguments."""
+    n = len(args)
+    if n < 1 or n > 4:
+        return None
+    params = [None, -1, False]  # k (required), dim, keepdim
+    params[:n - 1] = args[1:]
+    for key, value in kwargs.items():
+        try:
+            pos = _KTHVALUE_NAMES.index(key)
+        except ValueError:
+            return None
+        if pos < n - 1:
+            return None
+        params[pos] = value
+    k, dim, keepdim = params
+    if type(k) is not int or type(dim) is not int or type(keepdim) is not bool:
+        return None
+    return args[0], k, dim, keepdim
+
+
 def _wrap_dim(x, dim) -> Optional[int]:
     nd = x.ndim
     if nd == 0 or not -nd <= dim < nd:
@@ -290,6 +314,30 @@ def nanmedian_entry(wrapped, instance, args, kwargs):
     return _median_common("nanmedian", True, _ret.nanmedian, wrapped, instance, args, kwargs)
 
 
+def kthvalue_entry(wrapped, instance, args, kwargs):
+    full = _full_args(instance, args)
+    if _is_small("kthvalue", full, kwargs):
+        return _fallback("kthvalue", _SMALL, wrapped, args, kwargs)
+    failure = _context_failure()
+    if failure is None:
+        call = _parse_kthvalue(full, kwargs)
+        if call is None:
+            failure = ARGUMENTS
+        else:
+            x, k, dim, keepdim = call
+            failure = _tensor_failure(x, _SELECT_DTYPES)
+            if failure is None:
+                d = _wrap_dim(x, dim)
+                if d is None or not 1 <= k <= x.shape[d]:
+                    failure = DIM
+                elif x.numel() == 0:
+                    failure = NONEMPTY
+                else:
+                    STATS.fast["kthvalue"] += 1
+                    return _ret.kthvalue(selection.kthvalue(x, k, d, keepdim, Policy.order))
+    return _fallback("kthvalue", failure, wrapped, args, kwargs)
+
+
 def _no_kernel_entry(op):
     condition = support.NO_KERNEL
 
@@ -307,7 +355,7 @@ ENTRIES = {
     "topk": topk_entry,
     "median": median_entry,
     "nanmedian": nanmedian_entry,
-    "kthvalue": _no_kernel_entry("kthvalue"),
+    "kthvalue": kthvalue_entry,
     "unique": _no_kernel_entry("unique"),
     "quantile": _no_kernel_entry("quantile"),
     "nanquantile": _no_kernel_entry("nanquantile"),

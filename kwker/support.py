@@ -82,7 +82,7 @@ OPS: Dict[str, OpSupport] = {
     "topk": OpSupport(_SELECTABLE, _TENSOR_CHECKS),
     "median": OpSupport(_SELECTABLE, _TENSOR_CHECKS, "with dim, and over all elements"),
     "nanmedian": OpSupport(_SELECTABLE, _TENSOR_CHECKS, "with dim, and over all elements"),
-    "kthvalue": OpSupport(frozenset(), (NO_KERNEL,)),
+    "kthvalue": OpSupport(_SELECTABLE, _TENSOR_CHECKS),
     "unique": OpSupport(frozenset(), (NO_KERNEL,)),
     "quantile": OpSupport(frozenset(), (NO_KERNEL,)),
     "nanquantile": OpSupport(frozenset(), (NO_KERNEL,)),
@@ -96,7 +96,7 @@ OPS: Dict[str, OpSupport] = {
 # rows-of-8 float32 inputs.
 MIN_FAST_NUMEL: Dict[str, int] = {
     "sort": 64, "argsort": 64, "msort": 64,
-    "topk": 256, "median": 128, "nanmedian": 128,
+    "topk": 256, "median": 128, "nanmedian": 128, "kthvalue": 128,
 }
 
 # ------------------------------------------------------------------ checks

@@ -68,6 +68,10 @@ int kwk_median_dim_addr(int dtype, uintptr_t src, int64_t outer, int64_t len,
                         int64_t dst_si, int ignore_nan);
 int kwk_median_all_addr(int dtype, uintptr_t src, int64_t n, int64_t stride,
                         uintptr_t value, int ignore_nan);
+int kwk_kthvalue_addr(int dtype, uintptr_t src, int64_t outer, int64_t len, int64_t inner,
+                      int64_t src_so, int64_t src_sl, int64_t src_si, int64_t k,
+                      uintptr_t values, uintptr_t indices, int64_t dst_so, int64_t dst_si,
+                      int order);
 """
 
 ADDRESS_ADAPTERS_SOURCE = """
@@ -101,6 +105,14 @@ int kwk_median_all_addr(int dtype, uintptr_t src, int64_t n, int64_t stride,
                         uintptr_t value, int ignore_nan)
 {
     return kwk_median_all(dtype, P(src), n, stride, P(value), ignore_nan);
+}
+int kwk_kthvalue_addr(int dtype, uintptr_t src, int64_t outer, int64_t len, int64_t inner,
+                      int64_t src_so, int64_t src_sl, int64_t src_si, int64_t k,
+                      uintptr_t values, uintptr_t indices, int64_t dst_so, int64_t dst_si,
+                      int order)
+{
+    return kwk_kthvalue(dtype, P(src), outer, len, inner, src_so, src_sl, src_si, k,
+                        P(values), (int64_t *)P(indices), dst_so, dst_si, order);
 }
 """
 

@@ -249,7 +249,7 @@ def test_out_argument(kw, x, op, args, n_out):
     ref = run(ORIG[op], x, *args, out=out_ref)
     kwker.reset_stats()
     got = run(getattr(torch, op), x, *args, out=out_got)
-    assert fallbacks(op) == {"kernel" if op == "kthvalue" else "arguments": 1}, op
+    assert fallbacks(op) == {"arguments": 1}, op
     assert ref[0] == got[0]
     if ref[0] == "raise":
         assert type(ref[1]) is type(got[1]) and str(ref[1]) == str(got[1])
@@ -292,7 +292,7 @@ def test_unusual_arguments_go_to_torch(kw, x, call):
     unknown keywords, too many arguments): torch's exact result or exception,
     and an 'arguments' (or 'kernel') fallback."""
     op, args, kwargs = call
-    compare(op, x, *args, fast="kernel" if op == "kthvalue" else "arguments", **kwargs)
+    compare(op, x, *args, fast="arguments", **kwargs)
 
 
 def test_median_dim_none(kw, x):
@@ -310,7 +310,7 @@ def test_median_dim_none(kw, x):
 def test_dimname_arguments(kw, x, op, args):
     """Dimname (str) dims: torch 2.13 has no named tensors; it rejects them."""
     kwargs = {"dim": "C"} if not args else {}
-    compare(op, x, *args, fast="kernel" if op == "kthvalue" else "arguments", **kwargs)
+    compare(op, x, *args, fast="arguments", **kwargs)
 
 
 def test_zero_dim_input(kw):
@@ -450,7 +450,6 @@ def test_ops_without_kernel(kw, gen):
     xi = make_values("ties", (6, 40), torch.int64, gen)
     q = torch.tensor([0.0, 0.25, 0.5, 0.9, 1.0])
     calls = [
-        ("kthvalue", x, (3,), {}), ("kthvalue", x, (2, 0, True), {}), ("kthvalue", xi, (40,), {}),
         ("unique", x, (), {}), ("unique", xi, (), {"return_inverse": True, "return_counts": True}),
         ("unique", xi, (), {"dim": 0}), ("unique", x, (), {"sorted": False}),
         ("quantile", x, (q,), {}), ("quantile", x, (0.3, 1, True), {}),
@@ -459,7 +458,6 @@ def test_ops_without_kernel(kw, gen):
         ("nanquantile", x, (q, 1), {"interpolation": "lower"}),
         ("nanquantile", x, (0.5,), {"interpolation": "higher"}),
         ("quantile", x, (1.5,), {}),  # torch raises
-        ("kthvalue", x, (41,), {}),  # torch raises
     ]
     for op, t, args, kwargs in calls:
         compare(op, t, *args, fast="kernel", **kwargs)
@@ -473,7 +471,7 @@ def test_ops_without_kernel(kw, gen):
 # ------------------------------------------------------ small-input crossover
 
 _ARGS = {"sort": (0,), "argsort": (0, True), "msort": (), "topk": (1,), "median": (0,),
-         "nanmedian": (0, True)}
+         "nanmedian": (0, True), "kthvalue": (1, 0)}
 
 
 @pytest.mark.real_thresholds
@@ -532,7 +530,7 @@ def _trigger(key, x, monkeypatch):
         "nonempty": lambda: compare("sort", big[:, :0], fast="nonempty"),
         "torch_raises": lambda: compare("sort", torch.zeros(40000, dtype=torch.uint32),
                                         fast="torch_raises"),
-        "kernel": lambda: compare("kthvalue", big, 3, fast="kernel"),
+        "kernel": lambda: compare("unique", big, fast="kernel"),
         # the library missing: test_patching.test_native_library_missing_subprocess
         "native": None,
     }[key]

@@ -497,3 +497,57 @@ def test_memory_format_layouts(kw, gen, dtype):
         compare("median", v)
         compare("nanmedian", v)
         compare("msort", v)
+
+
+# --------------------------------------------------------------- kthvalue
+
+KTH_SHAPES = [(1,), (2,), (7,), (20,), (512, 8), (64, 64), (8, 1001), (3, 4, 5)]
+
+
+def kth_for(length):
+    """k values: the ends, the middle, and a few around them."""
+    return sorted({k for k in (1, 2, length // 2, length // 2 + 1, length - 1, length)
+                   if 1 <= k <= length})
+
+
+@pytest.mark.parametrize("kind", VALUE_KINDS)
+@pytest.mark.parametrize("dtype", SELECT_DTYPES, ids=str)
+def test_kthvalue_dtypes_values(kw, gen, dtype, kind):
+    """Tie-heavy kinds exercise the emulation of torch's quickselect: a k-th
+    value shared by several elements must come with torch's index."""
+    for shape in KTH_SHAPES:
+        x = make_values(kind, shape, dtype, gen)
+        for dim in range(-x.ndim, x.ndim):
+            for k in kth_for(x.shape[dim]):
+                compare("kthvalue", x, k, dim)
+            compare("kthvalue", x, 1, dim, True)
+            compare("kthvalue", x, k=x.shape[dim], dim=dim, keepdim=False)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int16], ids=str)
+@pytest.mark.parametrize("lay", LAYOUTS)
+def test_kthvalue_layouts(kw, gen, dtype, lay):
+    for shape in [(6, 9, 11), (3, 5, 4, 7)]:
+        base = make_values("nan" if dtype.is_floating_point else "ties", shape, dtype, gen)
+        for dim in range(-len(shape), len(shape)):
+            x = layout(base, lay, dim)
+            compare("kthvalue", x, 3, dim)
+            compare("kthvalue", x, x.shape[dim], dim, keepdim=True)
+            compare("kthvalue", x, 2, dim, method=True)
+
+
+def test_kthvalue_out_of_range_raises_like_torch(kw, gen):
+    x = make_values("ties", (6, 40), torch.float32, gen)
+    compare("kthvalue", x, 41, fast="dim")
+    compare("kthvalue", x, 0, fast="dim")
+
+
+def test_kthvalue_stable_mode(kw_stable, gen):
+    """ties="stable": the element at stable rank k-1."""
+    for dtype in (torch.float32, torch.int8, torch.bfloat16):
+        x = make_values("bf16ties", (16, 50), dtype, gen)
+        for k in (1, 7, 25, 50):
+            got = torch.kthvalue(x, k)
+            order = ORIG["sort"](x, stable=True)
+            assert torch.equal(got.indices, order.indices[:, k - 1])
+            assert torch.equal(bits(got.values), bits(order.values[:, k - 1]))

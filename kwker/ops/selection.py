@@ -9,6 +9,7 @@ _INT64 = torch.int64
 _topk = lib.kwk_topk_addr if lib is not None else None
 _median_dim = lib.kwk_median_dim_addr if lib is not None else None
 _median_all = lib.kwk_median_all_addr if lib is not None else None
+_kthvalue = lib.kwk_kthvalue_addr if lib is not None else None
 
 
 def topk(x: torch.Tensor, k: int, dim: int, largest: bool, sorted_: bool, order: int):
@@ -28,15 +29,30 @@ def topk(x: torch.Tensor, k: int, dim: int, largest: bool, sorted_: bool, order:
     return values, indices
 
 
-def median_dim(x: torch.Tensor, dim: int, keepdim: bool, ignore_nan: bool):
-    """(values, indices) as torch.median(x, dim) / torch.nanmedian give them."""
+def _reduced_outputs(x: torch.Tensor, dim: int, keepdim: bool):
+    """Contiguous (values, indices) for a reduction over dim."""
     shape = list(x.shape)
     if keepdim:
         shape[dim] = 1
     else:
         del shape[dim]
-    values = x.new_empty(shape)
-    indices = x.new_empty(shape, dtype=_INT64)
+    return x.new_empty(shape), x.new_empty(shape, dtype=_INT64)
+
+
+def kthvalue(x: torch.Tensor, k: int, dim: int, keepdim: bool, order: int):
+    """(values, indices) as torch.kthvalue gives them."""
+    values, indices = _reduced_outputs(x, dim, keepdim)
+    src, (outer, length, inner, so, sl, si) = source_rows(x, dim)
+    status = _kthvalue(CODES[x.dtype], src.data_ptr(), outer, length, inner, so, sl, si, k,
+                       values.data_ptr(), indices.data_ptr(), inner, 1, order)
+    if status:
+        _native.check(status, "kthvalue")
+    return values, indices
+
+
+def median_dim(x: torch.Tensor, dim: int, keepdim: bool, ignore_nan: bool):
+    """(values, indices) as torch.median(x, dim) / torch.nanmedian give them."""
+    values, indices = _reduced_outputs(x, dim, keepdim)
     src, (outer, length, inner, so, sl, si) = source_rows(x, dim)
     status = _median_dim(
         CODES[x.dtype], src.data_ptr(), outer, length, inner, so, sl, si,

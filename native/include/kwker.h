@@ -24,7 +24,7 @@
 
 #include <stdint.h>
 
-#define KWK_ABI_VERSION 1
+#define KWK_ABI_VERSION 2
 
 /* Status codes (negative: the call did nothing useful; see kwk_strerror). */
 enum {
@@ -75,6 +75,17 @@ int kwk_topk(int dtype, const void *src,
              int64_t k, void *values, int64_t *indices,
              int64_t dst_so, int64_t dst_sl, int64_t dst_si,
              int largest, int sorted, int order);
+
+/* The k-th smallest element of each row (1 <= k <= len) and its index, as
+ * torch.kthvalue (NaN largest).  With KWK_ORDER_TORCH, a k-th value shared by
+ * several elements gets the index torch's quickselect returns; with
+ * KWK_ORDER_STABLE, the element at stable rank k-1.  One value and index per
+ * row, at dst + o*dst_so + i*dst_si. */
+int kwk_kthvalue(int dtype, const void *src,
+                 int64_t outer, int64_t len, int64_t inner,
+                 int64_t src_so, int64_t src_sl, int64_t src_si,
+                 int64_t k, void *values, int64_t *indices,
+                 int64_t dst_so, int64_t dst_si, int order);
 
 /* Lower median of each row (len >= 1) and its index: torch.median(dim)
  * (ignore_nan=0: a row holding NaN gives its first NaN) or

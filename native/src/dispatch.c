@@ -182,6 +182,23 @@ int kwk_median_dim(int dtype, const void *src, int64_t outer, int64_t len,
                                  values, indices, dst_so, dst_si, ignore_nan != 0);
 }
 
+int kwk_kthvalue(int dtype, const void *src, int64_t outer, int64_t len, int64_t inner,
+                 int64_t src_so, int64_t src_sl, int64_t src_si, int64_t k,
+                 void *values, int64_t *indices, int64_t dst_so, int64_t dst_si, int order)
+{
+    int st = check_rows(dtype, src, outer, len, inner, src_so, src_sl, src_si);
+    if (st != KWK_OK) return st;
+    if (outer > 0 && inner > 0 && (k < 1 || k > len)) return KWK_E_ARG;
+    st = check_rows(dtype, values ? values : (void *)indices, outer, 1, inner,
+                    dst_so, 0, dst_si);
+    if (st != KWK_OK) return st;
+    if (order != KWK_ORDER_STABLE && order != KWK_ORDER_TORCH) return KWK_E_ARG;
+    if (outer == 0 || inner == 0) return KWK_OK;
+    if (values == NULL && indices == NULL) return KWK_E_ARG;
+    return kernels()->kthvalue(dtype, src, outer, len, inner, src_so, src_sl, src_si, k,
+                               values, indices, dst_so, dst_si, order);
+}
+
 int kwk_median_all(int dtype, const void *src, int64_t n, int64_t stride,
                    void *value, int ignore_nan)
 {

@@ -28,6 +28,10 @@ typedef struct {
                       int64_t dst_so, int64_t dst_si, int ignore_nan);
     int (*median_all)(int dtype, const void *src, int64_t n, int64_t stride,
                       void *value, int ignore_nan);
+    int (*kthvalue)(int dtype, const void *src, int64_t outer, int64_t len,
+                    int64_t inner, int64_t src_so, int64_t src_sl, int64_t src_si,
+                    int64_t k, void *values, int64_t *indices, int64_t dst_so,
+                    int64_t dst_si, int order);
 } kwk_kernel_table;
 
 extern const kwk_kernel_table kwk_kernels_portable;
