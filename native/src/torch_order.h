@@ -17,6 +17,7 @@
 #define KWK_TORCH_ORDER_H
 
 #include <stdint.h>
+#include <string.h>
 
 typedef struct {
     uint64_t key;
@@ -228,4 +229,287 @@ static void emu_nth_element(kwk_kv *first, int64_t nth, int64_t n)
 }
 
 #undef KV_LESS
+
+/* ------------------------------------------------------------------------
+ * The same std::sort emulation on packed words: w = key << ibits | index,
+ * compared by key alone (w >> ibits).  Half the bytes of a record, and a
+ * key comparison against a fixed word becomes a plain unsigned comparison
+ * against a threshold: key(w) < key(p) <=> w < (p & ~m), key(w) > key(p)
+ * <=> w > (p | m), m being the index mask.  Moves and their order are
+ * exactly those of the record version above (so of libstdc++).
+ * ---------------------------------------------------------------------- */
+
+#define WKEY_LESS(a, b, s) (((a) >> (s)) < ((b) >> (s)))
+
+static inline void w_swap(uint64_t *a, uint64_t *b)
+{
+    uint64_t t = *a;
+    *a = *b;
+    *b = t;
+}
+
+static void wemu_push_heap(uint64_t *first, int64_t hole, int64_t top, uint64_t value, int s)
+{
+    int64_t parent = (hole - 1) / 2;
+    while (hole > top && WKEY_LESS(first[parent], value, s)) {
+        first[hole] = first[parent];
+        hole = parent;
+        parent = (hole - 1) / 2;
+    }
+    first[hole] = value;
+}
+
+static void wemu_adjust_heap(uint64_t *first, int64_t hole, int64_t len, uint64_t value, int s)
+{
+    const int64_t top = hole;
+    int64_t child = hole;
+    while (child < (len - 1) / 2) {
+        child = 2 * (child + 1);
+        if (WKEY_LESS(first[child], first[child - 1], s)) --child;
+        first[hole] = first[child];
+        hole = child;
+    }
+    if ((len & 1) == 0 && child == (len - 2) / 2) {
+        child = 2 * (child + 1);
+        first[hole] = first[child - 1];
+        hole = child - 1;
+    }
+    wemu_push_heap(first, hole, top, value, s);
+}
+
+/* std::partial_sort(first, first + len, first + len): heap sort */
+static void wemu_heap_sort(uint64_t *first, int64_t len, int s)
+{
+    if (len < 2) return;
+    for (int64_t parent = (len - 2) / 2;; --parent) {
+        wemu_adjust_heap(first, parent, len, first[parent], s);
+        if (parent == 0) break;
+    }
+    while (len > 1) {
+        --len;
+        uint64_t value = first[len];
+        first[len] = first[0];
+        wemu_adjust_heap(first, 0, len, value, s);
+    }
+}
+
+static void wemu_move_median_to_first(uint64_t *result, uint64_t *a, uint64_t *b, uint64_t *c, int s)
+{
+    if (WKEY_LESS(*a, *b, s)) {
+        if (WKEY_LESS(*b, *c, s)) w_swap(result, b);
+        else if (WKEY_LESS(*a, *c, s)) w_swap(result, c);
+        else w_swap(result, a);
+    } else if (WKEY_LESS(*a, *c, s)) {
+        w_swap(result, a);
+    } else if (WKEY_LESS(*b, *c, s)) {
+        w_swap(result, c);
+    } else {
+        w_swap(result, b);
+    }
+}
+
+/* __unguarded_partition(first, last, pivot) without its data-dependent
+ * branches, giving the same arrangement and the same cut.
+ *
+ * Why it is the same: let L_1 < L_2 < ... be the positions in [first, last)
+ * whose key is >= the pivot's and R_1 > R_2 > ... those whose key is <= it,
+ * all taken in the array as it was on entry.  The loop's t-th left stop is
+ * L_t and its t-th right stop R_t for as long as L_t < R_t (positions
+ * between the two scans are untouched, and a swapped slot always stops the
+ * other scan), so it performs exactly the swaps (L_t, R_t) for t = 1..T,
+ * T the number of t with L_t < R_t, and returns min(L_{T+1}, R_T) (R_0 =
+ * last; a missing L_{T+1} counts as R_T: the left scan then stops at the
+ * slot that received a value >= pivot).
+ *
+ * So: take a block of WEMU_BLOCK slots from each end of the untouched
+ * region [f, l), list the candidates of each (branch-free), swap the first
+ * k = min(#left, #right) pairs (all valid: the blocks are disjoint), and
+ * shrink the region to what is still untouched.  A block whose candidates
+ * are used up is passed whole (its other slots would be passed by the scan
+ * anyway); otherwise the region restarts just after the last used
+ * candidate, whose unused successors are listed again.  When the region is
+ * at most two blocks long, list all its candidates and finish with the
+ * formula above. */
+enum { WEMU_BLOCK = 128 };
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+/* Candidate lists, as byte offsets (n <= 2 * WEMU_BLOCK; out has n + 4
+ * bytes).  list_up: offsets i < n with f[i] >= plo, ascending.  list_down:
+ * offsets i < n with l[-1 - i] <= phi, ascending (slots descending).
+ * AVX2: four words per compare (signed compare of sign-flipped words), the
+ * lanes of the 4-bit mask written from a table, the count advanced by its
+ * popcount; the remainder is done one by one. */
+#if defined(__AVX2__)
+static const uint32_t WEMU_LANES_UP[16] = {
+    0x00000000, 0x00000000, 0x00000001, 0x00000100, 0x00000002, 0x00000200,
+    0x00000201, 0x00020100, 0x00000003, 0x00000300, 0x00000301, 0x00030100,
+    0x00000302, 0x00030200, 0x00030201, 0x03020100};
+/* mask bit b (lane b = slot l-4-i+b) is offset i+3-b, listed by ascending
+ * offset, i.e. descending lane */
+static const uint32_t WEMU_LANES_DOWN[16] = {
+    0x00000000, 0x00000003, 0x00000002, 0x00000302, 0x00000001, 0x00000301,
+    0x00000201, 0x00030201, 0x00000000, 0x00000300, 0x00000200, 0x00030200,
+    0x00000100, 0x00030100, 0x00020100, 0x03020100};
+#endif
+
+static inline int wemu_list_up(const uint64_t *f, int n, uint64_t plo, uint8_t *out)
+{
+    int c = 0, i = 0;
+#if defined(__AVX2__)
+    const __m256i sign = _mm256_set1_epi64x((long long)0x8000000000000000ull);
+    const __m256i p = _mm256_set1_epi64x((long long)(plo ^ 0x8000000000000000ull));
+    for (; i + 4 <= n; i += 4) {
+        __m256i v = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(f + i)), sign);
+        int lt = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(p, v)));
+        int mk = ~lt & 15;
+        uint32_t lanes = WEMU_LANES_UP[mk] + (uint32_t)i * 0x01010101u;
+        memcpy(out + c, &lanes, 4);
+        c += __builtin_popcount((unsigned)mk);
+    }
+#endif
+    for (; i < n; ++i) {
+        out[c] = (uint8_t)i;
+        c += f[i] >= plo;
+    }
+    return c;
+}
+
+static inline int wemu_list_down(const uint64_t *l, int n, uint64_t phi, uint8_t *out)
+{
+    int c = 0, i = 0;
+#if defined(__AVX2__)
+    const __m256i sign = _mm256_set1_epi64x((long long)0x8000000000000000ull);
+    const __m256i p = _mm256_set1_epi64x((long long)(phi ^ 0x8000000000000000ull));
+    for (; i + 4 <= n; i += 4) {
+        __m256i v = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(l - 4 - i)), sign);
+        int gt = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(v, p)));
+        int mk = ~gt & 15;
+        uint32_t lanes = WEMU_LANES_DOWN[mk] + (uint32_t)i * 0x01010101u;
+        memcpy(out + c, &lanes, 4);
+        c += __builtin_popcount((unsigned)mk);
+    }
+#endif
+    for (; i < n; ++i) {
+        out[c] = (uint8_t)i;
+        c += l[-1 - i] <= phi;
+    }
+    return c;
+}
+
+/* __unguarded_partition(first, last, pivot) without its data-dependent
+ * branches, giving the same arrangement and the same cut.
+ *
+ * Why it is the same: let L_1 < L_2 < ... be the positions in [first, last)
+ * whose key is >= the pivot's and R_1 > R_2 > ... those whose key is <= it,
+ * all taken in the array as it was on entry.  The loop's t-th left stop is
+ * L_t and its t-th right stop R_t for as long as L_t < R_t (positions
+ * between the two scans are untouched, and a swapped slot always stops the
+ * other scan), so it performs exactly the swaps (L_t, R_t) for t = 1..T,
+ * T the number of t with L_t < R_t, and returns min(L_{T+1}, R_T) (R_0 =
+ * last; a missing L_{T+1} counts as R_T: the left scan then stops at the
+ * slot that received a value >= pivot).
+ *
+ * So: take a block of WEMU_BLOCK slots from each end of the untouched
+ * region [f, l), list the candidates of each (branch-free), swap the first
+ * k = min(#left, #right) pairs (all valid: the blocks are disjoint), and
+ * shrink the region to what is still untouched.  A block whose candidates
+ * are used up is passed whole (its other slots would be passed by the scan
+ * anyway); otherwise the region restarts just after the last used
+ * candidate, whose unused successors are listed again.  When the region is
+ * at most two blocks long, list all its candidates and finish with the
+ * formula above (slots at or beyond l, and before f, stop the scans as the
+ * loop's sentinels would). */
+static uint64_t *wemu_unguarded_partition(uint64_t *first, uint64_t *last, uint64_t pivot, uint64_t m)
+{
+    const uint64_t plo = pivot & ~m, phi = pivot | m;
+    uint64_t *f = first, *l = last;
+    uint8_t lb[2 * WEMU_BLOCK + 4], rb[2 * WEMU_BLOCK + 4];
+    while (l - f > 2 * WEMU_BLOCK) {
+        const int nl = wemu_list_up(f, WEMU_BLOCK, plo, lb);
+        const int nr = wemu_list_down(l, WEMU_BLOCK, phi, rb);
+        const int k = nl < nr ? nl : nr;
+        for (int t = 0; t < k; ++t) w_swap(f + lb[t], l - 1 - rb[t]);
+        uint64_t *nf = k == nl ? f + WEMU_BLOCK : (k ? f + lb[k - 1] + 1 : f);
+        uint64_t *nlast = k == nr ? l - WEMU_BLOCK : (k ? l - 1 - rb[k - 1] : l);
+        f = nf;
+        l = nlast;
+    }
+    const int n = (int)(l - f);
+    const int nl = wemu_list_up(f, n, plo, lb);
+    const int nr = wemu_list_down(l, n, phi, rb);
+    const int k = nl < nr ? nl : nr;
+    int t = 0;
+    while (t < k && f + lb[t] < l - 1 - rb[t]) {
+        w_swap(f + lb[t], l - 1 - rb[t]);
+        ++t;
+    }
+    uint64_t *cut = t < nl ? f + lb[t] : l;
+    if (t > 0 && l - 1 - rb[t - 1] < cut) cut = l - 1 - rb[t - 1];
+    return cut;
+}
+
+/* A stable sort by key of n <= 16 words: what the final insertion sort does
+ * to each leaf the introsort loop leaves (elements never cross leaves: the
+ * leaves are partitioned).  Each word's rank among (key, position) words. */
+static inline void wemu_leaf_sort(uint64_t *a, int64_t n, uint64_t m)
+{
+    if (n < 2) return;
+    uint64_t t[16], w[16];
+    for (int j = 0; j < 16; ++j) t[j] = j < n ? (a[j] & ~m) | (uint64_t)j : ~(uint64_t)0;
+    memcpy(w, a, (size_t)n * sizeof(uint64_t));
+#if defined(__AVX2__)
+    const __m256i sign = _mm256_set1_epi64x((long long)0x8000000000000000ull);
+    const __m256i t0 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(t + 0)), sign);
+    const __m256i t1 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(t + 4)), sign);
+    const __m256i t2 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(t + 8)), sign);
+    const __m256i t3 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(t + 12)), sign);
+    for (int i = 0; i < n; ++i) {
+        const __m256i b = _mm256_set1_epi64x((long long)(t[i] ^ 0x8000000000000000ull));
+        unsigned mk = (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(b, t0)));
+        mk |= (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(b, t1))) << 4;
+        mk |= (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(b, t2))) << 8;
+        mk |= (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(b, t3))) << 12;
+        a[__builtin_popcount(mk)] = w[i];
+    }
+#else
+    for (int i = 0; i < n; ++i) {
+        int r = 0;
+        for (int j = 0; j < 16; ++j) r += t[j] < t[i];
+        a[r] = w[i];
+    }
+#endif
+}
+
+static void wemu_introsort_loop(uint64_t *first, uint64_t *last, int64_t depth_limit, int s, uint64_t m)
+{
+    while (last - first > KWK_STD_SORT_THRESHOLD) {
+        if (depth_limit == 0) {
+            wemu_heap_sort(first, last - first, s);
+            return;
+        }
+        --depth_limit;
+        uint64_t *mid = first + (last - first) / 2;
+        wemu_move_median_to_first(first, first + 1, mid, last - 1, s);
+        uint64_t *cut = wemu_unguarded_partition(first + 1, last, *first, m);
+        wemu_introsort_loop(cut, last, depth_limit, s, m);
+        last = cut;
+    }
+    wemu_leaf_sort(first, last - first, m);
+}
+
+/* std::sort(first, first + n) on words whose low `ibits` bits are the
+ * index (ibits < 64). */
+static void wemu_std_sort(uint64_t *first, int64_t n, int ibits)
+{
+    if (n <= 0) return;
+    const uint64_t m = ibits >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << ibits) - 1);
+    /* the final insertion sort is done leaf by leaf inside the loop */
+    wemu_introsort_loop(first, first + n, floor_log2(n) * 2, ibits, m);
+}
+
+#undef WKEY_LESS
+
 #endif
