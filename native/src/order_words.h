@@ -35,8 +35,14 @@ static void words_insertion_sort(uint64_t *a, int64_t n)
 }
 
 /* Stable LSD radix sort of a[0..n) on bits [lo, lo + bits); tmp holds n
- * words.  Digits every element shares are skipped. */
-static void words_radix_sort(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int bits)
+ * words.  Digits every element shares are skipped.  Long rows use up to
+ * KWK_WIDE_DIGIT_BITS-bit digits (one pass fewer for 32-bit keys: the
+ * 2048-bucket tables cost nothing next to a pass over a million words, and
+ * are too costly for short rows); the bits are split evenly over the passes.
+ * Counts are 32-bit (half the table cache footprint) below 2^32 elements. */
+enum { KWK_WIDE_DIGIT_BITS = 11, KWK_WIDE_DIGIT_MIN_N = 1 << 16 };
+
+static void words_radix_sort_narrow(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int bits)
 {
     const int passes = (bits + KWK_DIGIT_BITS - 1) / KWK_DIGIT_BITS;
     int64_t counts[8][KWK_BUCKETS];
@@ -68,10 +74,153 @@ static void words_radix_sort(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int 
     if (src != a) memcpy(a, src, (size_t)n * sizeof(uint64_t));
 }
 
+/* One radix pass set with `passes` digits of `db` bits (db <= 11), 32-bit
+ * counts.  Returns the array holding the result (a or tmp). */
+static uint64_t *words_radix_passes32(uint64_t *a, uint64_t *tmp, int64_t n, int lo,
+                                      int bits, int passes, int db)
+{
+    uint32_t counts[6][1 << KWK_WIDE_DIGIT_BITS];
+    const uint64_t dmask = ((uint64_t)1 << db) - 1;
+    const size_t nb = (size_t)1 << db;
+    for (int p = 0; p < passes; ++p) memset(counts[p], 0, nb * sizeof(uint32_t));
+    const uint64_t bmask = bits >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << bits) - 1);
+    (void)bmask;
+    switch (passes) {
+#define KWK_HIST_CASE(P)                                                      \
+    case P:                                                                   \
+        for (int64_t i = 0; i < n; ++i) {                                     \
+            const uint64_t w = a[i] >> lo;                                    \
+            for (int p = 0; p < P; ++p) counts[p][(w >> (p * db)) & dmask]++; \
+        }                                                                     \
+        break;
+    KWK_HIST_CASE(1) KWK_HIST_CASE(2) KWK_HIST_CASE(3)
+    KWK_HIST_CASE(4) KWK_HIST_CASE(5) KWK_HIST_CASE(6)
+#undef KWK_HIST_CASE
+    default: break;
+    }
+    uint64_t *src = a, *dst = tmp;
+    for (int p = 0; p < passes; ++p) {
+        const int shift = lo + p * db;
+        uint32_t *c = counts[p];
+        if (c[(src[0] >> shift) & dmask] == (uint32_t)n) continue;
+        uint32_t sum = 0;
+        for (size_t b = 0; b < nb; ++b) {
+            uint32_t t = c[b];
+            c[b] = sum;
+            sum += t;
+        }
+        for (int64_t i = 0; i < n; ++i) {
+            const uint64_t w = src[i];
+            dst[c[(w >> shift) & dmask]++] = w;
+        }
+        uint64_t *t = src;
+        src = dst;
+        dst = t;
+    }
+    return src;
+}
+
+static void words_radix_sort(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int bits)
+{
+    if (n <= 0 || bits <= 0) return;
+    if (n >= ((int64_t)1 << 32)) {
+        words_radix_sort_narrow(a, tmp, n, lo, bits);
+        return;
+    }
+    const int maxdb = n >= KWK_WIDE_DIGIT_MIN_N ? KWK_WIDE_DIGIT_BITS : KWK_DIGIT_BITS;
+    int passes = (bits + maxdb - 1) / maxdb;
+    if (passes > 6) {
+        words_radix_sort_narrow(a, tmp, n, lo, bits);
+        return;
+    }
+    const int db = (bits + passes - 1) / passes;
+    uint64_t *res = words_radix_passes32(a, tmp, n, lo, bits, passes, db);
+    if (res != a) memcpy(a, res, (size_t)n * sizeof(uint64_t));
+}
+
+/* Rows at most this long are sorted by comparison: rank sorts of 16-word
+ * chunks, then branch-free merges (no 256-bucket tables to clear and scan,
+ * no mispredicted insertion steps); measured (AVX2, random 31-bit keys):
+ * 64 words 13.8 vs 21.4 ns/elem for radix, 128 words 18.6 vs 16.9. */
+enum { KWK_SMALL_SORT_MAX = 96 };
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+/* n <= 16 unique words: each goes to its rank (how many are smaller). */
+static inline void words_rank_sort16(uint64_t *a, int n)
+{
+    if (n < 2) return;
+    uint64_t w[16] = {0};
+    memcpy(w, a, (size_t)n * sizeof(uint64_t));
+    const unsigned valid = (1u << n) - 1;
+#if defined(__AVX2__)
+    const __m256i sign = _mm256_set1_epi64x((long long)0x8000000000000000ull);
+    const __m256i t0 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(w + 0)), sign);
+    const __m256i t1 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(w + 4)), sign);
+    const __m256i t2 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(w + 8)), sign);
+    const __m256i t3 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(w + 12)), sign);
+    for (int i = 0; i < n; ++i) {
+        const __m256i b = _mm256_set1_epi64x((long long)(w[i] ^ 0x8000000000000000ull));
+        unsigned mk = (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(b, t0)));
+        mk |= (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(b, t1))) << 4;
+        mk |= (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(b, t2))) << 8;
+        mk |= (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(b, t3))) << 12;
+        a[__builtin_popcount(mk & valid)] = w[i];
+    }
+#else
+    (void)valid;
+    for (int i = 0; i < n; ++i) {
+        int r = 0;
+        for (int j = 0; j < n; ++j) r += w[j] < w[i];
+        a[r] = w[i];
+    }
+#endif
+}
+
+/* Merge sorted runs x[0..nx) and y[0..ny) of unique words into out. */
+static inline void words_merge(const uint64_t *x, int64_t nx, const uint64_t *y, int64_t ny, uint64_t *out)
+{
+    int64_t i = 0, j = 0, k = 0;
+    while (i < nx && j < ny) {
+        const uint64_t a = x[i], b = y[j];
+        const int take_y = b < a;
+        out[k++] = take_y ? b : a;
+        j += take_y;
+        i += !take_y;
+    }
+    while (i < nx) out[k++] = x[i++];
+    while (j < ny) out[k++] = y[j++];
+}
+
+/* Sort n unique words (any n; meant for short rows); tmp holds n words. */
+static void words_small_sort(uint64_t *a, uint64_t *tmp, int64_t n)
+{
+    for (int64_t i = 0; i < n; i += 16) words_rank_sort16(a + i, (int)(n - i < 16 ? n - i : 16));
+    if (n <= 16) return;
+    uint64_t *src = a, *dst = tmp;
+    for (int64_t width = 16; width < n; width *= 2) {
+        for (int64_t i = 0; i < n; i += 2 * width) {
+            const int64_t nx = n - i < width ? n - i : width;
+            const int64_t rest = n - i - nx;
+            const int64_t ny = rest < width ? rest : width;
+            words_merge(src + i, nx, src + i + nx, ny, dst + i);
+        }
+        uint64_t *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != a) memcpy(a, src, (size_t)n * sizeof(uint64_t));
+}
+
 static void words_sort(uint64_t *a, uint64_t *tmp, int64_t n, int ibits, int rbits)
 {
-    if (n <= KWK_INSERTION_MAX) words_insertion_sort(a, n);
-    else if (rbits > 0) words_radix_sort(a, tmp, n, ibits, rbits);
+    if (n <= KWK_SMALL_SORT_MAX) {
+        if (rbits > 0) words_small_sort(a, tmp, n);
+    } else if (rbits > 0) {
+        words_radix_sort(a, tmp, n, ibits, rbits);
+    }
     /* rbits == 0: every key equal, words already in index order */
 }
 
@@ -181,7 +330,7 @@ static void kvs_sort_all(kwk_kv *a, kwk_kv *tmp, int64_t n)
 
 static void words_sort_small_or_radix(uint64_t *a, uint64_t *tmp, int64_t n)
 {
-    if (n <= KWK_INSERTION_MAX) words_insertion_sort(a, n);
+    if (n <= KWK_SMALL_SORT_MAX) words_small_sort(a, tmp, n);
     else words_radix_sort(a, tmp, n, 0, 64);
 }
 #undef KWK_WORDS_SORT_ALL

@@ -56,15 +56,130 @@ static void words_to_index_order(const uint64_t *src, uint64_t *dst, int64_t n, 
     for (int64_t j = 0; j < n; ++j) dst[src[j] & mask] = src[j];
 }
 
-/* Records sorted stably by key become words (dense rank << ibits | index)
- * in index order: the same ties, so the same std::sort moves. */
-static void rank_words_from_sorted_kvs(const kwk_kv *kv, uint64_t *dst, int64_t n, int ibits)
+static inline int sort_bits_for(uint64_t v) { return v ? 64 - __builtin_clzll(v) : 0; }
+
+/* A row's keys gathered into keys[] (flipped for descending); words[] gets
+ * packed words (key - lo) << ibits | index when they fit in 64 bits. */
+typedef struct {
+    int packed; /* words[] holds the packed words */
+    int ibits;  /* bits of the largest index */
+    int rbits;  /* bits of the key range (hi - lo) */
+    uint64_t lo, hi, mask;
+} sort_row;
+
+static void sort_load(int dtype, const char *row, int64_t len, int64_t step, uint64_t flip,
+                      uint64_t *keys, uint64_t *words, sort_row *r)
+{
+    kwk_gather_keys(dtype, row, len, step, flip, keys, &r->lo, &r->hi);
+    if (len <= 0) r->lo = r->hi = 0;
+    r->ibits = len > 1 ? sort_bits_for((uint64_t)(len - 1)) : 0;
+    r->rbits = sort_bits_for(r->hi - r->lo);
+    r->mask = kwk_width_mask(r->ibits);
+    r->packed = r->rbits + r->ibits <= 64;
+    if (!r->packed) return;
+    const uint64_t lo = r->lo;
+    const int ib = r->ibits;
+    for (int64_t j = 0; j < len; ++j) words[j] = ((keys[j] - lo) << ib) | (uint64_t)j;
+}
+
+/* How many leading key bits the first radix sort orders: enough whole
+ * digits to cover the index bits and KWK_TOP_MARGIN more, so that runs of
+ * equal leading bits stay short on most inputs; each run is then sorted
+ * on its own (comparison sort when short).  Returns 0 for "sort all". */
+enum { KWK_TOP_MARGIN = 4, KWK_TOP_MIN_SAVED = 3 };
+
+static int top_bits_for(int64_t n, int ibits, int rbits)
+{
+    const int db = n >= KWK_WIDE_DIGIT_MIN_N ? KWK_WIDE_DIGIT_BITS : KWK_DIGIT_BITS;
+    const int full = (rbits + db - 1) / db;
+    const int top = (ibits + KWK_TOP_MARGIN + db - 1) / db;
+    /* measured: 64x1000 float32 (31-bit keys) is slower with 2+runs than
+     * with 4 passes; 64-bit keys (7-8 passes) gain 1.7x-3x with 2+runs */
+    return full - top >= KWK_TOP_MIN_SAVED ? top * db : 0;
+}
+
+/* Stable sort of packed words by key: leading key bits first, then each
+ * run of equal leading bits by the rest. */
+static void words_sort_top_first(uint64_t *w, uint64_t *tmp, int64_t n, int ibits, int rbits)
+{
+    const int tbits = n > KWK_SMALL_SORT_MAX ? top_bits_for(n, ibits, rbits) : 0;
+    if (tbits == 0) {
+        words_sort(w, tmp, n, ibits, rbits);
+        return;
+    }
+    const int low = rbits - tbits, sh = ibits + low;
+    words_radix_sort(w, tmp, n, sh, tbits);
+    for (int64_t s = 0; s < n;) {
+        const uint64_t top = w[s] >> sh;
+        int64_t e = s + 1;
+        while (e < n && (w[e] >> sh) == top) ++e;
+        if (e - s > 1) words_sort(w + s, tmp, e - s, ibits, low);
+        s = e;
+    }
+}
+
+/* Keys too wide to pack with their index (64-bit keys spanning more than
+ * 64 - ibits bits, ibits <= 32): words hold the leading tbits of the key;
+ * runs of equal leading bits are re-packed with the remaining low bits
+ * (low + ibits <= 64) and sorted.  Afterwards only the words' index bits
+ * are meaningful. */
+static void wide_sort(const uint64_t *keys, uint64_t *w, uint64_t *tmp, int64_t n, const sort_row *r)
+{
+    const int ib = r->ibits;
+    int tbits = n > KWK_SMALL_SORT_MAX ? top_bits_for(n, ib, r->rbits) : 0;
+    if (tbits == 0 || tbits > 64 - ib) tbits = 64 - ib;
+    const int low = r->rbits - tbits; /* <= ib, as rbits <= 64 and tbits >= ... */
+    const uint64_t lo = r->lo, lowmask = kwk_width_mask(low), m = r->mask;
+    for (int64_t j = 0; j < n; ++j) w[j] = (((keys[j] - lo) >> low) << ib) | (uint64_t)j;
+    words_sort(w, tmp, n, ib, tbits);
+    for (int64_t s = 0; s < n;) {
+        const uint64_t top = w[s] >> ib;
+        int64_t e = s + 1;
+        while (e < n && (w[e] >> ib) == top) ++e;
+        if (e - s > 1) {
+            for (int64_t q = s; q < e; ++q) {
+                const uint64_t idx = w[q] & m;
+                w[q] = (((keys[idx] - lo) & lowmask) << ib) | idx;
+            }
+            words_sort(w + s, tmp, e - s, ib, low);
+        }
+        s = e;
+    }
+}
+
+static int has_adjacent_tie_wide(const uint64_t *keys, const uint64_t *w, int64_t n, uint64_t m)
+{
+    for (int64_t j = 1; j < n; ++j)
+        if (keys[w[j] & m] == keys[w[j - 1] & m]) return 1;
+    return 0;
+}
+
+/* Words in key order become words (dense rank << ibits | index) in index
+ * order: the same ties, so the same std::sort moves. */
+static void rank_words_from_sorted(const uint64_t *keys, const uint64_t *w, uint64_t *dst,
+                                   int64_t n, int ibits, uint64_t m)
 {
     uint64_t rank = 0;
     for (int64_t j = 0; j < n; ++j) {
-        rank += j > 0 && kv[j].key != kv[j - 1].key;
-        dst[kv[j].idx] = rank << ibits | (uint64_t)kv[j].idx;
+        const uint64_t idx = w[j] & m;
+        rank += j > 0 && keys[idx] != keys[w[j - 1] & m];
+        dst[idx] = rank << ibits | idx;
     }
+}
+
+/* Whether a packed row is (almost) sure to hold a tie, so that the torch
+ * order goes straight to the emulation (whose answer is right with or
+ * without ties; the stable sort only saves time on tie-free rows):
+ * fewer possible keys than elements, or n^2 / 2 > 4 * 2^rbits (in whole
+ * bits: 2 * ibits > rbits + 3): more than four equal pairs expected were
+ * the keys spread evenly over their range (real data clusters, so ties
+ * are likelier still).  On a
+ * tie-free row this costs the emulation's time instead of the radix
+ * sort's: slower, still exact, still well under torch's. */
+static int tie_expected(int64_t n, const sort_row *r)
+{
+    if (r->hi - r->lo < (uint64_t)(n - 1)) return 1;
+    return 2 * r->ibits > r->rbits + 3;
 }
 
 static int impl_sort(int dtype, const void *src, int64_t outer, int64_t len,
@@ -81,47 +196,61 @@ static int impl_sort(int dtype, const void *src, int64_t outer, int64_t len,
     const int torch_ties = order == KWK_ORDER_TORCH && len > KWK_STD_SORT_THRESHOLD;
     workspace ws;
     int status = workspace_init(&ws, len);
+    /* a third row of words: the keys while words are sorted */
+    uint64_t *keys = status == KWK_OK ? (uint64_t *)malloc((size_t)(len > 0 ? len : 1) * sizeof(uint64_t)) : NULL;
+    if (!keys) status = KWK_E_NOMEM;
     for (int64_t o = 0; status == KWK_OK && o < outer; ++o) {
         for (int64_t i = 0; i < inner; ++i) {
             out_row out = {
                 (const char *)src + (o * src_so + i * src_si) * es, src_sl * es,
                 values ? (char *)values + (o * dst_so + i * dst_si) * es : NULL,
                 indices ? indices + o * dst_so + i * dst_si : NULL, dst_sl, es, 0};
-            row_keys rk;
-            int rbits = load_row(&ws, dtype, out.row, len, out.step, flip, &rk);
-            if (rbits < 0) { status = KWK_E_NOMEM; break; }
-            if (rk.packed) {
-                if (torch_ties && rk.max_key - rk.min_key < (uint64_t)(len - 1)) {
-                    /* fewer possible keys than elements: a tie for sure, so
-                     * the stable sort would only be thrown away */
-                    wemu_std_sort(ws.words, len, rk.ibits);
-                    emit_words(&out, ws.words, len, rk.idx_mask);
+            sort_row r;
+            sort_load(dtype, out.row, len, out.step, flip, keys, ws.words, &r);
+            if (r.packed) {
+                if (torch_ties && tie_expected(len, &r)) {
+                    /* the stable sort would almost surely be thrown away */
+                    wemu_std_sort(ws.words, len, r.ibits);
+                    emit_words(&out, ws.words, len, r.mask);
                     continue;
                 }
-                words_sort(ws.words, ws.tmp, len, rk.ibits, rbits);
+                if (r.rbits > 0) words_sort_top_first(ws.words, ws.tmp, len, r.ibits, r.rbits);
+                row_keys rk = {1, r.ibits, r.lo, r.hi, r.mask};
                 if (torch_ties && has_adjacent_tie_words(&rk, ws.words, len)) {
-                    words_to_index_order(ws.words, ws.tmp, len, rk.idx_mask);
-                    wemu_std_sort(ws.tmp, len, rk.ibits);
-                    emit_words(&out, ws.tmp, len, rk.idx_mask);
+                    words_to_index_order(ws.words, ws.tmp, len, r.mask);
+                    wemu_std_sort(ws.tmp, len, r.ibits);
+                    emit_words(&out, ws.tmp, len, r.mask);
                 } else {
-                    emit_words(&out, ws.words, len, rk.idx_mask);
+                    emit_words(&out, ws.words, len, r.mask);
                 }
                 continue;
             }
+            if (r.ibits <= 32) {
+                wide_sort(keys, ws.words, ws.tmp, len, &r);
+                if (torch_ties && has_adjacent_tie_wide(keys, ws.words, len, r.mask)) {
+                    rank_words_from_sorted(keys, ws.words, ws.tmp, len, r.ibits, r.mask);
+                    wemu_std_sort(ws.tmp, len, r.ibits);
+                    emit_words(&out, ws.tmp, len, r.mask);
+                } else {
+                    emit_words(&out, ws.words, len, r.mask);
+                }
+                continue;
+            }
+            /* rows of more than 2^32 elements: (key, index) records */
+            if (workspace_kv(&ws, len) != KWK_OK) { status = KWK_E_NOMEM; break; }
+            for (int64_t j = 0; j < len; ++j) {
+                ws.kv[j].key = keys[j];
+                ws.kv[j].idx = j;
+            }
             kvs_radix_sort(ws.kv, ws.kv_tmp, len);
-            if (!(torch_ties && has_adjacent_tie_kv(ws.kv, len))) {
-                emit_kvs(&out, ws.kv, len);
-            } else if (2 * rk.ibits <= 64) {
-                rank_words_from_sorted_kvs(ws.kv, ws.words, len, rk.ibits);
-                wemu_std_sort(ws.words, len, rk.ibits);
-                emit_words(&out, ws.words, len, rk.idx_mask);
-            } else {
+            if (torch_ties && has_adjacent_tie_kv(ws.kv, len)) {
                 records_reset_order(ws.kv, len);
                 emu_std_sort(ws.kv, len);
-                emit_kvs(&out, ws.kv, len);
             }
+            emit_kvs(&out, ws.kv, len);
         }
     }
+    free(keys);
     workspace_free(&ws);
     return status;
 }
