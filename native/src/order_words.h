@@ -12,6 +12,7 @@
 #define KWK_ORDER_WORDS_H
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include "torch_order.h"
 
@@ -214,14 +215,66 @@ static void words_small_sort(uint64_t *a, uint64_t *tmp, int64_t n)
     if (src != a) memcpy(a, src, (size_t)n * sizeof(uint64_t));
 }
 
+/* Rows too big for the cache (KWK_MSD_MIN_N words = 1 MiB) whose keys would
+ * need three or more LSD passes take one most-significant-digit pass
+ * first: a single scatter through memory, then each bucket is sorted while
+ * it sits in cache and copied back.  (Every LSD pass over a million words
+ * costs about as much as that whole second stage.) */
+enum { KWK_MSD_MIN_N = 1 << 17, KWK_MSD_LSD_MAX_BITS = 2 * KWK_WIDE_DIGIT_BITS };
+
+static void words_sort_bits(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int bits);
+
+static void words_msd_sort(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int bits)
+{
+    enum { D = KWK_WIDE_DIGIT_BITS, NB = 1 << KWK_WIDE_DIGIT_BITS };
+    const int shift = lo + bits - D;
+    uint32_t *count = (uint32_t *)calloc(NB, sizeof(uint32_t));
+    if (!count) { /* no memory for the table: LSD needs none on the heap */
+        words_radix_sort(a, tmp, n, lo, bits);
+        return;
+    }
+    for (int64_t i = 0; i < n; ++i) count[(a[i] >> shift) & (NB - 1)]++;
+    if (count[(a[0] >> shift) & (NB - 1)] == (uint32_t)n) {
+        free(count);
+        words_sort_bits(a, tmp, n, lo, bits - D);
+        return;
+    }
+    uint32_t sum = 0;
+    for (int b = 0; b < NB; ++b) {
+        const uint32_t c = count[b];
+        count[b] = sum;
+        sum += c;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+        const uint64_t w = a[i];
+        tmp[count[(w >> shift) & (NB - 1)]++] = w;
+    }
+    /* count[b] is now the end of bucket b */
+    int64_t start = 0;
+    for (int b = 0; b < NB; ++b) {
+        const int64_t end = count[b], m = end - start;
+        if (m > 1) words_sort_bits(tmp + start, a + start, m, lo, bits - D);
+        if (m > 0) memcpy(a + start, tmp + start, (size_t)m * sizeof(uint64_t));
+        start = end;
+    }
+    free(count);
+}
+
+/* Stable sort of n unique words by bits [lo, lo + bits) (the bits above
+ * are equal in all of them); tmp holds n words. */
+static void words_sort_bits(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int bits)
+{
+    if (bits <= 0 || n < 2) return;
+    if (n <= KWK_SMALL_SORT_MAX) words_small_sort(a, tmp, n);
+    else if (n >= KWK_MSD_MIN_N && n < ((int64_t)1 << 32) && bits > KWK_MSD_LSD_MAX_BITS)
+        words_msd_sort(a, tmp, n, lo, bits);
+    else words_radix_sort(a, tmp, n, lo, bits);
+}
+
 static void words_sort(uint64_t *a, uint64_t *tmp, int64_t n, int ibits, int rbits)
 {
-    if (n <= KWK_SMALL_SORT_MAX) {
-        if (rbits > 0) words_small_sort(a, tmp, n);
-    } else if (rbits > 0) {
-        words_radix_sort(a, tmp, n, ibits, rbits);
-    }
     /* rbits == 0: every key equal, words already in index order */
+    words_sort_bits(a, tmp, n, ibits, rbits);
 }
 
 /* Records compare by (key, idx): unique, so selection is exact too. */
