@@ -1,9 +1,19 @@
 /*
  * sort_kernels.h - sort rows (torch.sort / argsort / msort).
  *
- * Stable order comes from sorting unique words (order_words.h).  With
- * KWK_ORDER_TORCH, a row longer than std::sort's insertion threshold whose
- * sorted keys show a tie is redone by the std::sort emulation.
+ * Stable order comes from sorting unique words, key << ibits | index
+ * (order_words.h: comparison sort for short rows, LSD radix, an MSD first
+ * pass for rows bigger than the cache; 64-bit keys too wide to pack go by
+ * their leading bits first, then runs by the rest).
+ *
+ * KWK_ORDER_TORCH: a row longer than std::sort's insertion threshold
+ * (16) that has a tie gets the order of the std::sort emulation on words
+ * (torch_order.h).  The emulation is right with or without ties; the
+ * stable sort is only a faster way to the answer for tie-free rows.  So a
+ * row that surely has a tie (fewer key values than elements, a key range
+ * small for the row's length, or a tie among its first 64 keys) goes
+ * straight to the emulation; other rows are sorted stably and redone by
+ * the emulation only if the sorted keys show a tie.
  */
 #ifndef KWK_SORT_KERNELS_H
 #define KWK_SORT_KERNELS_H

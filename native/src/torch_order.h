@@ -293,43 +293,17 @@ static void wemu_heap_sort(uint64_t *first, int64_t len, int s)
     }
 }
 
-static void wemu_move_median_to_first(uint64_t *result, uint64_t *a, uint64_t *b, uint64_t *c, int s)
+/* __move_median_to_first, its three comparisons made unconditionally
+ * (they are pure) so the choice is data flow, not branches. */
+static inline void wemu_move_median_to_first(uint64_t *result, uint64_t *a, uint64_t *b, uint64_t *c, int s)
 {
-    if (WKEY_LESS(*a, *b, s)) {
-        if (WKEY_LESS(*b, *c, s)) w_swap(result, b);
-        else if (WKEY_LESS(*a, *c, s)) w_swap(result, c);
-        else w_swap(result, a);
-    } else if (WKEY_LESS(*a, *c, s)) {
-        w_swap(result, a);
-    } else if (WKEY_LESS(*b, *c, s)) {
-        w_swap(result, c);
-    } else {
-        w_swap(result, b);
-    }
+    const uint64_t ka = *a >> s, kb = *b >> s, kc = *c >> s;
+    const int ab = ka < kb, bc = kb < kc, ac = ka < kc;
+    uint64_t *if_ab = bc ? b : (ac ? c : a);
+    uint64_t *if_not_ab = ac ? a : (bc ? c : b);
+    w_swap(result, ab ? if_ab : if_not_ab);
 }
 
-/* __unguarded_partition(first, last, pivot) without its data-dependent
- * branches, giving the same arrangement and the same cut.
- *
- * Why it is the same: let L_1 < L_2 < ... be the positions in [first, last)
- * whose key is >= the pivot's and R_1 > R_2 > ... those whose key is <= it,
- * all taken in the array as it was on entry.  The loop's t-th left stop is
- * L_t and its t-th right stop R_t for as long as L_t < R_t (positions
- * between the two scans are untouched, and a swapped slot always stops the
- * other scan), so it performs exactly the swaps (L_t, R_t) for t = 1..T,
- * T the number of t with L_t < R_t, and returns min(L_{T+1}, R_T) (R_0 =
- * last; a missing L_{T+1} counts as R_T: the left scan then stops at the
- * slot that received a value >= pivot).
- *
- * So: take a block of WEMU_BLOCK slots from each end of the untouched
- * region [f, l), list the candidates of each (branch-free), swap the first
- * k = min(#left, #right) pairs (all valid: the blocks are disjoint), and
- * shrink the region to what is still untouched.  A block whose candidates
- * are used up is passed whole (its other slots would be passed by the scan
- * anyway); otherwise the region restarts just after the last used
- * candidate, whose unused successors are listed again.  When the region is
- * at most two blocks long, list all its candidates and finish with the
- * formula above. */
 enum { WEMU_BLOCK = 128 };
 
 #if defined(__AVX2__)
@@ -428,8 +402,30 @@ static uint64_t *wemu_unguarded_partition(uint64_t *first, uint64_t *last, uint6
     uint64_t *f = first, *l = last;
     uint8_t lb[2 * WEMU_BLOCK + 4], rb[2 * WEMU_BLOCK + 4];
     while (l - f > 2 * WEMU_BLOCK) {
+#if defined(__AVX2__)
+        /* both lists in one loop: two independent chains */
+        int nl = 0, nr = 0;
+        {
+            const __m256i sign = _mm256_set1_epi64x((long long)0x8000000000000000ull);
+            const __m256i pl = _mm256_set1_epi64x((long long)(plo ^ 0x8000000000000000ull));
+            const __m256i ph = _mm256_set1_epi64x((long long)(phi ^ 0x8000000000000000ull));
+            for (int i = 0; i < WEMU_BLOCK; i += 4) {
+                __m256i vl = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(f + i)), sign);
+                __m256i vr = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(l - 4 - i)), sign);
+                const int ml = ~_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(pl, vl))) & 15;
+                const int mr = ~_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(vr, ph))) & 15;
+                const uint32_t add = (uint32_t)i * 0x01010101u;
+                const uint32_t lanes_l = WEMU_LANES_UP[ml] + add, lanes_r = WEMU_LANES_DOWN[mr] + add;
+                memcpy(lb + nl, &lanes_l, 4);
+                memcpy(rb + nr, &lanes_r, 4);
+                nl += __builtin_popcount((unsigned)ml);
+                nr += __builtin_popcount((unsigned)mr);
+            }
+        }
+#else
         const int nl = wemu_list_up(f, WEMU_BLOCK, plo, lb);
         const int nr = wemu_list_down(l, WEMU_BLOCK, phi, rb);
+#endif
         const int k = nl < nr ? nl : nr;
         for (int t = 0; t < k; ++t) w_swap(f + lb[t], l - 1 - rb[t]);
         uint64_t *nf = k == nl ? f + WEMU_BLOCK : (k ? f + lb[k - 1] + 1 : f);
