@@ -154,7 +154,7 @@ static inline void words_rank_sort16(uint64_t *a, int n)
 {
     if (n < 2) return;
     uint64_t w[16] = {0};
-    memcpy(w, a, (size_t)n * sizeof(uint64_t));
+    for (int j = 0; j < n; ++j) w[j] = a[j]; /* no memcpy call for a few words */
     const unsigned valid = (1u << n) - 1;
 #if defined(__AVX2__)
     const __m256i sign = _mm256_set1_epi64x((long long)0x8000000000000000ull);

@@ -454,8 +454,11 @@ static inline void wemu_leaf_sort(uint64_t *a, int64_t n, uint64_t m)
 {
     if (n < 2) return;
     uint64_t t[16], w[16];
-    for (int j = 0; j < 16; ++j) t[j] = j < n ? (a[j] & ~m) | (uint64_t)j : ~(uint64_t)0;
-    memcpy(w, a, (size_t)n * sizeof(uint64_t));
+    for (int j = 0; j < 16; ++j) t[j] = ~(uint64_t)0;
+    for (int j = 0; j < n; ++j) { /* no memcpy call for a few words */
+        w[j] = a[j];
+        t[j] = (a[j] & ~m) | (uint64_t)j;
+    }
 #if defined(__AVX2__)
     const __m256i sign = _mm256_set1_epi64x((long long)0x8000000000000000ull);
     const __m256i t0 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(t + 0)), sign);
