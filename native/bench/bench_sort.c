@@ -68,7 +68,7 @@ int main(int argc, char **argv)
             }
         }
         double best = 1e30;
-        int reps = total >= 500000 ? 5 : 9;
+        int reps = total >= 500000 ? 5 : (int)(4000000 / total);
         for (int r = 0; r < reps; ++r) {
             double t = now();
             int st = kwk_sort(b->dtype, x, b->rows, b->n, 1, b->n, 1, 1, v, ix, b->n, 1, 1, 0, b->order);

@@ -78,10 +78,26 @@ typedef struct {
     uint64_t lo, hi, mask;
 } sort_row;
 
+enum { KWK_SHORT_GATHER_MAX = 16 };
+
 static void sort_load(int dtype, const char *row, int64_t len, int64_t step, uint64_t flip,
                       uint64_t *words, sort_row *r)
 {
-    kwk_gather_keys(dtype, row, len, step, flip, words, &r->lo, &r->hi);
+    if (len <= KWK_SHORT_GATHER_MAX) {
+        /* short rows: a plain loop beats the vectorised gather's set-up and
+         * horizontal min/max (a third of the time of 8-element rows) */
+        uint64_t lo = ~(uint64_t)0, hi = 0;
+        for (int64_t j = 0; j < len; ++j) {
+            const uint64_t k = kwk_key_at(dtype, row + j * step) ^ flip;
+            words[j] = k;
+            lo = k < lo ? k : lo;
+            hi = k > hi ? k : hi;
+        }
+        r->lo = lo;
+        r->hi = hi;
+    } else {
+        kwk_gather_keys(dtype, row, len, step, flip, words, &r->lo, &r->hi);
+    }
     if (len <= 0) r->lo = r->hi = 0;
     r->ibits = len > 1 ? sort_bits_for((uint64_t)(len - 1)) : 0;
     r->rbits = sort_bits_for(r->hi - r->lo);
