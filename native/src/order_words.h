@@ -12,6 +12,7 @@
 #define KWK_ORDER_WORDS_H
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 #include "torch_order.h"
 
@@ -35,8 +36,14 @@ static void words_insertion_sort(uint64_t *a, int64_t n)
 }
 
 /* Stable LSD radix sort of a[0..n) on bits [lo, lo + bits); tmp holds n
- * words.  Digits every element shares are skipped. */
-static void words_radix_sort(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int bits)
+ * words.  Digits every element shares are skipped.  Long rows use up to
+ * KWK_WIDE_DIGIT_BITS-bit digits (one pass fewer for 32-bit keys: the
+ * 2048-bucket tables cost nothing next to a pass over a million words, and
+ * are too costly for short rows); the bits are split evenly over the passes.
+ * Counts are 32-bit (half the table cache footprint) below 2^32 elements. */
+enum { KWK_WIDE_DIGIT_BITS = 11, KWK_WIDE_DIGIT_MIN_N = 1 << 16 };
+
+static void words_radix_sort_narrow(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int bits)
 {
     const int passes = (bits + KWK_DIGIT_BITS - 1) / KWK_DIGIT_BITS;
     int64_t counts[8][KWK_BUCKETS];
@@ -68,11 +75,234 @@ static void words_radix_sort(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int 
     if (src != a) memcpy(a, src, (size_t)n * sizeof(uint64_t));
 }
 
+/* One radix pass set with `passes` digits of `db` bits (db <= 11), 32-bit
+ * counts.  Returns the array holding the result (a or tmp). */
+static uint64_t *words_radix_passes32(uint64_t *a, uint64_t *tmp, int64_t n, int lo,
+                                      int bits, int passes, int db)
+{
+    uint32_t counts[6][1 << KWK_WIDE_DIGIT_BITS];
+    const uint64_t dmask = ((uint64_t)1 << db) - 1;
+    const size_t nb = (size_t)1 << db;
+    for (int p = 0; p < passes; ++p) memset(counts[p], 0, nb * sizeof(uint32_t));
+    const uint64_t bmask = bits >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << bits) - 1);
+    (void)bmask;
+    switch (passes) {
+#define KWK_HIST_CASE(P)                                                      \
+    case P:                                                                   \
+        for (int64_t i = 0; i < n; ++i) {                                     \
+            const uint64_t w = a[i] >> lo;                                    \
+            for (int p = 0; p < P; ++p) counts[p][(w >> (p * db)) & dmask]++; \
+        }                                                                     \
+        break;
+    KWK_HIST_CASE(1) KWK_HIST_CASE(2) KWK_HIST_CASE(3)
+    KWK_HIST_CASE(4) KWK_HIST_CASE(5) KWK_HIST_CASE(6)
+#undef KWK_HIST_CASE
+    default: break;
+    }
+    uint64_t *src = a, *dst = tmp;
+    for (int p = 0; p < passes; ++p) {
+        const int shift = lo + p * db;
+        uint32_t *c = counts[p];
+        if (c[(src[0] >> shift) & dmask] == (uint32_t)n) continue;
+        uint32_t sum = 0;
+        for (size_t b = 0; b < nb; ++b) {
+            uint32_t t = c[b];
+            c[b] = sum;
+            sum += t;
+        }
+        for (int64_t i = 0; i < n; ++i) {
+            const uint64_t w = src[i];
+            dst[c[(w >> shift) & dmask]++] = w;
+        }
+        uint64_t *t = src;
+        src = dst;
+        dst = t;
+    }
+    return src;
+}
+
+static void words_radix_sort(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int bits)
+{
+    if (n <= 0 || bits <= 0) return;
+    if (n >= ((int64_t)1 << 32)) {
+        words_radix_sort_narrow(a, tmp, n, lo, bits);
+        return;
+    }
+    if (n < KWK_WIDE_DIGIT_MIN_N) {
+        /* 8-bit digits: the constant-digit loops measured faster here */
+        words_radix_sort_narrow(a, tmp, n, lo, bits);
+        return;
+    }
+    const int maxdb = KWK_WIDE_DIGIT_BITS;
+    int passes = (bits + maxdb - 1) / maxdb;
+    if (passes > 6) {
+        words_radix_sort_narrow(a, tmp, n, lo, bits);
+        return;
+    }
+    const int db = (bits + passes - 1) / passes;
+    uint64_t *res = words_radix_passes32(a, tmp, n, lo, bits, passes, db);
+    if (res != a) memcpy(a, res, (size_t)n * sizeof(uint64_t));
+}
+
+/* Rows at most this long are sorted by comparison: rank sorts of 16-word
+ * chunks, then branch-free merges (no 256-bucket tables to clear and scan,
+ * no mispredicted insertion steps); measured (AVX2, random 31-bit keys):
+ * 64 words 9.6 vs 16.2 ns/elem for radix, 128 words 13.4 vs 14.1. */
+enum { KWK_SMALL_SORT_MAX = 128 };
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+/* n <= 16 unique words: each goes to its rank (how many are smaller). */
+static inline void words_rank_sort16(uint64_t *a, int n)
+{
+    if (n < 2) return;
+    uint64_t w[16] = {0};
+    for (int j = 0; j < n; ++j) w[j] = a[j]; /* no memcpy call for a few words */
+    const unsigned valid = (1u << n) - 1;
+#if defined(__AVX2__)
+    const __m256i sign = _mm256_set1_epi64x((long long)0x8000000000000000ull);
+    const __m256i t0 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(w + 0)), sign);
+    const __m256i t1 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(w + 4)), sign);
+    const __m256i t2 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(w + 8)), sign);
+    const __m256i t3 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(w + 12)), sign);
+    if (n <= 8) { /* half the compares */
+        for (int i = 0; i < n; ++i) {
+            const __m256i b = _mm256_set1_epi64x((long long)(w[i] ^ 0x8000000000000000ull));
+            unsigned mk = (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(b, t0)));
+            mk |= (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(b, t1))) << 4;
+            a[__builtin_popcount(mk & valid)] = w[i];
+        }
+        return;
+    }
+    for (int i = 0; i < n; ++i) {
+        const __m256i b = _mm256_set1_epi64x((long long)(w[i] ^ 0x8000000000000000ull));
+        unsigned mk = (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(b, t0)));
+        mk |= (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(b, t1))) << 4;
+        mk |= (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(b, t2))) << 8;
+        mk |= (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(b, t3))) << 12;
+        a[__builtin_popcount(mk & valid)] = w[i];
+    }
+#else
+    (void)valid;
+    for (int i = 0; i < n; ++i) {
+        int r = 0;
+        for (int j = 0; j < n; ++j) r += w[j] < w[i];
+        a[r] = w[i];
+    }
+#endif
+}
+
+/* Merge sorted runs x[0..nx) and y[0..ny) (nx, ny >= 1) of unique words
+ * into out: the h = n/2 smallest from the front and the rest from the back
+ * at once, two independent dependency chains (each step's index depends on
+ * its previous load, so one chain alone is latency-bound).  Indices are
+ * clamped for the loads; the validity flags decide. */
+static inline void words_merge(const uint64_t *x, int64_t nx, const uint64_t *y, int64_t ny, uint64_t *out)
+{
+    const int64_t n = nx + ny, h = n / 2;
+    int64_t i = 0, j = 0, ie = nx - 1, je = ny - 1, ke = n - 1;
+    for (int64_t k = 0; k < h; ++k) {
+        const uint64_t xi = x[i < nx ? i : nx - 1], yj = y[j < ny ? j : ny - 1];
+        const int take_y = (j < ny) & ((i >= nx) | (yj < xi));
+        out[k] = take_y ? yj : xi;
+        j += take_y;
+        i += !take_y;
+        const uint64_t xe = x[ie >= 0 ? ie : 0], ye = y[je >= 0 ? je : 0];
+        const int take_x = (ie >= 0) & ((je < 0) | (xe > ye));
+        out[ke--] = take_x ? xe : ye;
+        ie -= take_x;
+        je -= !take_x;
+    }
+    if (n & 1) {
+        const uint64_t xe = x[ie >= 0 ? ie : 0], ye = y[je >= 0 ? je : 0];
+        const int take_x = (ie >= 0) & ((je < 0) | (xe > ye));
+        out[ke] = take_x ? xe : ye;
+    }
+}
+
+/* Sort n unique words (any n; meant for short rows); tmp holds n words. */
+static void words_small_sort(uint64_t *a, uint64_t *tmp, int64_t n)
+{
+    for (int64_t i = 0; i < n; i += 16) words_rank_sort16(a + i, (int)(n - i < 16 ? n - i : 16));
+    if (n <= 16) return;
+    uint64_t *src = a, *dst = tmp;
+    for (int64_t width = 16; width < n; width *= 2) {
+        for (int64_t i = 0; i < n; i += 2 * width) {
+            const int64_t nx = n - i < width ? n - i : width;
+            const int64_t rest = n - i - nx;
+            const int64_t ny = rest < width ? rest : width;
+            if (ny > 0) words_merge(src + i, nx, src + i + nx, ny, dst + i);
+            else memcpy(dst + i, src + i, (size_t)nx * sizeof(uint64_t));
+        }
+        uint64_t *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != a) memcpy(a, src, (size_t)n * sizeof(uint64_t));
+}
+
+/* Rows too big for the cache (KWK_MSD_MIN_N words = 1 MiB) whose keys would
+ * need three or more LSD passes take one most-significant-digit pass
+ * first: a single scatter through memory, then each bucket is sorted while
+ * it sits in cache and copied back.  (Every LSD pass over a million words
+ * costs about as much as that whole second stage.) */
+enum { KWK_MSD_MIN_N = 1 << 17, KWK_MSD_LSD_MAX_BITS = 2 * KWK_WIDE_DIGIT_BITS };
+
+static void words_sort_bits(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int bits);
+
+static void words_msd_sort(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int bits)
+{
+    enum { D = KWK_WIDE_DIGIT_BITS, NB = 1 << KWK_WIDE_DIGIT_BITS };
+    const int shift = lo + bits - D;
+    uint32_t *count = (uint32_t *)calloc(NB, sizeof(uint32_t));
+    if (!count) { /* no memory for the table: LSD needs none on the heap */
+        words_radix_sort(a, tmp, n, lo, bits);
+        return;
+    }
+    for (int64_t i = 0; i < n; ++i) count[(a[i] >> shift) & (NB - 1)]++;
+    if (count[(a[0] >> shift) & (NB - 1)] == (uint32_t)n) {
+        free(count);
+        words_sort_bits(a, tmp, n, lo, bits - D);
+        return;
+    }
+    uint32_t sum = 0;
+    for (int b = 0; b < NB; ++b) {
+        const uint32_t c = count[b];
+        count[b] = sum;
+        sum += c;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+        const uint64_t w = a[i];
+        tmp[count[(w >> shift) & (NB - 1)]++] = w;
+    }
+    /* count[b] is now the end of bucket b */
+    int64_t start = 0;
+    for (int b = 0; b < NB; ++b) {
+        const int64_t end = count[b], m = end - start;
+        if (m > 1) words_sort_bits(tmp + start, a + start, m, lo, bits - D);
+        if (m > 0) memcpy(a + start, tmp + start, (size_t)m * sizeof(uint64_t));
+        start = end;
+    }
+    free(count);
+}
+
+/* Stable sort of n unique words by bits [lo, lo + bits) (the bits above
+ * are equal in all of them); tmp holds n words. */
+static void words_sort_bits(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int bits)
+{
+    if (bits <= 0 || n < 2) return;
+    if (n <= KWK_SMALL_SORT_MAX) words_small_sort(a, tmp, n);
+    else if (n >= KWK_MSD_MIN_N && n < ((int64_t)1 << 32) && bits > KWK_MSD_LSD_MAX_BITS)
+        words_msd_sort(a, tmp, n, lo, bits);
+    else words_radix_sort(a, tmp, n, lo, bits);
+}
+
 static void words_sort(uint64_t *a, uint64_t *tmp, int64_t n, int ibits, int rbits)
 {
-    if (n <= KWK_INSERTION_MAX) words_insertion_sort(a, n);
-    else if (rbits > 0) words_radix_sort(a, tmp, n, ibits, rbits);
     /* rbits == 0: every key equal, words already in index order */
+    words_sort_bits(a, tmp, n, ibits, rbits);
 }
 
 /* Records compare by (key, idx): unique, so selection is exact too. */
@@ -181,7 +411,7 @@ static void kvs_sort_all(kwk_kv *a, kwk_kv *tmp, int64_t n)
 
 static void words_sort_small_or_radix(uint64_t *a, uint64_t *tmp, int64_t n)
 {
-    if (n <= KWK_INSERTION_MAX) words_insertion_sort(a, n);
+    if (n <= KWK_SMALL_SORT_MAX) words_small_sort(a, tmp, n);
     else words_radix_sort(a, tmp, n, 0, 64);
 }
 #undef KWK_WORDS_SORT_ALL

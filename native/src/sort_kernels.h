@@ -1,9 +1,19 @@
 /*
  * sort_kernels.h - sort rows (torch.sort / argsort / msort).
  *
- * Stable order comes from sorting unique words (order_words.h).  With
- * KWK_ORDER_TORCH, a row longer than std::sort's insertion threshold whose
- * sorted keys show a tie is redone by the std::sort emulation.
+ * Stable order comes from sorting unique words, key << ibits | index
+ * (order_words.h: comparison sort for short rows, LSD radix, an MSD first
+ * pass for rows bigger than the cache; 64-bit keys too wide to pack go by
+ * their leading bits first, then runs by the rest).
+ *
+ * KWK_ORDER_TORCH: a row longer than std::sort's insertion threshold
+ * (16) that has a tie gets the order of the std::sort emulation on words
+ * (torch_order.h).  The emulation is right with or without ties; the
+ * stable sort is only a faster way to the answer for tie-free rows.  So a
+ * row that surely has a tie (fewer key values than elements, a key range
+ * small for the row's length, or a tie among its first 64 keys) goes
+ * straight to the emulation; other rows are sorted stably and redone by
+ * the emulation only if the sorted keys show a tie.
  */
 #ifndef KWK_SORT_KERNELS_H
 #define KWK_SORT_KERNELS_H
@@ -11,6 +21,216 @@
 #include "row_io.h"
 
 /* ---------------------------------------------------------------- sort */
+
+/* Write a sorted row: output element j takes source element index(j).
+ * The element size switch is outside the loops. */
+#define KWK_EMIT_LOOP(T, INDEX)                                               \
+    for (int64_t j = 0; j < n; ++j) {                                         \
+        const int64_t idx_ = (INDEX);                                         \
+        T v_;                                                                 \
+        memcpy(&v_, o->row + idx_ * o->step, sizeof(T));                      \
+        memcpy(o->vals + j * dstep, &v_, sizeof(T));                          \
+        if (o->inds) o->inds[j * o->dsl] = idx_;                              \
+    }
+
+#define KWK_EMIT_ALL(INDEX)                                                   \
+    do {                                                                      \
+        if (!o->vals) {                                                       \
+            for (int64_t j = 0; j < n; ++j) o->inds[j * o->dsl] = (INDEX);    \
+            break;                                                            \
+        }                                                                     \
+        const int64_t dstep = o->dsl * o->es;                                 \
+        switch (o->es) {                                                      \
+        case 1: KWK_EMIT_LOOP(uint8_t, INDEX) break;                          \
+        case 2: KWK_EMIT_LOOP(uint16_t, INDEX) break;                         \
+        case 4: KWK_EMIT_LOOP(uint32_t, INDEX) break;                         \
+        default: KWK_EMIT_LOOP(uint64_t, INDEX) break;                        \
+        }                                                                     \
+    } while (0)
+
+static void emit_words(const out_row *o, const uint64_t *w, int64_t n, uint64_t mask)
+{
+    KWK_EMIT_ALL((int64_t)(w[j] & mask));
+}
+
+static void emit_kvs(const out_row *o, const kwk_kv *kv, int64_t n)
+{
+    KWK_EMIT_ALL(kv[j].idx);
+}
+#undef KWK_EMIT_ALL
+#undef KWK_EMIT_LOOP
+
+/* Put unique words back in index order (dst[index(w)] = w). */
+static void words_to_index_order(const uint64_t *src, uint64_t *dst, int64_t n, uint64_t mask)
+{
+    for (int64_t j = 0; j < n; ++j) dst[src[j] & mask] = src[j];
+}
+
+static inline int sort_bits_for(uint64_t v) { return v ? 64 - __builtin_clzll(v) : 0; }
+
+/* A row's keys gathered into words[] (flipped for descending), then packed
+ * there in place as (key - lo) << ibits | index when that fits in 64 bits;
+ * otherwise words[] keeps the keys. */
+typedef struct {
+    int packed; /* words[] holds the packed words */
+    int ibits;  /* bits of the largest index */
+    int rbits;  /* bits of the key range (hi - lo) */
+    uint64_t lo, hi, mask;
+} sort_row;
+
+enum { KWK_SHORT_GATHER_MAX = 16 };
+
+static void sort_load(int dtype, const char *row, int64_t len, int64_t step, uint64_t flip,
+                      uint64_t *words, sort_row *r)
+{
+    if (len <= KWK_SHORT_GATHER_MAX) {
+        /* short rows: a plain loop beats the vectorised gather's set-up and
+         * horizontal min/max (a third of the time of 8-element rows) */
+        uint64_t lo = ~(uint64_t)0, hi = 0;
+        for (int64_t j = 0; j < len; ++j) {
+            const uint64_t k = kwk_key_at(dtype, row + j * step) ^ flip;
+            words[j] = k;
+            lo = k < lo ? k : lo;
+            hi = k > hi ? k : hi;
+        }
+        r->lo = lo;
+        r->hi = hi;
+    } else {
+        kwk_gather_keys(dtype, row, len, step, flip, words, &r->lo, &r->hi);
+    }
+    if (len <= 0) r->lo = r->hi = 0;
+    r->ibits = len > 1 ? sort_bits_for((uint64_t)(len - 1)) : 0;
+    r->rbits = sort_bits_for(r->hi - r->lo);
+    r->mask = kwk_width_mask(r->ibits);
+    r->packed = r->rbits + r->ibits <= 64;
+    if (!r->packed) return;
+    const uint64_t lo = r->lo;
+    const int ib = r->ibits;
+    for (int64_t j = 0; j < len; ++j) words[j] = ((words[j] - lo) << ib) | (uint64_t)j;
+}
+
+/* How many leading key bits the first radix sort orders: enough whole
+ * digits to cover the index bits and KWK_TOP_MARGIN more, so that runs of
+ * equal leading bits stay short on most inputs; each run is then sorted
+ * on its own (comparison sort when short).  Returns 0 for "sort all". */
+enum { KWK_TOP_MARGIN = 4, KWK_TOP_MIN_SAVED = 3 };
+
+static int top_bits_for(int64_t n, int ibits, int rbits)
+{
+    const int db = n >= KWK_WIDE_DIGIT_MIN_N ? KWK_WIDE_DIGIT_BITS : KWK_DIGIT_BITS;
+    const int full = (rbits + db - 1) / db;
+    const int top = (ibits + KWK_TOP_MARGIN + db - 1) / db;
+    /* measured: 64x1000 float32 (31-bit keys) is slower with 2+runs than
+     * with 4 passes; 64-bit keys (7-8 passes) gain 1.7x-3x with 2+runs */
+    return full - top >= KWK_TOP_MIN_SAVED ? top * db : 0;
+}
+
+/* Stable sort of packed words by key: leading key bits first, then each
+ * run of equal leading bits by the rest. */
+static void words_sort_top_first(uint64_t *w, uint64_t *tmp, int64_t n, int ibits, int rbits)
+{
+    const int tbits = n > KWK_SMALL_SORT_MAX ? top_bits_for(n, ibits, rbits) : 0;
+    if (tbits == 0) {
+        words_sort(w, tmp, n, ibits, rbits);
+        return;
+    }
+    const int low = rbits - tbits, sh = ibits + low;
+    words_radix_sort(w, tmp, n, sh, tbits);
+    for (int64_t s = 0; s < n;) {
+        const uint64_t top = w[s] >> sh;
+        int64_t e = s + 1;
+        while (e < n && (w[e] >> sh) == top) ++e;
+        if (e - s > 1) words_sort(w + s, tmp, e - s, ibits, low);
+        s = e;
+    }
+}
+
+/* Keys too wide to pack with their index (64-bit keys spanning more than
+ * 64 - ibits bits, ibits <= 32): words hold the leading tbits of the key;
+ * runs of equal leading bits are re-packed with the remaining low bits
+ * (low + ibits <= 64) and sorted.  Afterwards only the words' index bits
+ * are meaningful. */
+static void wide_sort(const uint64_t *keys, uint64_t *w, uint64_t *tmp, int64_t n, const sort_row *r)
+{
+    const int ib = r->ibits;
+    int tbits = n > KWK_SMALL_SORT_MAX ? top_bits_for(n, ib, r->rbits) : 0;
+    if (tbits == 0 || tbits > 64 - ib) tbits = 64 - ib;
+    const int low = r->rbits - tbits; /* <= ib, as rbits <= 64 and tbits >= ... */
+    const uint64_t lo = r->lo, lowmask = kwk_width_mask(low), m = r->mask;
+    for (int64_t j = 0; j < n; ++j) w[j] = (((keys[j] - lo) >> low) << ib) | (uint64_t)j;
+    words_sort(w, tmp, n, ib, tbits);
+    for (int64_t s = 0; s < n;) {
+        const uint64_t top = w[s] >> ib;
+        int64_t e = s + 1;
+        while (e < n && (w[e] >> ib) == top) ++e;
+        if (e - s > 1) {
+            for (int64_t q = s; q < e; ++q) {
+                const uint64_t idx = w[q] & m;
+                w[q] = (((keys[idx] - lo) & lowmask) << ib) | idx;
+            }
+            words_sort(w + s, tmp, e - s, ib, low);
+        }
+        s = e;
+    }
+}
+
+static int has_adjacent_tie_wide(const uint64_t *keys, const uint64_t *w, int64_t n, uint64_t m)
+{
+    for (int64_t j = 1; j < n; ++j)
+        if (keys[w[j] & m] == keys[w[j - 1] & m]) return 1;
+    return 0;
+}
+
+/* Words in key order become words (dense rank << ibits | index) in index
+ * order: the same ties, so the same std::sort moves. */
+static void rank_words_from_sorted(const uint64_t *keys, const uint64_t *w, uint64_t *dst,
+                                   int64_t n, int ibits, uint64_t m)
+{
+    uint64_t rank = 0;
+    for (int64_t j = 0; j < n; ++j) {
+        const uint64_t idx = w[j] & m;
+        rank += j > 0 && keys[idx] != keys[w[j - 1] & m];
+        dst[idx] = rank << ibits | idx;
+    }
+}
+
+/* Whether a packed row is (almost) sure to hold a tie, so that the torch
+ * order goes straight to the emulation (whose answer is right with or
+ * without ties; the stable sort only saves time on tie-free rows):
+ * fewer possible keys than elements, or n^2 / 2 > 4 * 2^rbits (in whole
+ * bits: 2 * ibits > rbits + 3): more than four equal pairs expected were
+ * the keys spread evenly over their range (real data clusters, so ties
+ * are likelier still), or a tie among the first few elements.  On a
+ * tie-free row this costs the emulation's time instead of the radix
+ * sort's: slower, still exact, still well under torch's. */
+/* Rows of at least KWK_TIE_SAMPLE_MIN_N elements first look for a tie among
+ * their first KWK_TIE_SAMPLE keys (a small hash set): one found means a tie
+ * for sure.  64 keys find a tie with ~98% odds on bf16-rounded float rows
+ * (about 500 distinct values in a binade) for ~100 ns a row. */
+enum { KWK_TIE_SAMPLE = 64, KWK_TIE_SAMPLE_MIN_N = 128, KWK_TIE_TABLE = 256 };
+
+static int sample_has_tie(const uint64_t *words, int ibits)
+{
+    uint64_t table[KWK_TIE_TABLE]; /* key + 1; 0 = empty (ibits >= 7: no overflow) */
+    memset(table, 0, sizeof table);
+    for (int j = 0; j < KWK_TIE_SAMPLE; ++j) {
+        const uint64_t k = (words[j] >> ibits) + 1;
+        unsigned h = (unsigned)((k * 0x9E3779B97F4A7C15ull) >> 56);
+        while (table[h] != 0) {
+            if (table[h] == k) return 1;
+            h = (h + 1) & (KWK_TIE_TABLE - 1);
+        }
+        table[h] = k;
+    }
+    return 0;
+}
+
+static int tie_expected(const uint64_t *words, int64_t n, const sort_row *r)
+{
+    if (r->hi - r->lo < (uint64_t)(n - 1)) return 1;
+    if (2 * r->ibits > r->rbits + 3) return 1;
+    return n >= KWK_TIE_SAMPLE_MIN_N && sample_has_tie(words, r->ibits);
+}
 
 static int impl_sort(int dtype, const void *src, int64_t outer, int64_t len,
                      int64_t inner, int64_t src_so, int64_t src_sl,
@@ -21,39 +241,70 @@ static int impl_sort(int dtype, const void *src, int64_t outer, int64_t len,
     const kwk_dtype_info info = KWK_DTYPES[dtype];
     const uint64_t flip = descending ? kwk_width_mask(info.key_bits) : 0;
     const int es = info.elem_size;
+    /* std::sort leaves rows of up to 16 elements to a stable insertion
+     * sort, so only longer rows can differ from index order */
+    const int torch_ties = order == KWK_ORDER_TORCH && len > KWK_STD_SORT_THRESHOLD;
     workspace ws;
     int status = workspace_init(&ws, len);
+    /* a third row of words, for the keys of rows too wide to pack */
+    uint64_t *keys = NULL;
     for (int64_t o = 0; status == KWK_OK && o < outer; ++o) {
         for (int64_t i = 0; i < inner; ++i) {
             out_row out = {
                 (const char *)src + (o * src_so + i * src_si) * es, src_sl * es,
                 values ? (char *)values + (o * dst_so + i * dst_si) * es : NULL,
                 indices ? indices + o * dst_so + i * dst_si : NULL, dst_sl, es, 0};
-            row_keys rk;
-            int rbits = load_row(&ws, dtype, out.row, len, out.step, flip, &rk);
-            if (rbits < 0) { status = KWK_E_NOMEM; break; }
-            /* std::sort leaves rows of up to 16 elements to a stable
-             * insertion sort, so only longer rows can differ from index order */
-            const int torch_ties = order == KWK_ORDER_TORCH && len > KWK_STD_SORT_THRESHOLD;
-            if (rk.packed) {
-                words_sort(ws.words, ws.tmp, len, rk.ibits, rbits);
-                if (!(torch_ties && has_adjacent_tie_words(&rk, ws.words, len))) {
-                    for (int64_t j = 0; j < len; ++j) emit(&out, j, word_index(&rk, ws.words[j]));
-                    continue;
-                }
-                if (records_from_words(&ws, &rk, len) != KWK_OK) { status = KWK_E_NOMEM; break; }
-            } else {
-                kvs_radix_sort(ws.kv, ws.kv_tmp, len);
-                if (!(torch_ties && has_adjacent_tie_kv(ws.kv, len))) {
-                    for (int64_t j = 0; j < len; ++j) emit(&out, j, ws.kv[j].idx);
-                    continue;
-                }
-                records_reset_order(ws.kv, len);
+            sort_row r;
+            sort_load(dtype, out.row, len, out.step, flip, ws.words, &r);
+            if (!r.packed) {
+                if (!keys) keys = (uint64_t *)malloc((size_t)len * sizeof(uint64_t));
+                if (!keys) { status = KWK_E_NOMEM; break; }
+                memcpy(keys, ws.words, (size_t)len * sizeof(uint64_t));
             }
-            emu_std_sort(ws.kv, len);
-            for (int64_t j = 0; j < len; ++j) emit(&out, j, ws.kv[j].idx);
+            if (r.packed) {
+                if (torch_ties && tie_expected(ws.words, len, &r)) {
+                    /* the stable sort would almost surely be thrown away */
+                    wemu_std_sort(ws.words, len, r.ibits);
+                    emit_words(&out, ws.words, len, r.mask);
+                    continue;
+                }
+                if (r.rbits > 0) words_sort_top_first(ws.words, ws.tmp, len, r.ibits, r.rbits);
+                row_keys rk = {1, r.ibits, r.lo, r.hi, r.mask};
+                if (torch_ties && has_adjacent_tie_words(&rk, ws.words, len)) {
+                    words_to_index_order(ws.words, ws.tmp, len, r.mask);
+                    wemu_std_sort(ws.tmp, len, r.ibits);
+                    emit_words(&out, ws.tmp, len, r.mask);
+                } else {
+                    emit_words(&out, ws.words, len, r.mask);
+                }
+                continue;
+            }
+            if (r.ibits <= 32) {
+                wide_sort(keys, ws.words, ws.tmp, len, &r);
+                if (torch_ties && has_adjacent_tie_wide(keys, ws.words, len, r.mask)) {
+                    rank_words_from_sorted(keys, ws.words, ws.tmp, len, r.ibits, r.mask);
+                    wemu_std_sort(ws.tmp, len, r.ibits);
+                    emit_words(&out, ws.tmp, len, r.mask);
+                } else {
+                    emit_words(&out, ws.words, len, r.mask);
+                }
+                continue;
+            }
+            /* rows of more than 2^32 elements: (key, index) records */
+            if (workspace_kv(&ws, len) != KWK_OK) { status = KWK_E_NOMEM; break; }
+            for (int64_t j = 0; j < len; ++j) {
+                ws.kv[j].key = keys[j];
+                ws.kv[j].idx = j;
+            }
+            kvs_radix_sort(ws.kv, ws.kv_tmp, len);
+            if (torch_ties && has_adjacent_tie_kv(ws.kv, len)) {
+                records_reset_order(ws.kv, len);
+                emu_std_sort(ws.kv, len);
+            }
+            emit_kvs(&out, ws.kv, len);
         }
     }
+    free(keys);
     workspace_free(&ws);
     return status;
 }

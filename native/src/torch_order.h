@@ -17,6 +17,7 @@
 #define KWK_TORCH_ORDER_H
 
 #include <stdint.h>
+#include <string.h>
 
 typedef struct {
     uint64_t key;
@@ -228,4 +229,442 @@ static void emu_nth_element(kwk_kv *first, int64_t nth, int64_t n)
 }
 
 #undef KV_LESS
+
+/* ------------------------------------------------------------------------
+ * The same std::sort emulation on packed words: w = key << ibits | index,
+ * compared by key alone (w >> ibits).  Half the bytes of a record, and a
+ * key comparison against a fixed word becomes a plain unsigned comparison
+ * against a threshold: key(w) < key(p) <=> w < (p & ~m), key(w) > key(p)
+ * <=> w > (p | m), m being the index mask.  Moves and their order are
+ * exactly those of the record version above (so of libstdc++).
+ * ---------------------------------------------------------------------- */
+
+#define WKEY_LESS(a, b, s) (((a) >> (s)) < ((b) >> (s)))
+
+static inline void w_swap(uint64_t *a, uint64_t *b)
+{
+    uint64_t t = *a;
+    *a = *b;
+    *b = t;
+}
+
+static void wemu_push_heap(uint64_t *first, int64_t hole, int64_t top, uint64_t value, int s)
+{
+    int64_t parent = (hole - 1) / 2;
+    while (hole > top && WKEY_LESS(first[parent], value, s)) {
+        first[hole] = first[parent];
+        hole = parent;
+        parent = (hole - 1) / 2;
+    }
+    first[hole] = value;
+}
+
+static void wemu_adjust_heap(uint64_t *first, int64_t hole, int64_t len, uint64_t value, int s)
+{
+    const int64_t top = hole;
+    int64_t child = hole;
+    while (child < (len - 1) / 2) {
+        child = 2 * (child + 1);
+        if (WKEY_LESS(first[child], first[child - 1], s)) --child;
+        first[hole] = first[child];
+        hole = child;
+    }
+    if ((len & 1) == 0 && child == (len - 2) / 2) {
+        child = 2 * (child + 1);
+        first[hole] = first[child - 1];
+        hole = child - 1;
+    }
+    wemu_push_heap(first, hole, top, value, s);
+}
+
+/* std::partial_sort(first, first + len, first + len): heap sort */
+static void wemu_heap_sort(uint64_t *first, int64_t len, int s)
+{
+    if (len < 2) return;
+    for (int64_t parent = (len - 2) / 2;; --parent) {
+        wemu_adjust_heap(first, parent, len, first[parent], s);
+        if (parent == 0) break;
+    }
+    while (len > 1) {
+        --len;
+        uint64_t value = first[len];
+        first[len] = first[0];
+        wemu_adjust_heap(first, 0, len, value, s);
+    }
+}
+
+/* __move_median_to_first, its three comparisons made unconditionally
+ * (they are pure) so the choice is data flow, not branches. */
+static inline void wemu_move_median_to_first(uint64_t *result, uint64_t *a, uint64_t *b, uint64_t *c, int s)
+{
+    const uint64_t ka = *a >> s, kb = *b >> s, kc = *c >> s;
+    const int ab = ka < kb, bc = kb < kc, ac = ka < kc;
+    uint64_t *if_ab = bc ? b : (ac ? c : a);
+    uint64_t *if_not_ab = ac ? a : (bc ? c : b);
+    w_swap(result, ab ? if_ab : if_not_ab);
+}
+
+enum { WEMU_BLOCK = 128 };
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+/* Candidate lists, as byte offsets (n <= 2 * WEMU_BLOCK; out has n + 8
+ * bytes).  list_up: offsets i < n with f[i] >= plo, ascending.  list_down:
+ * offsets i < n with l[-1 - i] <= phi, ascending (slots descending).
+ * AVX2: four words per compare (signed compare of sign-flipped words), the
+ * lanes of the 8- or 4-bit mask written from a table, the count advanced by its
+ * popcount; the remainder is done one by one. */
+#if defined(__AVX2__)
+static const uint32_t WEMU_LANES_UP[16] = {
+    0x00000000, 0x00000000, 0x00000001, 0x00000100, 0x00000002, 0x00000200,
+    0x00000201, 0x00020100, 0x00000003, 0x00000300, 0x00000301, 0x00030100,
+    0x00000302, 0x00030200, 0x00030201, 0x03020100};
+/* mask bit b (lane b = slot l-4-i+b) is offset i+3-b, listed by ascending
+ * offset, i.e. descending lane */
+static const uint32_t WEMU_LANES_DOWN[16] = {
+    0x00000000, 0x00000003, 0x00000002, 0x00000302, 0x00000001, 0x00000301,
+    0x00000201, 0x00030201, 0x00000000, 0x00000300, 0x00000200, 0x00030200,
+    0x00000100, 0x00030100, 0x00020100, 0x03020100};
+/* 8-lane versions for the block loop: bit b of the mask -> byte offset b
+ * (UP) or 7 - b listed by descending b (DOWN); generated. */
+static const uint64_t WEMU_LANES8_UP[256] = {
+    0x0000000000000000ull, 0x0000000000000000ull, 0x0000000000000001ull, 0x0000000000000100ull,
+    0x0000000000000002ull, 0x0000000000000200ull, 0x0000000000000201ull, 0x0000000000020100ull,
+    0x0000000000000003ull, 0x0000000000000300ull, 0x0000000000000301ull, 0x0000000000030100ull,
+    0x0000000000000302ull, 0x0000000000030200ull, 0x0000000000030201ull, 0x0000000003020100ull,
+    0x0000000000000004ull, 0x0000000000000400ull, 0x0000000000000401ull, 0x0000000000040100ull,
+    0x0000000000000402ull, 0x0000000000040200ull, 0x0000000000040201ull, 0x0000000004020100ull,
+    0x0000000000000403ull, 0x0000000000040300ull, 0x0000000000040301ull, 0x0000000004030100ull,
+    0x0000000000040302ull, 0x0000000004030200ull, 0x0000000004030201ull, 0x0000000403020100ull,
+    0x0000000000000005ull, 0x0000000000000500ull, 0x0000000000000501ull, 0x0000000000050100ull,
+    0x0000000000000502ull, 0x0000000000050200ull, 0x0000000000050201ull, 0x0000000005020100ull,
+    0x0000000000000503ull, 0x0000000000050300ull, 0x0000000000050301ull, 0x0000000005030100ull,
+    0x0000000000050302ull, 0x0000000005030200ull, 0x0000000005030201ull, 0x0000000503020100ull,
+    0x0000000000000504ull, 0x0000000000050400ull, 0x0000000000050401ull, 0x0000000005040100ull,
+    0x0000000000050402ull, 0x0000000005040200ull, 0x0000000005040201ull, 0x0000000504020100ull,
+    0x0000000000050403ull, 0x0000000005040300ull, 0x0000000005040301ull, 0x0000000504030100ull,
+    0x0000000005040302ull, 0x0000000504030200ull, 0x0000000504030201ull, 0x0000050403020100ull,
+    0x0000000000000006ull, 0x0000000000000600ull, 0x0000000000000601ull, 0x0000000000060100ull,
+    0x0000000000000602ull, 0x0000000000060200ull, 0x0000000000060201ull, 0x0000000006020100ull,
+    0x0000000000000603ull, 0x0000000000060300ull, 0x0000000000060301ull, 0x0000000006030100ull,
+    0x0000000000060302ull, 0x0000000006030200ull, 0x0000000006030201ull, 0x0000000603020100ull,
+    0x0000000000000604ull, 0x0000000000060400ull, 0x0000000000060401ull, 0x0000000006040100ull,
+    0x0000000000060402ull, 0x0000000006040200ull, 0x0000000006040201ull, 0x0000000604020100ull,
+    0x0000000000060403ull, 0x0000000006040300ull, 0x0000000006040301ull, 0x0000000604030100ull,
+    0x0000000006040302ull, 0x0000000604030200ull, 0x0000000604030201ull, 0x0000060403020100ull,
+    0x0000000000000605ull, 0x0000000000060500ull, 0x0000000000060501ull, 0x0000000006050100ull,
+    0x0000000000060502ull, 0x0000000006050200ull, 0x0000000006050201ull, 0x0000000605020100ull,
+    0x0000000000060503ull, 0x0000000006050300ull, 0x0000000006050301ull, 0x0000000605030100ull,
+    0x0000000006050302ull, 0x0000000605030200ull, 0x0000000605030201ull, 0x0000060503020100ull,
+    0x0000000000060504ull, 0x0000000006050400ull, 0x0000000006050401ull, 0x0000000605040100ull,
+    0x0000000006050402ull, 0x0000000605040200ull, 0x0000000605040201ull, 0x0000060504020100ull,
+    0x0000000006050403ull, 0x0000000605040300ull, 0x0000000605040301ull, 0x0000060504030100ull,
+    0x0000000605040302ull, 0x0000060504030200ull, 0x0000060504030201ull, 0x0006050403020100ull,
+    0x0000000000000007ull, 0x0000000000000700ull, 0x0000000000000701ull, 0x0000000000070100ull,
+    0x0000000000000702ull, 0x0000000000070200ull, 0x0000000000070201ull, 0x0000000007020100ull,
+    0x0000000000000703ull, 0x0000000000070300ull, 0x0000000000070301ull, 0x0000000007030100ull,
+    0x0000000000070302ull, 0x0000000007030200ull, 0x0000000007030201ull, 0x0000000703020100ull,
+    0x0000000000000704ull, 0x0000000000070400ull, 0x0000000000070401ull, 0x0000000007040100ull,
+    0x0000000000070402ull, 0x0000000007040200ull, 0x0000000007040201ull, 0x0000000704020100ull,
+    0x0000000000070403ull, 0x0000000007040300ull, 0x0000000007040301ull, 0x0000000704030100ull,
+    0x0000000007040302ull, 0x0000000704030200ull, 0x0000000704030201ull, 0x0000070403020100ull,
+    0x0000000000000705ull, 0x0000000000070500ull, 0x0000000000070501ull, 0x0000000007050100ull,
+    0x0000000000070502ull, 0x0000000007050200ull, 0x0000000007050201ull, 0x0000000705020100ull,
+    0x0000000000070503ull, 0x0000000007050300ull, 0x0000000007050301ull, 0x0000000705030100ull,
+    0x0000000007050302ull, 0x0000000705030200ull, 0x0000000705030201ull, 0x0000070503020100ull,
+    0x0000000000070504ull, 0x0000000007050400ull, 0x0000000007050401ull, 0x0000000705040100ull,
+    0x0000000007050402ull, 0x0000000705040200ull, 0x0000000705040201ull, 0x0000070504020100ull,
+    0x0000000007050403ull, 0x0000000705040300ull, 0x0000000705040301ull, 0x0000070504030100ull,
+    0x0000000705040302ull, 0x0000070504030200ull, 0x0000070504030201ull, 0x0007050403020100ull,
+    0x0000000000000706ull, 0x0000000000070600ull, 0x0000000000070601ull, 0x0000000007060100ull,
+    0x0000000000070602ull, 0x0000000007060200ull, 0x0000000007060201ull, 0x0000000706020100ull,
+    0x0000000000070603ull, 0x0000000007060300ull, 0x0000000007060301ull, 0x0000000706030100ull,
+    0x0000000007060302ull, 0x0000000706030200ull, 0x0000000706030201ull, 0x0000070603020100ull,
+    0x0000000000070604ull, 0x0000000007060400ull, 0x0000000007060401ull, 0x0000000706040100ull,
+    0x0000000007060402ull, 0x0000000706040200ull, 0x0000000706040201ull, 0x0000070604020100ull,
+    0x0000000007060403ull, 0x0000000706040300ull, 0x0000000706040301ull, 0x0000070604030100ull,
+    0x0000000706040302ull, 0x0000070604030200ull, 0x0000070604030201ull, 0x0007060403020100ull,
+    0x0000000000070605ull, 0x0000000007060500ull, 0x0000000007060501ull, 0x0000000706050100ull,
+    0x0000000007060502ull, 0x0000000706050200ull, 0x0000000706050201ull, 0x0000070605020100ull,
+    0x0000000007060503ull, 0x0000000706050300ull, 0x0000000706050301ull, 0x0000070605030100ull,
+    0x0000000706050302ull, 0x0000070605030200ull, 0x0000070605030201ull, 0x0007060503020100ull,
+    0x0000000007060504ull, 0x0000000706050400ull, 0x0000000706050401ull, 0x0000070605040100ull,
+    0x0000000706050402ull, 0x0000070605040200ull, 0x0000070605040201ull, 0x0007060504020100ull,
+    0x0000000706050403ull, 0x0000070605040300ull, 0x0000070605040301ull, 0x0007060504030100ull,
+    0x0000070605040302ull, 0x0007060504030200ull, 0x0007060504030201ull, 0x0706050403020100ull,
+};
+static const uint64_t WEMU_LANES8_DOWN[256] = {
+    0x0000000000000000ull, 0x0000000000000007ull, 0x0000000000000006ull, 0x0000000000000706ull,
+    0x0000000000000005ull, 0x0000000000000705ull, 0x0000000000000605ull, 0x0000000000070605ull,
+    0x0000000000000004ull, 0x0000000000000704ull, 0x0000000000000604ull, 0x0000000000070604ull,
+    0x0000000000000504ull, 0x0000000000070504ull, 0x0000000000060504ull, 0x0000000007060504ull,
+    0x0000000000000003ull, 0x0000000000000703ull, 0x0000000000000603ull, 0x0000000000070603ull,
+    0x0000000000000503ull, 0x0000000000070503ull, 0x0000000000060503ull, 0x0000000007060503ull,
+    0x0000000000000403ull, 0x0000000000070403ull, 0x0000000000060403ull, 0x0000000007060403ull,
+    0x0000000000050403ull, 0x0000000007050403ull, 0x0000000006050403ull, 0x0000000706050403ull,
+    0x0000000000000002ull, 0x0000000000000702ull, 0x0000000000000602ull, 0x0000000000070602ull,
+    0x0000000000000502ull, 0x0000000000070502ull, 0x0000000000060502ull, 0x0000000007060502ull,
+    0x0000000000000402ull, 0x0000000000070402ull, 0x0000000000060402ull, 0x0000000007060402ull,
+    0x0000000000050402ull, 0x0000000007050402ull, 0x0000000006050402ull, 0x0000000706050402ull,
+    0x0000000000000302ull, 0x0000000000070302ull, 0x0000000000060302ull, 0x0000000007060302ull,
+    0x0000000000050302ull, 0x0000000007050302ull, 0x0000000006050302ull, 0x0000000706050302ull,
+    0x0000000000040302ull, 0x0000000007040302ull, 0x0000000006040302ull, 0x0000000706040302ull,
+    0x0000000005040302ull, 0x0000000705040302ull, 0x0000000605040302ull, 0x0000070605040302ull,
+    0x0000000000000001ull, 0x0000000000000701ull, 0x0000000000000601ull, 0x0000000000070601ull,
+    0x0000000000000501ull, 0x0000000000070501ull, 0x0000000000060501ull, 0x0000000007060501ull,
+    0x0000000000000401ull, 0x0000000000070401ull, 0x0000000000060401ull, 0x0000000007060401ull,
+    0x0000000000050401ull, 0x0000000007050401ull, 0x0000000006050401ull, 0x0000000706050401ull,
+    0x0000000000000301ull, 0x0000000000070301ull, 0x0000000000060301ull, 0x0000000007060301ull,
+    0x0000000000050301ull, 0x0000000007050301ull, 0x0000000006050301ull, 0x0000000706050301ull,
+    0x0000000000040301ull, 0x0000000007040301ull, 0x0000000006040301ull, 0x0000000706040301ull,
+    0x0000000005040301ull, 0x0000000705040301ull, 0x0000000605040301ull, 0x0000070605040301ull,
+    0x0000000000000201ull, 0x0000000000070201ull, 0x0000000000060201ull, 0x0000000007060201ull,
+    0x0000000000050201ull, 0x0000000007050201ull, 0x0000000006050201ull, 0x0000000706050201ull,
+    0x0000000000040201ull, 0x0000000007040201ull, 0x0000000006040201ull, 0x0000000706040201ull,
+    0x0000000005040201ull, 0x0000000705040201ull, 0x0000000605040201ull, 0x0000070605040201ull,
+    0x0000000000030201ull, 0x0000000007030201ull, 0x0000000006030201ull, 0x0000000706030201ull,
+    0x0000000005030201ull, 0x0000000705030201ull, 0x0000000605030201ull, 0x0000070605030201ull,
+    0x0000000004030201ull, 0x0000000704030201ull, 0x0000000604030201ull, 0x0000070604030201ull,
+    0x0000000504030201ull, 0x0000070504030201ull, 0x0000060504030201ull, 0x0007060504030201ull,
+    0x0000000000000000ull, 0x0000000000000700ull, 0x0000000000000600ull, 0x0000000000070600ull,
+    0x0000000000000500ull, 0x0000000000070500ull, 0x0000000000060500ull, 0x0000000007060500ull,
+    0x0000000000000400ull, 0x0000000000070400ull, 0x0000000000060400ull, 0x0000000007060400ull,
+    0x0000000000050400ull, 0x0000000007050400ull, 0x0000000006050400ull, 0x0000000706050400ull,
+    0x0000000000000300ull, 0x0000000000070300ull, 0x0000000000060300ull, 0x0000000007060300ull,
+    0x0000000000050300ull, 0x0000000007050300ull, 0x0000000006050300ull, 0x0000000706050300ull,
+    0x0000000000040300ull, 0x0000000007040300ull, 0x0000000006040300ull, 0x0000000706040300ull,
+    0x0000000005040300ull, 0x0000000705040300ull, 0x0000000605040300ull, 0x0000070605040300ull,
+    0x0000000000000200ull, 0x0000000000070200ull, 0x0000000000060200ull, 0x0000000007060200ull,
+    0x0000000000050200ull, 0x0000000007050200ull, 0x0000000006050200ull, 0x0000000706050200ull,
+    0x0000000000040200ull, 0x0000000007040200ull, 0x0000000006040200ull, 0x0000000706040200ull,
+    0x0000000005040200ull, 0x0000000705040200ull, 0x0000000605040200ull, 0x0000070605040200ull,
+    0x0000000000030200ull, 0x0000000007030200ull, 0x0000000006030200ull, 0x0000000706030200ull,
+    0x0000000005030200ull, 0x0000000705030200ull, 0x0000000605030200ull, 0x0000070605030200ull,
+    0x0000000004030200ull, 0x0000000704030200ull, 0x0000000604030200ull, 0x0000070604030200ull,
+    0x0000000504030200ull, 0x0000070504030200ull, 0x0000060504030200ull, 0x0007060504030200ull,
+    0x0000000000000100ull, 0x0000000000070100ull, 0x0000000000060100ull, 0x0000000007060100ull,
+    0x0000000000050100ull, 0x0000000007050100ull, 0x0000000006050100ull, 0x0000000706050100ull,
+    0x0000000000040100ull, 0x0000000007040100ull, 0x0000000006040100ull, 0x0000000706040100ull,
+    0x0000000005040100ull, 0x0000000705040100ull, 0x0000000605040100ull, 0x0000070605040100ull,
+    0x0000000000030100ull, 0x0000000007030100ull, 0x0000000006030100ull, 0x0000000706030100ull,
+    0x0000000005030100ull, 0x0000000705030100ull, 0x0000000605030100ull, 0x0000070605030100ull,
+    0x0000000004030100ull, 0x0000000704030100ull, 0x0000000604030100ull, 0x0000070604030100ull,
+    0x0000000504030100ull, 0x0000070504030100ull, 0x0000060504030100ull, 0x0007060504030100ull,
+    0x0000000000020100ull, 0x0000000007020100ull, 0x0000000006020100ull, 0x0000000706020100ull,
+    0x0000000005020100ull, 0x0000000705020100ull, 0x0000000605020100ull, 0x0000070605020100ull,
+    0x0000000004020100ull, 0x0000000704020100ull, 0x0000000604020100ull, 0x0000070604020100ull,
+    0x0000000504020100ull, 0x0000070504020100ull, 0x0000060504020100ull, 0x0007060504020100ull,
+    0x0000000003020100ull, 0x0000000703020100ull, 0x0000000603020100ull, 0x0000070603020100ull,
+    0x0000000503020100ull, 0x0000070503020100ull, 0x0000060503020100ull, 0x0007060503020100ull,
+    0x0000000403020100ull, 0x0000070403020100ull, 0x0000060403020100ull, 0x0007060403020100ull,
+    0x0000050403020100ull, 0x0007050403020100ull, 0x0006050403020100ull, 0x0706050403020100ull,
+};
+#endif
+
+static inline int wemu_list_up(const uint64_t *f, int n, uint64_t plo, uint8_t *out)
+{
+    int c = 0, i = 0;
+#if defined(__AVX2__)
+    const __m256i sign = _mm256_set1_epi64x((long long)0x8000000000000000ull);
+    const __m256i p = _mm256_set1_epi64x((long long)(plo ^ 0x8000000000000000ull));
+    for (; i + 8 <= n; i += 8) {
+        const __m256i v0 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(f + i)), sign);
+        const __m256i v1 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(f + i + 4)), sign);
+        const unsigned mk = ~(unsigned)(_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(p, v0))) |
+                                        _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(p, v1))) << 4) & 255u;
+        const uint64_t lanes = WEMU_LANES8_UP[mk] + (uint64_t)i * 0x0101010101010101ull;
+        memcpy(out + c, &lanes, 8);
+        c += __builtin_popcount(mk);
+    }
+    for (; i + 4 <= n; i += 4) {
+        __m256i v = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(f + i)), sign);
+        int lt = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(p, v)));
+        int mk = ~lt & 15;
+        uint32_t lanes = WEMU_LANES_UP[mk] + (uint32_t)i * 0x01010101u;
+        memcpy(out + c, &lanes, 4);
+        c += __builtin_popcount((unsigned)mk);
+    }
+#endif
+    for (; i < n; ++i) {
+        out[c] = (uint8_t)i;
+        c += f[i] >= plo;
+    }
+    return c;
+}
+
+static inline int wemu_list_down(const uint64_t *l, int n, uint64_t phi, uint8_t *out)
+{
+    int c = 0, i = 0;
+#if defined(__AVX2__)
+    const __m256i sign = _mm256_set1_epi64x((long long)0x8000000000000000ull);
+    const __m256i p = _mm256_set1_epi64x((long long)(phi ^ 0x8000000000000000ull));
+    for (; i + 8 <= n; i += 8) {
+        const __m256i v0 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(l - 8 - i)), sign);
+        const __m256i v1 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(l - 4 - i)), sign);
+        const unsigned mk = ~(unsigned)(_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(v0, p))) |
+                                        _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(v1, p))) << 4) & 255u;
+        const uint64_t lanes = WEMU_LANES8_DOWN[mk] + (uint64_t)i * 0x0101010101010101ull;
+        memcpy(out + c, &lanes, 8);
+        c += __builtin_popcount(mk);
+    }
+    for (; i + 4 <= n; i += 4) {
+        __m256i v = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(l - 4 - i)), sign);
+        int gt = _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(v, p)));
+        int mk = ~gt & 15;
+        uint32_t lanes = WEMU_LANES_DOWN[mk] + (uint32_t)i * 0x01010101u;
+        memcpy(out + c, &lanes, 4);
+        c += __builtin_popcount((unsigned)mk);
+    }
+#endif
+    for (; i < n; ++i) {
+        out[c] = (uint8_t)i;
+        c += l[-1 - i] <= phi;
+    }
+    return c;
+}
+
+/* __unguarded_partition(first, last, pivot) without its data-dependent
+ * branches, giving the same arrangement and the same cut.
+ *
+ * Why it is the same: let L_1 < L_2 < ... be the positions in [first, last)
+ * whose key is >= the pivot's and R_1 > R_2 > ... those whose key is <= it,
+ * all taken in the array as it was on entry.  The loop's t-th left stop is
+ * L_t and its t-th right stop R_t for as long as L_t < R_t (positions
+ * between the two scans are untouched, and a swapped slot always stops the
+ * other scan), so it performs exactly the swaps (L_t, R_t) for t = 1..T,
+ * T the number of t with L_t < R_t, and returns min(L_{T+1}, R_T) (R_0 =
+ * last; a missing L_{T+1} counts as R_T: the left scan then stops at the
+ * slot that received a value >= pivot).
+ *
+ * So: take a block of WEMU_BLOCK slots from each end of the untouched
+ * region [f, l), list the candidates of each (branch-free), swap the first
+ * k = min(#left, #right) pairs (all valid: the blocks are disjoint), and
+ * shrink the region to what is still untouched.  A block whose candidates
+ * are used up is passed whole (its other slots would be passed by the scan
+ * anyway); otherwise the region restarts just after the last used
+ * candidate, whose unused successors are listed again.  When the region is
+ * at most two blocks long, list all its candidates and finish with the
+ * formula above (slots at or beyond l, and before f, stop the scans as the
+ * loop's sentinels would). */
+static uint64_t *wemu_unguarded_partition(uint64_t *first, uint64_t *last, uint64_t pivot, uint64_t m)
+{
+    const uint64_t plo = pivot & ~m, phi = pivot | m;
+    uint64_t *f = first, *l = last;
+    uint8_t lb[2 * WEMU_BLOCK + 8], rb[2 * WEMU_BLOCK + 8];
+    while (l - f > 2 * WEMU_BLOCK) {
+#if defined(__AVX2__)
+        /* both lists in one loop: two independent chains */
+        int nl = 0, nr = 0;
+        {
+            const __m256i sign = _mm256_set1_epi64x((long long)0x8000000000000000ull);
+            const __m256i pl = _mm256_set1_epi64x((long long)(plo ^ 0x8000000000000000ull));
+            const __m256i ph = _mm256_set1_epi64x((long long)(phi ^ 0x8000000000000000ull));
+            for (int i = 0; i < WEMU_BLOCK; i += 8) {
+                const __m256i vl0 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(f + i)), sign);
+                const __m256i vl1 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(f + i + 4)), sign);
+                const __m256i vr0 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(l - 8 - i)), sign);
+                const __m256i vr1 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(l - 4 - i)), sign);
+                const unsigned ml = ~(unsigned)(_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(pl, vl0))) |
+                                               _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(pl, vl1))) << 4) & 255u;
+                const unsigned mr = ~(unsigned)(_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(vr0, ph))) |
+                                               _mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(vr1, ph))) << 4) & 255u;
+                const uint64_t add = (uint64_t)i * 0x0101010101010101ull;
+                const uint64_t lanes_l = WEMU_LANES8_UP[ml] + add, lanes_r = WEMU_LANES8_DOWN[mr] + add;
+                memcpy(lb + nl, &lanes_l, 8);
+                memcpy(rb + nr, &lanes_r, 8);
+                nl += __builtin_popcount(ml);
+                nr += __builtin_popcount(mr);
+            }
+        }
+#else
+        const int nl = wemu_list_up(f, WEMU_BLOCK, plo, lb);
+        const int nr = wemu_list_down(l, WEMU_BLOCK, phi, rb);
+#endif
+        const int k = nl < nr ? nl : nr;
+        for (int t = 0; t < k; ++t) w_swap(f + lb[t], l - 1 - rb[t]);
+        uint64_t *nf = k == nl ? f + WEMU_BLOCK : (k ? f + lb[k - 1] + 1 : f);
+        uint64_t *nlast = k == nr ? l - WEMU_BLOCK : (k ? l - 1 - rb[k - 1] : l);
+        f = nf;
+        l = nlast;
+    }
+    const int n = (int)(l - f);
+    const int nl = wemu_list_up(f, n, plo, lb);
+    const int nr = wemu_list_down(l, n, phi, rb);
+    const int k = nl < nr ? nl : nr;
+    int t = 0;
+    while (t < k && f + lb[t] < l - 1 - rb[t]) {
+        w_swap(f + lb[t], l - 1 - rb[t]);
+        ++t;
+    }
+    uint64_t *cut = t < nl ? f + lb[t] : l;
+    if (t > 0 && l - 1 - rb[t - 1] < cut) cut = l - 1 - rb[t - 1];
+    return cut;
+}
+
+/* A stable sort by key of n <= 16 words: what the final insertion sort does
+ * to each leaf the introsort loop leaves (elements never cross leaves: the
+ * leaves are partitioned).  Each word's rank among (key, position) words. */
+static inline void wemu_leaf_sort(uint64_t *a, int64_t n, uint64_t m)
+{
+    if (n < 2) return;
+    uint64_t t[16], w[16];
+    for (int j = 0; j < 16; ++j) t[j] = ~(uint64_t)0;
+    for (int j = 0; j < n; ++j) { /* no memcpy call for a few words */
+        w[j] = a[j];
+        t[j] = (a[j] & ~m) | (uint64_t)j;
+    }
+#if defined(__AVX2__)
+    const __m256i sign = _mm256_set1_epi64x((long long)0x8000000000000000ull);
+    const __m256i t0 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(t + 0)), sign);
+    const __m256i t1 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(t + 4)), sign);
+    const __m256i t2 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(t + 8)), sign);
+    const __m256i t3 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(t + 12)), sign);
+    for (int i = 0; i < n; ++i) {
+        const __m256i b = _mm256_set1_epi64x((long long)(t[i] ^ 0x8000000000000000ull));
+        unsigned mk = (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(b, t0)));
+        mk |= (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(b, t1))) << 4;
+        mk |= (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(b, t2))) << 8;
+        mk |= (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(b, t3))) << 12;
+        a[__builtin_popcount(mk)] = w[i];
+    }
+#else
+    for (int i = 0; i < n; ++i) {
+        int r = 0;
+        for (int j = 0; j < 16; ++j) r += t[j] < t[i];
+        a[r] = w[i];
+    }
+#endif
+}
+
+static void wemu_introsort_loop(uint64_t *first, uint64_t *last, int64_t depth_limit, int s, uint64_t m)
+{
+    while (last - first > KWK_STD_SORT_THRESHOLD) {
+        if (depth_limit == 0) {
+            wemu_heap_sort(first, last - first, s);
+            return;
+        }
+        --depth_limit;
+        uint64_t *mid = first + (last - first) / 2;
+        wemu_move_median_to_first(first, first + 1, mid, last - 1, s);
+        uint64_t *cut = wemu_unguarded_partition(first + 1, last, *first, m);
+        wemu_introsort_loop(cut, last, depth_limit, s, m);
+        last = cut;
+    }
+    wemu_leaf_sort(first, last - first, m);
+}
+
+/* std::sort(first, first + n) on words whose low `ibits` bits are the
+ * index (ibits < 64). */
+static void wemu_std_sort(uint64_t *first, int64_t n, int ibits)
+{
+    if (n <= 0) return;
+    const uint64_t m = ibits >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << ibits) - 1);
+    /* the final insertion sort is done leaf by leaf inside the loop */
+    wemu_introsort_loop(first, first + n, floor_log2(n) * 2, ibits, m);
+}
+
+#undef WKEY_LESS
+
 #endif

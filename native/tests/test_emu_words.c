@@ -1,0 +1,63 @@
+/* test_emu_words.c - the word emulation of std::sort (wemu_std_sort) must
+ * make exactly the moves of the record emulation (emu_std_sort).
+ * gcc -O2 -std=c11 -Inative/include -o /tmp/test_emu native/tests/test_emu_words.c && /tmp/test_emu */
+#include <stdio.h>
+#include <stdlib.h>
+#include "../src/torch_order.h"
+
+void kwk_unused_nth(void) { emu_nth_element(NULL, 0, 0); }
+
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static uint64_t rnd(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return rng; }
+
+int main(int argc, char **argv)
+{
+    long trials = argc > 1 ? atol(argv[1]) : 20000;
+    enum { MAXN = 5000 };
+    static kwk_kv kv[MAXN];
+    static uint64_t w[MAXN];
+    long bad = 0;
+    for (long t = 0; t < trials; ++t) {
+        int64_t n = (int64_t)(rnd() % (t % 10 == 0 ? MAXN : 600));
+        int kind = (int)(rnd() % 8);
+        uint64_t distinct = 1 + rnd() % (kind < 4 ? 3 : n + 1);
+        for (int64_t i = 0; i < n; ++i) {
+            uint64_t k;
+            switch (kind) {
+            case 0: k = rnd() % distinct; break;
+            case 1: k = i / 7; break;                 /* sorted runs */
+            case 2: k = (n - i) / 5; break;           /* reversed runs */
+            case 3: k = i < n / 2 ? i : n - i; break; /* organ pipe */
+            case 4: k = 0; break;
+            case 5: k = (i * 7919) % (distinct ? distinct : 1); break;
+            case 6: k = (i & 1) ? rnd() % 4 : (uint64_t)(1000 - i % 3); break;
+            default: k = rnd() % (n + 1); break;
+            }
+            kv[i].key = k;
+            kv[i].idx = i;
+        }
+        int ibits = 0;
+        while (ibits < 64 && n > 1 && ((uint64_t)(n - 1) >> ibits) != 0) ++ibits;
+        for (int64_t i = 0; i < n; ++i) w[i] = kv[i].key << ibits | (uint64_t)i;
+        if (t % 3 == 0 && n > 0) {
+            /* a small depth limit exercises the heap sort fallback */
+            int64_t depth = (int64_t)(rnd() % 4);
+            uint64_t m = ibits ? (((uint64_t)1 << ibits) - 1) : 0;
+            emu_introsort_loop(kv, kv + n, depth);
+            emu_final_insertion_sort(kv, n);
+            wemu_introsort_loop(w, w + n, depth, ibits, m);
+        } else {
+            emu_std_sort(kv, n);
+            wemu_std_sort(w, n, ibits);
+        }
+        for (int64_t i = 0; i < n; ++i) {
+            uint64_t m = ibits ? (((uint64_t)1 << ibits) - 1) : 0;
+            if ((int64_t)(w[i] & m) != kv[i].idx) {
+                if (bad++ < 5) printf("mismatch trial %ld n %lld kind %d at %lld\n", t, (long long)n, kind, (long long)i);
+                break;
+            }
+        }
+    }
+    printf("emu words: %ld trials, bad %ld\n", trials, bad);
+    return bad != 0;
+}

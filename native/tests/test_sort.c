@@ -1,0 +1,328 @@
+/*
+ * test_sort.c - kwk_sort against simple references, every dtype, both
+ * directions, both orders, both CPU targets.
+ *
+ *   every length 0..1100 (step 1; argv[1] thins it) and lengths around
+ *   each switch point (16/17, 96/97, 256/257, 4096, 65536...), ten input
+ *   kinds.  ORDER_STABLE must equal a stable merge sort of the indices
+ *   under an independent comparator (floats via double: NaN last, -0 ==
+ *   +0).  ORDER_TORCH must be sorted, a permutation, carry the source bits,
+ *   and equal the record emulation of std::sort (emu_std_sort, checked
+ *   against torch) applied to (dense rank, index) records.  Output buffers
+ *   have poisoned red zones before and after, checked afterwards.
+ *
+ * Build and run (also with -fsanitize=address,undefined -g):
+ *   gcc -O2 -std=c11 -D_GNU_SOURCE -Inative/include -o /tmp/test_sort \
+ *       native/tests/test_sort.c native/src/dispatch.c \
+ *       native/src/targets/portable.c native/src/targets/avx2.c -lm && /tmp/test_sort
+ *   (/tmp/test_sort STEP BIG: lengths above 300 in steps of STEP, BIG=0
+ *   skips the lengths above 1100; the sanitizer run uses 8 1)
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "kwker.h"
+#include "../src/torch_order.h"
+
+static uint64_t rng = 0x243F6A8885A308D3ull;
+static uint64_t rnd(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return rng; }
+
+static const int ES[KWK_NUM_DTYPES] = {1, 1, 1, 2, 4, 8, 2, 4, 8, 2, 2, 4, 8};
+static const char *NAMES[KWK_NUM_DTYPES] = {"bool", "uint8", "int8", "int16", "int32", "int64", "uint16",
+                                            "uint32", "uint64", "float16", "bfloat16", "float32", "float64"};
+static int is_float(int dt) { return dt >= KWK_FLOAT16; }
+
+static uint64_t load_bits(const unsigned char *p, int es)
+{
+    uint64_t v = 0;
+    memcpy(&v, p, (size_t)es); /* little endian */
+    return v;
+}
+
+static double half_to_double(uint16_t h)
+{
+    int e = (h >> 10) & 31, m = h & 1023;
+    double v = e == 0 ? ldexp(m, -24) : (e == 31 ? (m ? NAN : INFINITY) : ldexp(m + 1024, e - 25));
+    return (h & 0x8000) ? -v : v;
+}
+
+/* Independent comparison class: -1 less, 0 equal, 1 greater (ascending). */
+typedef struct { int nan; double d; int64_t s; uint64_t u; } cval;
+static cval cval_of(int dt, uint64_t b)
+{
+    cval c = {0, 0, 0, 0};
+    switch (dt) {
+    case KWK_BOOL: c.u = (b & 0xFF) != 0; break;
+    case KWK_UINT8: case KWK_UINT16: case KWK_UINT32: case KWK_UINT64: c.u = b; break;
+    case KWK_INT8: c.s = (int8_t)b; break;
+    case KWK_INT16: c.s = (int16_t)b; break;
+    case KWK_INT32: c.s = (int32_t)b; break;
+    case KWK_INT64: c.s = (int64_t)b; break;
+    case KWK_FLOAT16: c.d = half_to_double((uint16_t)b); break;
+    case KWK_BFLOAT16: { uint32_t u = (uint32_t)b << 16; float f; memcpy(&f, &u, 4); c.d = f; break; }
+    case KWK_FLOAT32: { uint32_t u = (uint32_t)b; float f; memcpy(&f, &u, 4); c.d = f; break; }
+    default: { double f; memcpy(&f, &b, 8); c.d = f; break; }
+    }
+    if (is_float(dt) && isnan(c.d)) c.nan = 1;
+    return c;
+}
+static int ccmp(int dt, cval a, cval b)
+{
+    if (is_float(dt)) {
+        if (a.nan || b.nan) return a.nan - b.nan;
+        return (a.d > b.d) - (a.d < b.d);
+    }
+    if (dt == KWK_INT8 || dt == KWK_INT16 || dt == KWK_INT32 || dt == KWK_INT64) return (a.s > b.s) - (a.s < b.s);
+    return (a.u > b.u) - (a.u < b.u);
+}
+
+/* stable merge sort of idx[0..n) by cv[] under direction */
+static cval *g_cv; static int g_dt, g_desc;
+static int before(int64_t x, int64_t y) /* strict: x goes before y */
+{
+    int c = ccmp(g_dt, g_cv[x], g_cv[y]);
+    return g_desc ? c > 0 : c < 0;
+}
+static void merge_sort(int64_t *a, int64_t *t, int64_t n)
+{
+    if (n < 2) return;
+    int64_t h = n / 2;
+    merge_sort(a, t, h);
+    merge_sort(a + h, t, n - h);
+    int64_t i = 0, j = h, k = 0;
+    while (i < h && j < n) t[k++] = before(a[j], a[i]) ? a[j++] : a[i++];
+    while (i < h) t[k++] = a[i++];
+    while (j < n) t[k++] = a[j++];
+    memcpy(a, t, (size_t)n * sizeof(int64_t));
+}
+
+/* value bits for a numeric level in the dtype */
+static uint64_t from_double(int dt, double v)
+{
+    switch (dt) {
+    case KWK_BOOL: return v != 0;
+    case KWK_UINT8: return (uint8_t)(int64_t)fabs(v);
+    case KWK_INT8: return (uint8_t)(int8_t)(int64_t)v;
+    case KWK_INT16: return (uint16_t)(int16_t)(int64_t)v;
+    case KWK_INT32: return (uint32_t)(int32_t)(int64_t)v;
+    case KWK_INT64: return (uint64_t)(int64_t)v;
+    case KWK_UINT16: return (uint16_t)(int64_t)fabs(v);
+    case KWK_UINT32: return (uint32_t)(int64_t)fabs(v);
+    case KWK_UINT64: return (uint64_t)(int64_t)fabs(v);
+    case KWK_FLOAT16: { /* exact for small multiples of 1/4 below 512 */
+        float f = (float)v; uint32_t u; memcpy(&u, &f, 4);
+        uint16_t s = (uint16_t)((u >> 16) & 0x8000);
+        if (f == 0) return s;
+        int e = (int)((u >> 23) & 255) - 127 + 15;
+        if (e <= 0) return s; /* not produced by the generators */
+        if (e >= 31) return s | 0x7C00;
+        return s | (uint16_t)(e << 10) | (uint16_t)((u >> 13) & 1023);
+    }
+    case KWK_BFLOAT16: { float f = (float)v; uint32_t u; memcpy(&u, &f, 4); return u >> 16; }
+    case KWK_FLOAT32: { float f = (float)v; uint32_t u; memcpy(&u, &f, 4); return u; }
+    default: { uint64_t u; memcpy(&u, &v, 8); return u; }
+    }
+}
+
+static uint64_t nan_bits(int dt)
+{
+    uint64_t r = rnd();
+    switch (dt) {
+    case KWK_FLOAT16: return 0x7C01u | (r & 0x83FFu) | ((r >> 20) & 0x200);
+    case KWK_BFLOAT16: return 0x7F81u | (r & 0x807Fu);
+    case KWK_FLOAT32: return 0x7F800001u | (r & 0x807FFFFFu);
+    default: return 0x7FF0000000000001ull | (r & 0x800FFFFFFFFFFFFFull);
+    }
+}
+
+static uint64_t extreme_bits(int dt)
+{
+    int es = ES[dt];
+    uint64_t mx = es == 8 ? ~0ull : ((1ull << (8 * es)) - 1);
+    uint64_t choices[8];
+    if (is_float(dt)) {
+        double inf = INFINITY;
+        choices[0] = from_double(dt, inf); choices[1] = from_double(dt, -inf);
+        choices[2] = dt == KWK_FLOAT16 ? 0x7BFF : (dt == KWK_BFLOAT16 ? 0x7F7F : (dt == KWK_FLOAT32 ? 0x7F7FFFFF : 0x7FEFFFFFFFFFFFFFull));
+        choices[3] = choices[2] | (1ull << (8 * es - 1));
+        choices[4] = 1; /* smallest denormal */
+        choices[5] = 1 | (1ull << (8 * es - 1));
+        choices[6] = 0; choices[7] = 1ull << (8 * es - 1);
+    } else {
+        choices[0] = 0; choices[1] = mx; choices[2] = mx >> 1; choices[3] = (mx >> 1) + 1;
+        choices[4] = 1; choices[5] = mx - 1; choices[6] = 2; choices[7] = (mx >> 1) - 1;
+        if (dt == KWK_BOOL) for (int i = 0; i < 8; ++i) choices[i] &= 1;
+    }
+    return choices[rnd() % 8];
+}
+
+enum { K_RANDOM, K_EQUAL, K_TWO, K_SORTED, K_REVERSED, K_ORGAN, K_FEW, K_NAN, K_ZEROS, K_EXTREME, NKINDS };
+static const char *KIND_NAMES[NKINDS] = {"random", "equal", "two", "sorted", "reversed", "organ", "few", "nan", "zeros", "extreme"};
+
+static void fill(int dt, int kind, int64_t n, unsigned char *x)
+{
+    const int es = ES[dt];
+    const uint64_t c0 = rnd(), c1 = rnd();
+    for (int64_t i = 0; i < n; ++i) {
+        uint64_t b;
+        switch (kind) {
+        case K_RANDOM: b = rnd(); if (dt == KWK_BOOL) b &= 1; break;
+        case K_EQUAL: b = from_double(dt, (double)(c0 % 7)); break;
+        case K_TWO: b = from_double(dt, (double)((rnd() & 1) ? 3 : 5)); break;
+        case K_SORTED: b = from_double(dt, (double)(i / 3 % 120)); break;
+        case K_REVERSED: b = from_double(dt, (double)((n - i) / 2 % 120)); break;
+        case K_ORGAN: b = from_double(dt, (double)((i < n / 2 ? i : n - i) % 120)); break;
+        case K_FEW: b = from_double(dt, (double)(rnd() % (1 + c1 % 8)) - 2.0); break;
+        case K_NAN:
+            b = is_float(dt) && rnd() % 3 == 0 ? nan_bits(dt) : from_double(dt, (double)(int64_t)(rnd() % 50) - 20.0);
+            break;
+        case K_ZEROS: {
+            uint64_t r = rnd() % 5;
+            double v = r == 0 ? 0.0 : r == 1 ? -0.0 : r == 2 ? 0.25 : r == 3 ? -0.25 : -1.0;
+            b = from_double(dt, v);
+            break;
+        }
+        default: b = rnd() % 3 ? extreme_bits(dt) : rnd(); if (dt == KWK_BOOL) b &= 1; break;
+        }
+        memcpy(x + i * es, &b, (size_t)es);
+    }
+}
+
+enum { RED = 64 };
+static long failures, checks;
+
+static void fail(const char *what, int dt, int kind, int64_t n, int desc, int order)
+{
+    if (failures++ < 20)
+        printf("FAIL %s: %s kind=%s n=%lld desc=%d order=%s target=%s\n", what, NAMES[dt], KIND_NAMES[kind],
+               (long long)n, desc, order ? "torch" : "stable", kwk_target());
+}
+
+static void check_case(int dt, int kind, int64_t n)
+{
+    const int es = ES[dt];
+    unsigned char *x = malloc((size_t)(n ? n : 1) * es);
+    unsigned char *vbuf = malloc((size_t)n * es + 2 * RED);
+    unsigned char *ibuf = malloc((size_t)n * 8 + 2 * RED);
+    int64_t *ref = malloc((size_t)(n ? n : 1) * 8), *tmp = malloc((size_t)(n ? n : 1) * 8);
+    cval *cv = malloc((size_t)(n ? n : 1) * sizeof(cval));
+    kwk_kv *kv = malloc((size_t)(n ? n : 1) * sizeof(kwk_kv));
+    fill(dt, kind, n, x);
+    for (int64_t i = 0; i < n; ++i) cv[i] = cval_of(dt, load_bits(x + i * es, es));
+    for (int desc = 0; desc < 2; ++desc) {
+        g_cv = cv; g_dt = dt; g_desc = desc;
+        for (int64_t i = 0; i < n; ++i) ref[i] = i;
+        merge_sort(ref, tmp, n);
+        int tie = 0;
+        for (int64_t i = 1; i < n; ++i) tie |= !before(ref[i - 1], ref[i]);
+        for (int order = 0; order < 2; ++order) {
+            memset(vbuf, 0xA5, (size_t)n * es + 2 * RED);
+            memset(ibuf, 0x5A, (size_t)n * 8 + 2 * RED);
+            int64_t *oi = (int64_t *)(ibuf + RED);
+            unsigned char *ov = vbuf + RED;
+            int st = kwk_sort(dt, x, 1, n, 1, n, 1, 1, ov, oi, n, 1, 1, desc, order);
+            ++checks;
+            if (n == 0) { if (st != KWK_OK && st != KWK_E_ARG) fail("status", dt, kind, n, desc, order); }
+            else if (st != KWK_OK) { fail("status", dt, kind, n, desc, order); continue; }
+            for (int r = 0; r < RED; ++r)
+                if (vbuf[r] != 0xA5 || vbuf[RED + n * es + r] != 0xA5 || ibuf[r] != 0x5A || ibuf[RED + n * 8 + r] != 0x5A) {
+                    fail("red zone", dt, kind, n, desc, order);
+                    break;
+                }
+            if (n == 0) continue;
+            const int64_t *expect = ref;
+            if (order == KWK_ORDER_TORCH && tie && n > KWK_STD_SORT_THRESHOLD) {
+                /* (dense rank, index) records through the record emulation */
+                for (int64_t i = 0, rank = 0; i < n; ++i) {
+                    if (i > 0 && before(ref[i - 1], ref[i])) ++rank;
+                    kv[ref[i]].key = (uint64_t)rank;
+                    kv[ref[i]].idx = ref[i];
+                }
+                emu_std_sort(kv, n);
+                for (int64_t i = 0; i < n; ++i) tmp[i] = kv[i].idx;
+                expect = tmp;
+            }
+            int bad_idx = 0, bad_val = 0;
+            for (int64_t i = 0; i < n; ++i) {
+                if (oi[i] != expect[i]) bad_idx = 1;
+                if (oi[i] < 0 || oi[i] >= n) { bad_idx = 1; break; }
+                if (memcmp(ov + i * es, x + oi[i] * es, (size_t)es) != 0) bad_val = 1;
+                if (i > 0 && before(oi[i], oi[i - 1])) bad_idx = 1;
+            }
+            if (bad_idx) fail("indices", dt, kind, n, desc, order);
+            if (bad_val) fail("values", dt, kind, n, desc, order);
+            /* indices only / values only */
+            if ((n % 7) == 3) {
+                int64_t *oi2 = malloc((size_t)n * 8);
+                unsigned char *ov2 = malloc((size_t)n * es);
+                if (kwk_sort(dt, x, 1, n, 1, n, 1, 1, NULL, oi2, n, 1, 1, desc, order) != KWK_OK ||
+                    memcmp(oi2, oi, (size_t)n * 8) != 0)
+                    fail("indices-only", dt, kind, n, desc, order);
+                if (kwk_sort(dt, x, 1, n, 1, n, 1, 1, ov2, NULL, n, 1, 1, desc, order) != KWK_OK ||
+                    memcmp(ov2, ov, (size_t)n * es) != 0)
+                    fail("values-only", dt, kind, n, desc, order);
+                free(oi2);
+                free(ov2);
+            }
+        }
+    }
+    free(x); free(vbuf); free(ibuf); free(ref); free(tmp); free(cv); free(kv);
+}
+
+/* several rows in one call, strided source and output (inner = 2) */
+static void check_strided(int dt, int64_t n)
+{
+    const int es = ES[dt];
+    const int64_t outer = 3, inner = 2, total = outer * n * inner;
+    unsigned char *x = malloc((size_t)(total ? total : 1) * es);
+    unsigned char *v = malloc((size_t)(total ? total : 1) * es), *v1 = malloc((size_t)(n ? n : 1) * es);
+    int64_t *ix = malloc((size_t)(total ? total : 1) * 8), *i1 = malloc((size_t)(n ? n : 1) * 8);
+    unsigned char *row = malloc((size_t)(n ? n : 1) * es);
+    fill(dt, K_FEW, total, x);
+    for (int order = 0; order < 2; ++order) {
+        if (kwk_sort(dt, x, outer, n, inner, n * inner, inner, 1, v, ix, n * inner, inner, 1, 1, order) != KWK_OK) {
+            fail("strided status", dt, K_FEW, n, 1, order);
+            continue;
+        }
+        for (int64_t o = 0; o < outer; ++o)
+            for (int64_t i = 0; i < inner; ++i) {
+                for (int64_t j = 0; j < n; ++j) memcpy(row + j * es, x + ((o * n + j) * inner + i) * es, (size_t)es);
+                kwk_sort(dt, row, 1, n, 1, n, 1, 1, v1, i1, n, 1, 1, 1, order);
+                for (int64_t j = 0; j < n; ++j)
+                    if (ix[(o * n + j) * inner + i] != i1[j] ||
+                        memcmp(v + ((o * n + j) * inner + i) * es, v1 + j * es, (size_t)es)) {
+                        fail("strided", dt, K_FEW, n, 1, order);
+                        o = outer; i = inner;
+                        break;
+                    }
+            }
+    }
+    free(x); free(v); free(v1); free(ix); free(i1); free(row);
+}
+
+int main(int argc, char **argv)
+{
+    const int step = argc > 1 ? atoi(argv[1]) : 1;
+    const int big = argc > 2 ? atoi(argv[2]) : 1;
+    static const int64_t SWITCH[] = {1101, 1500, 2047, 2048, 2049, 4095, 4096, 4097, 10007, 65535, 65536, 65537, 140000};
+    const char *targets[] = {"portable", "avx2"};
+    for (int t = 0; t < 2; ++t) {
+        if (kwk_set_target(targets[t]) != KWK_OK) {
+            printf("target %s not available here, skipped\n", targets[t]);
+            continue;
+        }
+        long before_f = failures, before_c = checks;
+        for (int dt = 0; dt < KWK_NUM_DTYPES; ++dt) {
+            for (int64_t n = 0; n <= 1100; n += (n < 300 ? 1 : step))
+                for (int kind = 0; kind < NKINDS; ++kind) check_case(dt, kind, n);
+            for (size_t s = 0; big && s < sizeof SWITCH / sizeof SWITCH[0]; ++s)
+                for (int kind = 0; kind < NKINDS; ++kind)
+                    if (SWITCH[s] < 20000 || kind % 3 == 0) check_case(dt, kind, SWITCH[s]);
+            for (int64_t n = 0; n < 300; n += 17) check_strided(dt, n);
+        }
+        printf("target %s: %ld checks, %ld failures\n", kwk_target(), checks - before_c, failures - before_f);
+    }
+    printf("%s\n", failures ? "FAILED" : "ok");
+    return failures != 0;
+}
