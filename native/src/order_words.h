@@ -22,19 +22,6 @@ enum { KWK_INSERTION_MAX = 32 };
 /* Radix digit width. */
 enum { KWK_DIGIT_BITS = 8, KWK_BUCKETS = 1 << KWK_DIGIT_BITS };
 
-static void words_insertion_sort(uint64_t *a, int64_t n)
-{
-    for (int64_t i = 1; i < n; ++i) {
-        uint64_t v = a[i];
-        int64_t j = i;
-        while (j > 0 && a[j - 1] > v) {
-            a[j] = a[j - 1];
-            --j;
-        }
-        a[j] = v;
-    }
-}
-
 /* Stable LSD radix sort of a[0..n) on bits [lo, lo + bits); tmp holds n
  * words.  Digits every element shares are skipped.  Long rows use up to
  * KWK_WIDE_DIGIT_BITS-bit digits (one pass fewer for 32-bit keys: the
