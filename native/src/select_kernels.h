@@ -50,8 +50,12 @@ static int topk_row_general(workspace *ws, int dtype, const out_row *out, int64_
     return KWK_OK;
 }
 
+/* Rows up to this long take the in-memory path for small m. */
+enum { SW_CAND_MAX = 1 << 16 };
+
 /* How a topk call handles its rows (chosen once per call). */
 enum {
+    TK_CAND,        /* top m <= SW_LANES in memory; ties in torch order redone */
     TK_HEAP_TORCH,  /* k*64 <= len, torch order: partial_sort, streamed */
     TK_LIST,        /* top m (m <= SW_LIST_MAX) by (key, index), streamed */
     TK_HEAP_STABLE, /* stable order, k small next to len: streamed heap */
@@ -74,18 +78,26 @@ enum {
         const int heap_path = k * 64 <= len;                                  \
         int64_t m = torch ? (k < len ? k + 1 : len) : k;                      \
         int mode;                                                             \
-        if (heap_path && torch) { mode = TK_HEAP_TORCH; m = k; }              \
-        else if (torch && !sorted) mode = TK_EMULATE;                         \
+        if (torch && !sorted && !heap_path) mode = TK_EMULATE;                \
+        else if (m <= SW_LANES && len <= SW_CAND_MAX) mode = TK_CAND;         \
+        else if (heap_path && torch) { mode = TK_HEAP_TORCH; m = k; }         \
         else if (m <= SW_LIST_MAX) mode = TK_LIST;                            \
         else if (!torch && k * 16 <= len) { mode = TK_HEAP_STABLE; m = k; }   \
         else mode = TK_GENERAL;                                               \
         UT buf[SW_BLOCK];                                                     \
         kwk_kv *h = NULL, *kv = NULL;                                         \
+        UT *keys = NULL;                                                      \
+        int64_t *cand = NULL;                                                 \
         workspace ws;                                                         \
         int have_ws = 0, status = KWK_OK;                                     \
-        if (mode == TK_HEAP_TORCH || mode == TK_LIST || mode == TK_HEAP_STABLE) { \
-            h = (kwk_kv *)malloc((size_t)m * sizeof(kwk_kv));                 \
+        if (mode != TK_GENERAL && mode != TK_EMULATE) {                       \
+            h = (kwk_kv *)malloc((size_t)(k + 1) * sizeof(kwk_kv));           \
             if (!h) return KWK_E_NOMEM;                                       \
+        }                                                                     \
+        if (mode == TK_CAND) {                                                \
+            keys = (UT *)malloc((size_t)len * sizeof(UT));                    \
+            cand = (int64_t *)malloc((size_t)len * sizeof(int64_t));          \
+            if (!keys || !cand) { free(h); free(keys); free(cand); return KWK_E_NOMEM; } \
         }                                                                     \
         for (int64_t o = 0; status == KWK_OK && o < outer; ++o) {             \
             for (int64_t i = 0; i < inner; ++i) {                             \
@@ -95,7 +107,20 @@ enum {
                     indices ? indices + o * dst_so + i * dst_si : NULL, dst_sl, es, \
                     dtype == KWK_BFLOAT16};                                   \
                 int emulate = mode == TK_EMULATE;                             \
-                if (mode == TK_HEAP_TORCH) {                                  \
+                if (mode == TK_CAND) {                                        \
+                    g(out.row, out.step, len, flip, keys);                    \
+                    sw_top_small_##SUF(keys, len, m, h, cand);                \
+                    if (torch) {                                              \
+                        int tie = 0;                                          \
+                        for (int64_t j = 1; j < m; ++j) tie |= h[j].key == h[j - 1].key; \
+                        if (tie && heap_path) {                               \
+                            /* exact partial_sort, streamed */                \
+                            sw_heap_torch_##SUF(g, out.row, out.step, len, k, flip, h, buf); \
+                        } else {                                              \
+                            emulate = tie;                                    \
+                        }                                                     \
+                    }                                                         \
+                } else if (mode == TK_HEAP_TORCH) {                           \
                     sw_heap_torch_##SUF(g, out.row, out.step, len, k, flip, h, buf); \
                 } else if (mode == TK_LIST) {                                 \
                     sw_list_stable_##SUF(g, out.row, out.step, len, m, flip, h, buf); \
@@ -135,6 +160,8 @@ enum {
         if (have_ws) workspace_free(&ws);                                     \
         free(h);                                                              \
         free(kv);                                                             \
+        free(keys);                                                           \
+        free(cand);                                                           \
         return status;                                                        \
     }
 

@@ -40,6 +40,8 @@ enum { SW_BLOCK = 64 };
 enum { SW_SMALL = 32 };
 /* Streaming top-m keeps a sorted list up to this size, a heap above it. */
 enum { SW_LIST_MAX = 16 };
+/* Lanes of the lane-minimum threshold: m <= SW_LANES. */
+enum { SW_LANES = 16 };
 
 /* ------------------------------------------------------------ keys */
 
@@ -174,6 +176,42 @@ static void sw_insertion_sort_kv(kwk_kv *a, int64_t n)
     }
 }
 
+/* Insertion sort of unique words. */
+static void sw_sort_words(uint64_t *a, int64_t n)
+{
+    for (int64_t i = 1; i < n; ++i) {
+        uint64_t v = a[i];
+        int64_t j = i;
+        while (j > 0 && a[j - 1] > v) {
+            a[j] = a[j - 1];
+            --j;
+        }
+        a[j] = v;
+    }
+}
+
+/* h[0..m) = the m smallest of n unique words key << 32 | index, in order,
+ * as records (m <= SW_LANES <= n). */
+static void sw_smallest_words(const uint64_t *w, int64_t n, int64_t m, kwk_kv *h)
+{
+    /* a sorted register file b[0..m): each word sinks through it with
+     * min/max pairs, no data-dependent branch */
+    uint64_t b[SW_LANES];
+    for (int64_t i = 0; i < m; ++i) b[i] = ~(uint64_t)0;
+    for (int64_t j = 0; j < n; ++j) {
+        uint64_t x = w[j];
+        for (int64_t i = 0; i < m; ++i) {
+            const uint64_t y = b[i];
+            b[i] = y < x ? y : x;
+            x = y < x ? x : y;
+        }
+    }
+    for (int64_t i = 0; i < m; ++i) {
+        h[i].key = b[i] >> 32;
+        h[i].idx = (int64_t)(b[i] & 0xFFFFFFFFu);
+    }
+}
+
 /* -------------------------------------------- streaming selections */
 
 /* For each key type: the streaming selections over a row, reading keys
@@ -301,6 +339,167 @@ SW_DEFINE_STREAM(uint16_t, u16)
 SW_DEFINE_STREAM(uint32_t, u32)
 SW_DEFINE_STREAM(uint64_t, u64)
 
+/* ------------------------------------------- in-memory top m (small m) */
+
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+/* cand[0..c) = the j < len with key[j] <= t, in index order; returns c. */
+#define SW_DEFINE_COMPACT_PORTABLE(UT, SUF)                                   \
+    static int64_t sw_compact_le_##SUF(const UT *key, int64_t len, UT t, int64_t *cand) \
+    {                                                                         \
+        int64_t c = 0;                                                        \
+        for (int64_t j = 0; j < len; ++j) {                                   \
+            cand[c] = j;                                                      \
+            c += key[j] <= t;                                                 \
+        }                                                                     \
+        return c;                                                             \
+    }
+SW_DEFINE_COMPACT_PORTABLE(uint8_t, u8)
+SW_DEFINE_COMPACT_PORTABLE(uint16_t, u16)
+SW_DEFINE_COMPACT_PORTABLE(uint64_t, u64)
+#if defined(__AVX2__)
+static int64_t sw_compact_le_u32(const uint32_t *key, int64_t len, uint32_t t, int64_t *cand)
+{
+    /* unsigned x <= t  <=>  !(signed (x ^ sign) > signed (t ^ sign)) */
+    const __m256i sign = _mm256_set1_epi32((int)0x80000000u);
+    const __m256i tt = _mm256_set1_epi32((int)(t ^ 0x80000000u));
+    int64_t c = 0, j = 0;
+    for (; j + 8 <= len; j += 8) {
+        __m256i v = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(key + j)), sign);
+        unsigned mask = ~(unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(v, tt))) & 0xFFu;
+        while (mask) {
+            cand[c++] = j + __builtin_ctz(mask);
+            mask &= mask - 1;
+        }
+    }
+    for (; j < len; ++j) {
+        cand[c] = j;
+        c += key[j] <= t;
+    }
+    return c;
+}
+#else
+SW_DEFINE_COMPACT_PORTABLE(uint32_t, u32)
+#endif
+
+/* sw_top_small_<SUF>(key, len, m, h, cand): h[0..m) = the m smallest
+ * (key, index) records of key[0..len) in order; 0 < m <= SW_LANES,
+ * m <= len; cand holds len indices.  The m-th smallest of SW_LANES lane
+ * minima bounds the m-th smallest key from above, so the keys at or below
+ * it are all the candidates there are. */
+#define SW_DEFINE_TOP_SMALL(UT, SUF)                                          \
+    static void sw_top_small_##SUF(const UT *key, int64_t len, int64_t m, kwk_kv *h, \
+                                   int64_t *cand)                             \
+    {                                                                         \
+        /* keys of at most 32 bits travel as words key << 32 | index: one    \
+         * integer compare, and no 16-byte record moves */                    \
+        const int words = sizeof(UT) <= 4 && len <= (int64_t)UINT32_MAX;      \
+        uint64_t w[2 * SW_LANES];                                             \
+        if (len <= 2 * SW_LANES) {                                            \
+            if (words) {                                                      \
+                for (int64_t j = 0; j < len; ++j) w[j] = (uint64_t)key[j] << 32 | (uint64_t)j; \
+                sw_smallest_words(w, len, m, h);                              \
+                return;                                                       \
+            }                                                                 \
+            kwk_kv all[2 * SW_LANES];                                         \
+            for (int64_t j = 0; j < len; ++j) {                               \
+                all[j].key = key[j];                                          \
+                all[j].idx = j;                                               \
+            }                                                                 \
+            sw_insertion_sort_kv(all, len);                                   \
+            memcpy(h, all, (size_t)m * sizeof(kwk_kv));                       \
+            return;                                                           \
+        }                                                                     \
+        UT mn[SW_LANES];                                                      \
+        for (int l = 0; l < SW_LANES; ++l) mn[l] = key[l];                    \
+        int64_t j = SW_LANES;                                                 \
+        for (; j + SW_LANES <= len; j += SW_LANES)                            \
+            for (int l = 0; l < SW_LANES; ++l) mn[l] = key[j + l] < mn[l] ? key[j + l] : mn[l]; \
+        for (int l = 0; j < len; ++j, ++l) mn[l] = key[j] < mn[l] ? key[j] : mn[l]; \
+        /* t = the m-th smallest lane minimum: the largest one with fewer   \
+         * than m minima below it (counted without branches) */               \
+        UT t = 0;                                                             \
+        for (int a = 0; a < SW_LANES; ++a) {                                  \
+            int below = 0;                                                    \
+            for (int b = 0; b < SW_LANES; ++b) below += mn[b] < mn[a];        \
+            t = (below < m && mn[a] > t) ? mn[a] : t;                         \
+        }                                                                     \
+        const int64_t c = sw_compact_le_##SUF(key, len, t, cand);             \
+        /* stable top m of the candidates (c >= m): a sorted list */          \
+        if (words && c <= 2 * SW_LANES) {                                     \
+            for (int64_t i = 0; i < c; ++i) w[i] = (uint64_t)key[cand[i]] << 32 | (uint64_t)cand[i]; \
+            sw_smallest_words(w, c, m, h);                                    \
+            return;                                                           \
+        }                                                                     \
+        if (words) {                                                          \
+            for (int64_t i = 0; i < m; ++i) w[i] = (uint64_t)key[cand[i]] << 32 | (uint64_t)cand[i]; \
+            sw_sort_words(w, m);                                              \
+            uint64_t thr = w[m - 1];                                          \
+            for (int64_t i = m; i < c; ++i) {                                 \
+                const uint64_t x = (uint64_t)key[cand[i]] << 32 | (uint64_t)cand[i]; \
+                if (x < thr) {                                                \
+                    int64_t p = m - 1;                                        \
+                    while (p > 0 && w[p - 1] > x) {                           \
+                        w[p] = w[p - 1];                                      \
+                        --p;                                                  \
+                    }                                                         \
+                    w[p] = x;                                                 \
+                    thr = w[m - 1];                                           \
+                }                                                             \
+            }                                                                 \
+            for (int64_t i = 0; i < m; ++i) {                                 \
+                h[i].key = w[i] >> 32;                                        \
+                h[i].idx = (int64_t)(w[i] & 0xFFFFFFFFu);                     \
+            }                                                                 \
+            return;                                                           \
+        }                                                                     \
+        for (int64_t i = 0; i < m; ++i) {                                     \
+            h[i].key = key[cand[i]];                                          \
+            h[i].idx = cand[i];                                               \
+        }                                                                     \
+        sw_insertion_sort_kv(h, m);                                           \
+        UT thr = (UT)h[m - 1].key;                                            \
+        for (int64_t i = m; i < c; ++i) {                                     \
+            const UT x = key[cand[i]];                                        \
+            if (x < thr) {                                                    \
+                int64_t p = m - 1;                                            \
+                while (p > 0 && (UT)h[p - 1].key > x) {                       \
+                    h[p] = h[p - 1];                                          \
+                    --p;                                                      \
+                }                                                             \
+                h[p] = (kwk_kv){x, cand[i]};                                  \
+                thr = (UT)h[m - 1].key;                                       \
+            }                                                                 \
+        }                                                                     \
+    }
+
+/* insertion sort of bare keys (samples, lane minima) */
+#define SW_DEFINE_SORT_KEYS(UT, SUF)                                          \
+    static void sw_sort_keys_##SUF(UT *a, int64_t n)                          \
+    {                                                                         \
+        for (int64_t i = 1; i < n; ++i) {                                     \
+            UT v = a[i];                                                      \
+            int64_t j = i;                                                    \
+            while (j > 0 && a[j - 1] > v) {                                   \
+                a[j] = a[j - 1];                                              \
+                --j;                                                          \
+            }                                                                 \
+            a[j] = v;                                                         \
+        }                                                                     \
+    }
+
+SW_DEFINE_SORT_KEYS(uint8_t, u8)
+SW_DEFINE_SORT_KEYS(uint16_t, u16)
+SW_DEFINE_SORT_KEYS(uint32_t, u32)
+SW_DEFINE_SORT_KEYS(uint64_t, u64)
+SW_DEFINE_TOP_SMALL(uint8_t, u8)
+SW_DEFINE_TOP_SMALL(uint16_t, u16)
+SW_DEFINE_TOP_SMALL(uint32_t, u32)
+SW_DEFINE_TOP_SMALL(uint64_t, u64)
+
 /* ------------------------------------------------------ rank select */
 
 /* Scratch for sw_rank_*: two (key, index) arrays of n for the survivors
@@ -352,19 +551,6 @@ static inline int64_t sw_sample_size(int64_t m)
  * rank r (0 <= r < n) among all (key, index) pairs; -1 when out of memory.
  * key[] is left untouched. */
 #define SW_DEFINE_RANK(UT, SUF)                                               \
-    static void sw_sort_keys_##SUF(UT *a, int64_t n)                          \
-    {                                                                         \
-        for (int64_t i = 1; i < n; ++i) {                                     \
-            UT v = a[i];                                                      \
-            int64_t j = i;                                                    \
-            while (j > 0 && a[j - 1] > v) {                                   \
-                a[j] = a[j - 1];                                              \
-                --j;                                                          \
-            }                                                                 \
-            a[j] = v;                                                         \
-        }                                                                     \
-    }                                                                         \
-                                                                              \
     static int64_t sw_rank_##SUF(const UT *key, int64_t n, int64_t r, sw_rank_scratch *s) \
     {                                                                         \
         const UT *k = key;                                                    \
@@ -413,6 +599,13 @@ static inline int64_t sw_sample_size(int64_t m)
             { int64_t *t = ni; ni = oi; oi = t; }                             \
         }                                                                     \
         /* finish (small set) or fall back (missed bracket): exact select */  \
+        if (m <= SW_SMALL && sizeof(UT) <= 4 && n <= (int64_t)UINT32_MAX) {   \
+            uint64_t w[SW_SMALL];                                             \
+            for (int64_t j = 0; j < m; ++j)                                   \
+                w[j] = (uint64_t)k[j] << 32 | (uint64_t)(ix ? ix[j] : j);     \
+            sw_sort_words(w, m);                                              \
+            return (int64_t)(w[r] & 0xFFFFFFFFu);                             \
+        }                                                                     \
         if (m <= SW_SMALL) {                                                  \
             kwk_kv small[SW_SMALL];                                           \
             for (int64_t j = 0; j < m; ++j) {                                 \
