@@ -540,12 +540,41 @@ static inline int64_t sw_isqrt(int64_t n)
     return r;
 }
 
-/* Sample size for a set of m keys: about sqrt(m), within [32, 1024]. */
+/* Sample size for a set of m keys: small sets get up to SW_COUNT_MAX
+ * samples, ranked by counting; larger ones about sqrt(m), sorted. */
+enum { SW_COUNT_MAX = 64 };
 static inline int64_t sw_sample_size(int64_t m)
 {
-    int64_t s = m >= (1 << 20) ? 1024 : sw_isqrt(m);
-    return s < 32 ? 32 : (s > 1024 ? 1024 : s);
+    int64_t s = sw_isqrt(m);
+    if (m < 65536) {
+        s = s * 3 / 2;
+        return s < 32 ? 32 : (s > SW_COUNT_MAX ? SW_COUNT_MAX : s);
+    }
+    return s > 1024 ? 1024 : s;
 }
+
+/* One bracket pass over key[0..m) with implicit indices: returns the
+ * number of keys in [lo, lo + span] (copied with their indices, in order,
+ * to nk/ni) and sets *below to the number under lo. */
+#define SW_DEFINE_BRACKET0_PORTABLE(UT, SUF)                                  \
+    static int64_t sw_bracket0_##SUF(const UT *k, int64_t m, UT lo, UT span,   \
+                                     UT *nk, int64_t *ni, int64_t *below_out) \
+    {                                                                         \
+        int64_t below = 0, c = 0;                                             \
+        for (int64_t j = 0; j < m; ++j) below += k[j] < lo;                   \
+        for (int64_t j = 0; j < m; ++j) {                                     \
+            UT x = k[j];                                                      \
+            nk[c] = x;                                                        \
+            ni[c] = j;                                                        \
+            c += (UT)(x - lo) <= span;                                        \
+        }                                                                     \
+        *below_out = below;                                                   \
+        return c;                                                             \
+    }
+SW_DEFINE_BRACKET0_PORTABLE(uint8_t, u8)
+SW_DEFINE_BRACKET0_PORTABLE(uint16_t, u16)
+SW_DEFINE_BRACKET0_PORTABLE(uint64_t, u64)
+SW_DEFINE_BRACKET0_PORTABLE(uint32_t, u32)
 
 /* sw_rank_<SUF>(key, n, r, scratch): the index j whose (key[j], j) has
  * rank r (0 <= r < n) among all (key, index) pairs; -1 when out of memory.
@@ -559,17 +588,35 @@ static inline int64_t sw_sample_size(int64_t m)
         int64_t *ni = s->ia, *oi = s->ib;                                     \
         int64_t m = n;                                                        \
         UT sample[1024];                                                      \
+        int misses = 0;                                                       \
         while (m > SW_SMALL) {                                                \
             const int64_t ns = sw_sample_size(m);                             \
             const int64_t stride = m / ns;                                    \
-            for (int64_t i = 0; i < ns; ++i) sample[i] = k[i * stride + stride / 2]; \
-            sw_sort_keys_##SUF(sample, ns);                                   \
-            /* the rank's place in the sample, widened by about 3 sigma */    \
+            const int64_t off = (stride >> (1 + misses)) % (stride ? stride : 1); \
+            for (int64_t i = 0; i < ns; ++i) sample[i] = k[i * stride + off]; \
+            /* the rank's place in the sample, widened by about 2 sigma      \
+             * (doubled after each miss) */                                   \
             const int64_t centre = (int64_t)(((double)r + 0.5) * (double)ns / (double)m); \
-            const int64_t margin = 3 * sw_isqrt(ns) / 2 + 1;                  \
+            const int64_t margin = (sw_isqrt(ns) + 1) << misses;              \
             const int64_t a = centre - margin, b = centre + margin;           \
-            const UT lo = a <= 0 ? (UT)0 : sample[a];                         \
-            const UT hi = b >= ns - 1 ? (UT)~(UT)0 : sample[b];               \
+            UT lo = 0, hi = (UT)~(UT)0;                                       \
+            if (ns <= SW_COUNT_MAX) {                                         \
+                /* order statistics a and b of the sample by counting */      \
+                UT la = 0, hb = 0;                                            \
+                for (int64_t i = 0; i < ns; ++i) {                            \
+                    const UT x = sample[i];                                   \
+                    int below = 0;                                            \
+                    for (int64_t q = 0; q < ns; ++q) below += sample[q] < x;  \
+                    la = (below <= a && x > la) ? x : la;                     \
+                    hb = (below <= b && x > hb) ? x : hb;                     \
+                }                                                             \
+                if (a > 0) lo = la;                                           \
+                if (b < ns - 1) hi = hb;                                      \
+            } else {                                                          \
+                sw_sort_keys_##SUF(sample, ns);                               \
+                if (a > 0) lo = sample[a];                                    \
+                if (b < ns - 1) hi = sample[b];                               \
+            }                                                                 \
             const UT span = (UT)(hi - lo);                                    \
             int64_t below = 0, c = 0;                                         \
             if (ix) {                                                         \
@@ -581,15 +628,13 @@ static inline int64_t sw_sample_size(int64_t m)
                     c += (UT)(x - lo) <= span;                                \
                 }                                                             \
             } else {                                                          \
-                for (int64_t j = 0; j < m; ++j) below += k[j] < lo;           \
-                for (int64_t j = 0; j < m; ++j) {                             \
-                    UT x = k[j];                                              \
-                    nk[c] = x;                                                \
-                    ni[c] = j;                                                \
-                    c += (UT)(x - lo) <= span;                                \
-                }                                                             \
+                c = sw_bracket0_##SUF(k, m, lo, span, nk, ni, &below);        \
             }                                                                 \
-            if (r < below || r >= below + c || c == m) break; /* missed */    \
+            if (r < below || r >= below + c || c == m) { /* missed */         \
+                if (++misses > 2) break;                                      \
+                continue;                                                     \
+            }                                                                 \
+            misses = 0;                                                       \
             r -= below;                                                       \
             if (lo == hi) return ni[r]; /* all equal: index order */          \
             k = nk;                                                           \
