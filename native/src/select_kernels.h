@@ -228,6 +228,9 @@ static int64_t sk_all_equal_nth(int64_t n, int64_t nth)
     return idx;
 }
 
+/* Rows longer than this are read block by block (no key array). */
+enum { SW_SRC_MIN = 1 << 16 };
+
 /* Per key width: median over rows, and over one strided run. */
 #define SK_DEFINE_MEDIAN(UT, SUF)                                             \
     /* NaN statistics of key[0..n): the first NaN's index (or -1) and the     \
@@ -248,6 +251,42 @@ static int64_t sk_all_equal_nth(int64_t n, int64_t nth)
         return first;                                                         \
     }                                                                         \
                                                                               \
+    /* sk_nan_scan over a row read block by block. */                       \
+    static int64_t sk_nan_scan_src_##SUF(sw_gather_fn_##SUF g, const char *row, int64_t step, \
+                                         int64_t n, int64_t *count)           \
+    {                                                                         \
+        UT buf[SW_SRC_BLOCK];                                                 \
+        int64_t first = -1, total = 0;                                        \
+        for (int64_t j0 = 0; j0 < n; j0 += SW_SRC_BLOCK) {                    \
+            const int64_t b = n - j0 < SW_SRC_BLOCK ? n - j0 : SW_SRC_BLOCK;  \
+            g(row + j0 * step, step, b, (UT)0, buf);                          \
+            int64_t c = 0;                                                    \
+            const int64_t f = sk_nan_scan_##SUF(buf, b, &c);                  \
+            if (f >= 0 && first < 0) {                                        \
+                first = j0 + f;                                               \
+                if (!count) return first;                                     \
+            }                                                                 \
+            total += c;                                                       \
+        }                                                                     \
+        if (count) *count = total;                                            \
+        return first;                                                         \
+    }                                                                         \
+                                                                              \
+    /* Index of the median of a row (nnan NaNs, ignore_nan); -1: no memory.  \
+     * key: the row's keys, or NULL to read long rows through g. */           \
+    static int64_t sk_median_index_##SUF(sw_gather_fn_##SUF g, const char *row, int64_t step, \
+                                         const UT *key, int64_t len, int64_t nnan, \
+                                         sw_rank_scratch *s)                  \
+    {                                                                         \
+        if (nnan == len) {                                                    \
+            /* nanmedian of an all-NaN row: torch's comparator finds NaNs    \
+             * all equivalent, so nth_element's moves decide */               \
+            return sk_all_equal_nth(len, 0);                                  \
+        }                                                                     \
+        const int64_t r = median_rank(len, nnan);                             \
+        return key ? sw_rank_##SUF(key, len, r, s) : sw_rank_src_##SUF(g, row, step, len, r, s); \
+    }                                                                         \
+                                                                              \
     static int sk_median_dim_##SUF(sw_gather_fn_##SUF g, int dtype, const void *src, \
                                    int64_t outer, int64_t len, int64_t inner, \
                                    int64_t src_so, int64_t src_sl, int64_t src_si, \
@@ -256,33 +295,29 @@ static int64_t sk_all_equal_nth(int64_t n, int64_t nth)
     {                                                                         \
         const int es = (int)sizeof(UT);                                       \
         const int is_float = KWK_DTYPES[dtype].is_float;                      \
+        const int long_rows = len > SW_SRC_MIN;                               \
         sw_rank_scratch s;                                                    \
-        UT *key = (UT *)malloc((size_t)(len > 0 ? len : 1) * sizeof(UT));     \
+        UT *key = long_rows ? NULL : (UT *)malloc((size_t)(len > 0 ? len : 1) * sizeof(UT)); \
         int status = sw_rank_scratch_init(&s, len);                           \
-        if (!key) status = KWK_E_NOMEM;                                       \
+        if (!long_rows && !key) status = KWK_E_NOMEM;                         \
         for (int64_t o = 0; status == KWK_OK && o < outer; ++o) {             \
             for (int64_t i = 0; i < inner; ++i) {                             \
                 out_row out = {                                               \
                     (const char *)src + (o * src_so + i * src_si) * es, src_sl * es, \
                     values ? (char *)values + (o * dst_so + i * dst_si) * es : NULL, \
                     indices ? indices + o * dst_so + i * dst_si : NULL, 0, es, 0}; \
-                g(out.row, out.step, len, (UT)0, key);                        \
+                if (key) g(out.row, out.step, len, (UT)0, key);               \
                 int64_t nnan = 0;                                             \
                 if (is_float) {                                               \
-                    int64_t first = sk_nan_scan_##SUF(key, len, ignore_nan ? &nnan : NULL); \
+                    int64_t *cnt = ignore_nan ? &nnan : NULL;                 \
+                    int64_t first = key ? sk_nan_scan_##SUF(key, len, cnt)    \
+                                        : sk_nan_scan_src_##SUF(g, out.row, out.step, len, cnt); \
                     if (first >= 0 && !ignore_nan) {                          \
                         emit(&out, 0, first);                                 \
                         continue;                                             \
                     }                                                         \
                 }                                                             \
-                int64_t idx;                                                  \
-                if (nnan == len) {                                            \
-                    /* nanmedian of an all-NaN row: torch's comparator finds  \
-                     * NaNs all equivalent, so nth_element's moves decide */  \
-                    idx = sk_all_equal_nth(len, 0);                           \
-                } else {                                                      \
-                    idx = sw_rank_##SUF(key, len, median_rank(len, nnan), &s); \
-                }                                                             \
+                int64_t idx = sk_median_index_##SUF(g, out.row, out.step, key, len, nnan, &s); \
                 if (idx < 0) { status = KWK_E_NOMEM; break; }                 \
                 emit(&out, 0, idx);                                           \
             }                                                                 \
@@ -303,28 +338,38 @@ static int64_t sk_all_equal_nth(int64_t n, int64_t nth)
         const int is_float = KWK_DTYPES[dtype].is_float;                      \
         const char *base = (const char *)src;                                 \
         const UT nan_key = (UT)~(UT)0;                                        \
+        const int64_t step = stride * es;                                     \
+        const int long_rows = n > SW_SRC_MIN;                                 \
         sw_rank_scratch s;                                                    \
-        UT *key = (UT *)malloc((size_t)n * sizeof(UT));                       \
+        UT *key = long_rows ? NULL : (UT *)malloc((size_t)n * sizeof(UT));    \
         int status = sw_rank_scratch_init(&s, n);                             \
-        if (!key) status = KWK_E_NOMEM;                                       \
+        if (!long_rows && !key) status = KWK_E_NOMEM;                         \
         if (status != KWK_OK) goto done;                                      \
-        g(base, stride * es, n, (UT)0, key);                                  \
+        if (key) g(base, step, n, (UT)0, key);                                \
         int64_t nnan = 0;                                                     \
-        if (is_float && sk_nan_scan_##SUF(key, n, ignore_nan ? &nnan : NULL) >= 0 && !ignore_nan) { \
-            store_bits(value, SK_QUIET_NAN[dtype], es);                       \
-            goto done;                                                        \
+        if (is_float) {                                                       \
+            int64_t *cnt = ignore_nan ? &nnan : NULL;                         \
+            int64_t first = key ? sk_nan_scan_##SUF(key, n, cnt) : sk_nan_scan_src_##SUF(g, base, step, n, cnt); \
+            if (first >= 0 && !ignore_nan) {                                  \
+                store_bits(value, SK_QUIET_NAN[dtype], es);                   \
+                goto done;                                                    \
+            }                                                                 \
         }                                                                     \
         const int64_t r = median_rank(n, nnan);                               \
-        int64_t idx = sw_rank_##SUF(key, n, r, &s);                           \
+        int64_t idx = key ? sw_rank_##SUF(key, n, r, &s) : sw_rank_src_##SUF(g, base, step, n, r, &s); \
         if (idx < 0) { status = KWK_E_NOMEM; goto done; }                     \
-        UT zero_bits = 0, zero_key;                                           \
+        UT zero_bits = 0, zero_key, idx_key;                                  \
         g((const char *)&zero_bits, es, 1, (UT)0, &zero_key);                 \
-        if (is_float && (key[idx] == zero_key || key[idx] == nan_key)) {      \
+        g(base + idx * step, es, 1, (UT)0, &idx_key);                         \
+        if (is_float && (idx_key == zero_key || idx_key == nan_key)) {        \
             /* several bit patterns share this key: emulate nth_element */    \
             kwk_kv *kv = (kwk_kv *)malloc((size_t)n * sizeof(kwk_kv));        \
             if (!kv) { status = KWK_E_NOMEM; goto done; }                     \
             for (int64_t j = 0; j < n; ++j) {                                 \
-                kv[j].key = key[j];                                           \
+                UT kj;                                                        \
+                if (key) kj = key[j];                                         \
+                else g(base + j * step, es, 1, (UT)0, &kj);                   \
+                kv[j].key = kj;                                               \
                 kv[j].idx = j;                                                \
             }                                                                 \
             emu_nth_element(kv, r, n);                                        \

@@ -543,6 +543,8 @@ static inline int64_t sw_isqrt(int64_t n)
 /* Sample size for a set of m keys: small sets get up to SW_COUNT_MAX
  * samples, ranked by counting; larger ones about sqrt(m), sorted. */
 enum { SW_COUNT_MAX = 64 };
+/* Long rows are read SW_SRC_BLOCK keys at a time by sw_rank_src. */
+enum { SW_SRC_BLOCK = 2048 };
 static inline int64_t sw_sample_size(int64_t m)
 {
     int64_t s = sw_isqrt(m);
@@ -580,13 +582,42 @@ SW_DEFINE_BRACKET0_PORTABLE(uint32_t, u32)
  * rank r (0 <= r < n) among all (key, index) pairs; -1 when out of memory.
  * key[] is left untouched. */
 #define SW_DEFINE_RANK(UT, SUF)                                               \
-    static int64_t sw_rank_##SUF(const UT *key, int64_t n, int64_t r, sw_rank_scratch *s) \
+    /* [*lo, *hi]: keys bracketing rank r of m from a sample of ns keys     \
+     * (reordered), widened by about 2 sigma, doubled after each miss. */     \
+    static void sw_bounds_##SUF(UT *sample, int64_t ns, int64_t r, int64_t m, int misses, \
+                                UT *lo_out, UT *hi_out)                       \
     {                                                                         \
-        const UT *k = key;                                                    \
-        const int64_t *ix = NULL; /* NULL: index j is j itself */             \
-        UT *nk = (UT *)s->ka, *ok = (UT *)s->kb;                              \
-        int64_t *ni = s->ia, *oi = s->ib;                                     \
-        int64_t m = n;                                                        \
+        const int64_t centre = (int64_t)(((double)r + 0.5) * (double)ns / (double)m); \
+        const int64_t margin = (sw_isqrt(ns) + 1) << misses;                  \
+        const int64_t a = centre - margin, b = centre + margin;               \
+        UT lo = 0, hi = (UT)~(UT)0;                                           \
+        if (ns <= SW_COUNT_MAX) {                                             \
+            /* order statistics a and b of the sample by counting */          \
+            UT la = 0, hb = 0;                                                \
+            for (int64_t i = 0; i < ns; ++i) {                                \
+                const UT x = sample[i];                                       \
+                int below = 0;                                                \
+                for (int64_t q = 0; q < ns; ++q) below += sample[q] < x;      \
+                la = (below <= a && x > la) ? x : la;                         \
+                hb = (below <= b && x > hb) ? x : hb;                         \
+            }                                                                 \
+            if (a > 0) lo = la;                                               \
+            if (b < ns - 1) hi = hb;                                          \
+        } else {                                                              \
+            sw_sort_keys_##SUF(sample, ns);                                   \
+            if (a > 0) lo = sample[a];                                        \
+            if (b < ns - 1) hi = sample[b];                                   \
+        }                                                                     \
+        *lo_out = lo;                                                         \
+        *hi_out = hi;                                                         \
+    }                                                                         \
+                                                                              \
+    /* The rank loop on a set (k, ix) of m: ix NULL means index j is j.       \
+     * nk/ni and ok/oi: two free buffer pairs (ok/oi may alias k/ix). */      \
+    static int64_t sw_rank_core_##SUF(const UT *k, const int64_t *ix, int64_t m, int64_t r, \
+                                      UT *nk, int64_t *ni, UT *ok, int64_t *oi, \
+                                      sw_rank_scratch *s)                     \
+    {                                                                         \
         UT sample[1024];                                                      \
         int misses = 0;                                                       \
         while (m > SW_SMALL) {                                                \
@@ -594,29 +625,8 @@ SW_DEFINE_BRACKET0_PORTABLE(uint32_t, u32)
             const int64_t stride = m / ns;                                    \
             const int64_t off = (stride >> (1 + misses)) % (stride ? stride : 1); \
             for (int64_t i = 0; i < ns; ++i) sample[i] = k[i * stride + off]; \
-            /* the rank's place in the sample, widened by about 2 sigma      \
-             * (doubled after each miss) */                                   \
-            const int64_t centre = (int64_t)(((double)r + 0.5) * (double)ns / (double)m); \
-            const int64_t margin = (sw_isqrt(ns) + 1) << misses;              \
-            const int64_t a = centre - margin, b = centre + margin;           \
-            UT lo = 0, hi = (UT)~(UT)0;                                       \
-            if (ns <= SW_COUNT_MAX) {                                         \
-                /* order statistics a and b of the sample by counting */      \
-                UT la = 0, hb = 0;                                            \
-                for (int64_t i = 0; i < ns; ++i) {                            \
-                    const UT x = sample[i];                                   \
-                    int below = 0;                                            \
-                    for (int64_t q = 0; q < ns; ++q) below += sample[q] < x;  \
-                    la = (below <= a && x > la) ? x : la;                     \
-                    hb = (below <= b && x > hb) ? x : hb;                     \
-                }                                                             \
-                if (a > 0) lo = la;                                           \
-                if (b < ns - 1) hi = hb;                                      \
-            } else {                                                          \
-                sw_sort_keys_##SUF(sample, ns);                               \
-                if (a > 0) lo = sample[a];                                    \
-                if (b < ns - 1) hi = sample[b];                               \
-            }                                                                 \
+            UT lo, hi;                                                        \
+            sw_bounds_##SUF(sample, ns, r, m, misses, &lo, &hi);              \
             const UT span = (UT)(hi - lo);                                    \
             int64_t below = 0, c = 0;                                         \
             if (ix) {                                                         \
@@ -644,7 +654,7 @@ SW_DEFINE_BRACKET0_PORTABLE(uint32_t, u32)
             { int64_t *t = ni; ni = oi; oi = t; }                             \
         }                                                                     \
         /* finish (small set) or fall back (missed bracket): exact select */  \
-        if (m <= SW_SMALL && sizeof(UT) <= 4 && n <= (int64_t)UINT32_MAX) {   \
+        if (m <= SW_SMALL && sizeof(UT) <= 4 && s->cap <= (int64_t)UINT32_MAX) {   \
             uint64_t w[SW_SMALL];                                             \
             for (int64_t j = 0; j < m; ++j)                                   \
                 w[j] = (uint64_t)k[j] << 32 | (uint64_t)(ix ? ix[j] : j);     \
@@ -668,6 +678,60 @@ SW_DEFINE_BRACKET0_PORTABLE(uint32_t, u32)
             s->kv[j].idx = ix ? ix[j] : j;                                    \
         }                                                                     \
         kvs_select(s->kv, s->kvtmp, m, r + 1);                                \
+        return s->kv[r].idx;                                                  \
+    }                                                                         \
+                                                                              \
+    static int64_t sw_rank_##SUF(const UT *key, int64_t n, int64_t r, sw_rank_scratch *s) \
+    {                                                                         \
+        return sw_rank_core_##SUF(key, NULL, n, r, (UT *)s->ka, s->ia, (UT *)s->kb, s->ib, s); \
+    }                                                                         \
+                                                                              \
+    /* sw_rank on a row read through a gather function, block by block: no  \
+     * key array of the whole row (long rows). */                             \
+    static int64_t sw_rank_src_##SUF(void (*g)(const char *, int64_t, int64_t, UT, UT *), \
+                                     const char *row, int64_t step, int64_t n, int64_t r, \
+                                     sw_rank_scratch *s)                      \
+    {                                                                         \
+        UT sample[1024], buf[SW_SRC_BLOCK];                                   \
+        UT *nk = (UT *)s->ka;                                                 \
+        int64_t *ni = s->ia;                                                  \
+        for (int misses = 0; misses <= 2; ++misses) {                         \
+            const int64_t ns = sw_sample_size(n);                             \
+            const int64_t stride = n / ns;                                    \
+            const int64_t off = (stride >> (1 + misses)) % (stride ? stride : 1); \
+            for (int64_t i = 0; i < ns; ++i)                                  \
+                g(row + (i * stride + off) * step, step, 1, (UT)0, &sample[i]); \
+            UT lo, hi;                                                        \
+            sw_bounds_##SUF(sample, ns, r, n, misses, &lo, &hi);              \
+            const UT span = (UT)(hi - lo);                                    \
+            int64_t below = 0, c = 0;                                         \
+            for (int64_t j0 = 0; j0 < n; j0 += SW_SRC_BLOCK) {                \
+                const int64_t b = n - j0 < SW_SRC_BLOCK ? n - j0 : SW_SRC_BLOCK; \
+                g(row + j0 * step, step, b, (UT)0, buf);                      \
+                int64_t bb = 0;                                               \
+                const int64_t cb = sw_bracket0_##SUF(buf, b, lo, span, nk + c, ni + c, &bb); \
+                for (int64_t q = c; q < c + cb; ++q) ni[q] += j0; /* block-relative */ \
+                c += cb;                                                      \
+                below += bb;                                                  \
+            }                                                                 \
+            if (r < below || r >= below + c || c == n) continue; /* missed */ \
+            r -= below;                                                       \
+            if (lo == hi) return ni[r];                                       \
+            return sw_rank_core_##SUF(nk, ni, c, r, (UT *)s->kb, s->ib, nk, ni, s); \
+        }                                                                     \
+        /* exact fallback on records of the whole row */                      \
+        if (!s->kv) s->kv = (kwk_kv *)malloc((size_t)s->cap * sizeof(kwk_kv)); \
+        if (!s->kvtmp) s->kvtmp = (kwk_kv *)malloc((size_t)s->cap * sizeof(kwk_kv)); \
+        if (!s->kv || !s->kvtmp) return -1;                                   \
+        for (int64_t j0 = 0; j0 < n; j0 += SW_SRC_BLOCK) {                    \
+            const int64_t b = n - j0 < SW_SRC_BLOCK ? n - j0 : SW_SRC_BLOCK;  \
+            g(row + j0 * step, step, b, (UT)0, buf);                          \
+            for (int64_t j = 0; j < b; ++j) {                                 \
+                s->kv[j0 + j].key = buf[j];                                   \
+                s->kv[j0 + j].idx = j0 + j;                                   \
+            }                                                                 \
+        }                                                                     \
+        kvs_select(s->kv, s->kvtmp, n, r + 1);                                \
         return s->kv[r].idx;                                                  \
     }
 

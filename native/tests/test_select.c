@@ -319,7 +319,7 @@ int main(int argc, char **argv)
     const char *targets[] = {"portable", "avx2"};
     static const int64_t extra_lens[] = {127, 128, 129, 191, 192, 193, 255, 256, 257, 300, 511, 512, 513,
                                          639, 640, 641, 1000, 1023, 1024, 1025, 1100, 4096, 6400, 6463, 6464, 20000};
-    const int64_t max_len = 20000 * 2;
+    const int64_t max_len = 140000;
     char *x = malloc((size_t)max_len * 8 + 8);
     rec *ref = malloc((size_t)max_len * sizeof(rec));
     seen = malloc((size_t)max_len);
@@ -364,6 +364,13 @@ int main(int argc, char **argv)
                 }
             }
             (void)es;
+            /* long rows: the median reads them block by block */
+            static const int long_kinds[] = {K_RANDOM, K_SMALLINT, K_NAN, K_ZERO, K_TWO};
+            for (int q = 0; q < 5; ++q) {
+                const int64_t len = q & 1 ? 70001 : 131072;
+                fill(dt, long_kinds[q], x, len);
+                test_median(dt, long_kinds[q], len, 1, x, ref);
+            }
         }
     }
     printf("checks %ld failures %ld\n", checks, failures);
