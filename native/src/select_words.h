@@ -421,11 +421,15 @@ SW_DEFINE_COMPACT_PORTABLE(uint32_t, u32)
         for (int l = 0; j < len; ++j, ++l) mn[l] = key[j] < mn[l] ? key[j] : mn[l]; \
         /* t = the m-th smallest lane minimum: the largest one with fewer   \
          * than m minima below it (counted without branches) */               \
+        UT below[SW_LANES] = {0};                                             \
+        for (int b = 0; b < SW_LANES; ++b) {                                  \
+            const UT y = mn[b];                                               \
+            for (int a = 0; a < SW_LANES; ++a) below[a] += (UT)(y < mn[a]);   \
+        }                                                                     \
         UT t = 0;                                                             \
         for (int a = 0; a < SW_LANES; ++a) {                                  \
-            int below = 0;                                                    \
-            for (int b = 0; b < SW_LANES; ++b) below += mn[b] < mn[a];        \
-            t = (below < m && mn[a] > t) ? mn[a] : t;                         \
+            const UT x = (below[a] < (UT)m) ? mn[a] : (UT)0;                  \
+            t = x > t ? x : t;                                                \
         }                                                                     \
         const int64_t c = sw_compact_le_##SUF(key, len, t, cand);             \
         /* stable top m of the candidates (c >= m): a sorted list */          \
