@@ -598,12 +598,15 @@ SW_DEFINE_BRACKET0_PORTABLE(uint32_t, u32)
         if (ns <= SW_COUNT_MAX) {                                             \
             /* order statistics a and b of the sample by counting */          \
             UT la = 0, hb = 0;                                                \
+            int32_t below[SW_COUNT_MAX] = {0};                                \
+            for (int64_t q = 0; q < ns; ++q) {                                \
+                const UT y = sample[q];                                       \
+                for (int64_t i = 0; i < ns; ++i) below[i] += y < sample[i];   \
+            }                                                                 \
             for (int64_t i = 0; i < ns; ++i) {                                \
                 const UT x = sample[i];                                       \
-                int below = 0;                                                \
-                for (int64_t q = 0; q < ns; ++q) below += sample[q] < x;      \
-                la = (below <= a && x > la) ? x : la;                         \
-                hb = (below <= b && x > hb) ? x : hb;                         \
+                la = (below[i] <= a && x > la) ? x : la;                      \
+                hb = (below[i] <= b && x > hb) ? x : hb;                      \
             }                                                                 \
             if (a > 0) lo = la;                                               \
             if (b < ns - 1) hi = hb;                                          \
