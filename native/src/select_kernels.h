@@ -5,8 +5,173 @@
 #define KWK_SELECT_KERNELS_H
 
 #include "row_io.h"
+#include "select_words.h"
 
 /* ---------------------------------------------------------------- topk */
+
+/* The general path for one row: pack the row as words (or records), select
+ * the k+1 smallest, and redo the row with the emulation when torch's order
+ * of equal keys shows.  Used for large k outside the heap path. */
+static int topk_row_general(workspace *ws, int dtype, const out_row *out, int64_t len,
+                            int64_t k, uint64_t flip, int heap_path, int sorted, int order)
+{
+    const int64_t m = k < len ? k + 1 : len;
+    row_keys rk;
+    int rbits = load_row(ws, dtype, out->row, len, out->step, flip, &rk);
+    if (rbits < 0) return KWK_E_NOMEM;
+    int tie;
+    if (rk.packed) {
+        words_select(ws->words, ws->tmp, len, m);
+        words_sort_small_or_radix(ws->words, ws->tmp, m);
+        tie = has_adjacent_tie_words(&rk, ws->words, m);
+    } else {
+        kvs_select(ws->kv, ws->kv_tmp, len, m);
+        kvs_sort_all(ws->kv, ws->kv_tmp, m);
+        tie = has_adjacent_tie_kv(ws->kv, m);
+    }
+    const int emulate = order == KWK_ORDER_TORCH && (tie || (!heap_path && !sorted));
+    if (!emulate) {
+        for (int64_t j = 0; j < k; ++j)
+            emit(out, j, rk.packed ? word_index(&rk, ws->words[j]) : ws->kv[j].idx);
+        return KWK_OK;
+    }
+    if (rk.packed) {
+        if (records_from_words(ws, &rk, len) != KWK_OK) return KWK_E_NOMEM;
+    } else {
+        records_reset_order(ws->kv, len);
+    }
+    if (heap_path) {
+        emu_partial_sort(ws->kv, k, len);
+    } else {
+        emu_nth_element(ws->kv, k - 1, len);
+        if (sorted) emu_std_sort(ws->kv, k - 1);
+    }
+    for (int64_t j = 0; j < k; ++j) emit(out, j, ws->kv[j].idx);
+    return KWK_OK;
+}
+
+/* Rows up to this long take the in-memory path for small m. */
+enum { SW_CAND_MAX = 1 << 16 };
+
+/* How a topk call handles its rows (chosen once per call). */
+enum {
+    TK_CAND,        /* top m <= SW_LANES in memory; ties in torch order redone */
+    TK_HEAP_TORCH,  /* k*64 <= len, torch order: partial_sort, streamed */
+    TK_LIST,        /* top m (m <= SW_LIST_MAX) by (key, index), streamed */
+    TK_HEAP_STABLE, /* stable order, k small next to len: streamed heap */
+    TK_EMULATE,     /* torch order, nth_element branch, sorted=0 */
+    TK_GENERAL      /* anything else: topk_row_general */
+};
+
+/* Per key width: the row loop of a topk call. */
+#define SK_DEFINE_TOPK(UT, SUF)                                               \
+    static int sk_topk_##SUF(sw_gather_fn_##SUF g, int dtype, const void *src, \
+                             int64_t outer, int64_t len, int64_t inner,       \
+                             int64_t src_so, int64_t src_sl, int64_t src_si,  \
+                             int64_t k, void *values, int64_t *indices,       \
+                             int64_t dst_so, int64_t dst_sl, int64_t dst_si,  \
+                             int largest, int sorted, int order)              \
+    {                                                                         \
+        const int es = (int)sizeof(UT);                                       \
+        const UT flip = largest ? (UT)~(UT)0 : (UT)0;                         \
+        const int torch = order == KWK_ORDER_TORCH;                           \
+        const int heap_path = k * 64 <= len;                                  \
+        int64_t m = torch ? (k < len ? k + 1 : len) : k;                      \
+        int mode;                                                             \
+        if (torch && !sorted && !heap_path) mode = TK_EMULATE;                \
+        else if (m <= SW_LANES && len <= SW_CAND_MAX) mode = TK_CAND;         \
+        else if (heap_path && torch) { mode = TK_HEAP_TORCH; m = k; }         \
+        else if (m <= SW_LIST_MAX) mode = TK_LIST;                            \
+        else if (!torch && k * 16 <= len) { mode = TK_HEAP_STABLE; m = k; }   \
+        else mode = TK_GENERAL;                                               \
+        UT buf[SW_BLOCK];                                                     \
+        kwk_kv *h = NULL, *kv = NULL;                                         \
+        UT *keys = NULL;                                                      \
+        int64_t *cand = NULL;                                                 \
+        workspace ws;                                                         \
+        int have_ws = 0, status = KWK_OK;                                     \
+        if (mode != TK_GENERAL && mode != TK_EMULATE) {                       \
+            h = (kwk_kv *)malloc((size_t)(k + 1) * sizeof(kwk_kv));           \
+            if (!h) return KWK_E_NOMEM;                                       \
+        }                                                                     \
+        if (mode == TK_CAND) {                                                \
+            keys = (UT *)malloc((size_t)len * sizeof(UT));                    \
+            cand = (int64_t *)malloc((size_t)len * sizeof(int64_t));          \
+            if (!keys || !cand) { free(h); free(keys); free(cand); return KWK_E_NOMEM; } \
+        }                                                                     \
+        for (int64_t o = 0; status == KWK_OK && o < outer; ++o) {             \
+            for (int64_t i = 0; i < inner; ++i) {                             \
+                out_row out = {                                               \
+                    (const char *)src + (o * src_so + i * src_si) * es, src_sl * es, \
+                    values ? (char *)values + (o * dst_so + i * dst_si) * es : NULL, \
+                    indices ? indices + o * dst_so + i * dst_si : NULL, dst_sl, es, \
+                    dtype == KWK_BFLOAT16};                                   \
+                int emulate = mode == TK_EMULATE;                             \
+                if (mode == TK_CAND) {                                        \
+                    g(out.row, out.step, len, flip, keys);                    \
+                    sw_top_small_##SUF(keys, len, m, h, cand);                \
+                    if (torch) {                                              \
+                        int tie = 0;                                          \
+                        for (int64_t j = 1; j < m; ++j) tie |= h[j].key == h[j - 1].key; \
+                        if (tie && heap_path) {                               \
+                            /* exact partial_sort, streamed */                \
+                            sw_heap_torch_##SUF(g, out.row, out.step, len, k, flip, h, buf); \
+                        } else {                                              \
+                            emulate = tie;                                    \
+                        }                                                     \
+                    }                                                         \
+                } else if (mode == TK_HEAP_TORCH) {                           \
+                    sw_heap_torch_##SUF(g, out.row, out.step, len, k, flip, h, buf); \
+                } else if (mode == TK_LIST) {                                 \
+                    sw_list_stable_##SUF(g, out.row, out.step, len, m, flip, h, buf); \
+                    if (torch)                                                \
+                        for (int64_t j = 1; j < m; ++j)                       \
+                            emulate |= h[j].key == h[j - 1].key;              \
+                } else if (mode == TK_HEAP_STABLE) {                          \
+                    sw_heap_stable_##SUF(g, out.row, out.step, len, m, flip, h, buf); \
+                    sw_sort_heap_ki(h, m);                                    \
+                } else if (mode == TK_GENERAL) {                              \
+                    if (!have_ws) {                                           \
+                        if (workspace_init(&ws, len) != KWK_OK) {             \
+                            workspace_free(&ws);                              \
+                            status = KWK_E_NOMEM;                             \
+                            break;                                            \
+                        }                                                     \
+                        have_ws = 1;                                          \
+                    }                                                         \
+                    status = topk_row_general(&ws, dtype, &out, len, k, flip, \
+                                              heap_path, sorted, order);      \
+                    if (status != KWK_OK) break;                              \
+                    continue;                                                 \
+                }                                                             \
+                if (emulate) {                                                \
+                    /* torch order shows: redo the row as nth_element does */ \
+                    if (!kv) kv = (kwk_kv *)malloc((size_t)len * sizeof(kwk_kv)); \
+                    if (!kv) { status = KWK_E_NOMEM; break; }                 \
+                    sw_records_##SUF(g, out.row, out.step, len, flip, kv, buf); \
+                    emu_nth_element(kv, k - 1, len);                          \
+                    if (sorted) emu_std_sort(kv, k - 1);                      \
+                    for (int64_t j = 0; j < k; ++j) emit(&out, j, kv[j].idx); \
+                } else {                                                      \
+                    for (int64_t j = 0; j < k; ++j) emit(&out, j, h[j].idx);  \
+                }                                                             \
+            }                                                                 \
+        }                                                                     \
+        if (have_ws) workspace_free(&ws);                                     \
+        free(h);                                                              \
+        free(kv);                                                             \
+        free(keys);                                                           \
+        free(cand);                                                           \
+        return status;                                                        \
+    }
+
+SK_DEFINE_TOPK(uint8_t, u8)
+SK_DEFINE_TOPK(uint16_t, u16)
+SK_DEFINE_TOPK(uint32_t, u32)
+SK_DEFINE_TOPK(uint64_t, u64)
+
+#define SK_TOPK_ARGS dtype, src, outer, len, inner, src_so, src_sl, src_si, k, values, \
+                     indices, dst_so, dst_sl, dst_si, largest, sorted, order
 
 static int impl_topk(int dtype, const void *src, int64_t outer, int64_t len,
                      int64_t inner, int64_t src_so, int64_t src_sl,
@@ -14,60 +179,25 @@ static int impl_topk(int dtype, const void *src, int64_t outer, int64_t len,
                      int64_t dst_so, int64_t dst_sl, int64_t dst_si,
                      int largest, int sorted, int order)
 {
-    const kwk_dtype_info info = KWK_DTYPES[dtype];
-    const uint64_t flip = largest ? kwk_width_mask(info.key_bits) : 0;
-    const int es = info.elem_size;
-    /* torch's topk takes k*64 <= len to mean partial_sort (heap select),
-     * otherwise nth_element followed by a sort of the first k-1 */
-    const int heap_path = k * 64 <= len;
-    /* k+1 elements decide whether the k-th is tied with an unselected one */
-    const int64_t m = k < len ? k + 1 : len;
-    workspace ws;
-    int status = workspace_init(&ws, len);
-    if (k == 0) { workspace_free(&ws); return status; }
-    for (int64_t o = 0; status == KWK_OK && o < outer; ++o) {
-        for (int64_t i = 0; i < inner; ++i) {
-            out_row out = {
-                (const char *)src + (o * src_so + i * src_si) * es, src_sl * es,
-                values ? (char *)values + (o * dst_so + i * dst_si) * es : NULL,
-                indices ? indices + o * dst_so + i * dst_si : NULL, dst_sl, es,
-                dtype == KWK_BFLOAT16};
-            row_keys rk;
-            int rbits = load_row(&ws, dtype, out.row, len, out.step, flip, &rk);
-            if (rbits < 0) { status = KWK_E_NOMEM; break; }
-            int tie;
-            if (rk.packed) {
-                words_select(ws.words, ws.tmp, len, m);
-                words_sort_small_or_radix(ws.words, ws.tmp, m);
-                tie = has_adjacent_tie_words(&rk, ws.words, m);
-            } else {
-                kvs_select(ws.kv, ws.kv_tmp, len, m);
-                kvs_sort_all(ws.kv, ws.kv_tmp, m);
-                tie = has_adjacent_tie_kv(ws.kv, m);
-            }
-            const int emulate = order == KWK_ORDER_TORCH && (tie || (!heap_path && !sorted));
-            if (!emulate) {
-                for (int64_t j = 0; j < k; ++j)
-                    emit(&out, j, rk.packed ? word_index(&rk, ws.words[j]) : ws.kv[j].idx);
-                continue;
-            }
-            if (rk.packed) {
-                if (records_from_words(&ws, &rk, len) != KWK_OK) { status = KWK_E_NOMEM; break; }
-            } else {
-                records_reset_order(ws.kv, len);
-            }
-            if (heap_path) {
-                emu_partial_sort(ws.kv, k, len);
-            } else {
-                emu_nth_element(ws.kv, k - 1, len);
-                if (sorted) emu_std_sort(ws.kv, k - 1);
-            }
-            for (int64_t j = 0; j < k; ++j) emit(&out, j, ws.kv[j].idx);
-        }
+    if (k == 0 || outer == 0 || inner == 0) return KWK_OK;
+    switch (dtype) {
+    case KWK_BOOL: return sk_topk_u8(sw_gather_bool, SK_TOPK_ARGS);
+    case KWK_UINT8: return sk_topk_u8(sw_gather_u8, SK_TOPK_ARGS);
+    case KWK_INT8: return sk_topk_u8(sw_gather_i8, SK_TOPK_ARGS);
+    case KWK_UINT16: return sk_topk_u16(sw_gather_u16, SK_TOPK_ARGS);
+    case KWK_INT16: return sk_topk_u16(sw_gather_i16, SK_TOPK_ARGS);
+    case KWK_FLOAT16: return sk_topk_u16(sw_gather_f16, SK_TOPK_ARGS);
+    case KWK_BFLOAT16: return sk_topk_u16(sw_gather_bf16, SK_TOPK_ARGS);
+    case KWK_UINT32: return sk_topk_u32(sw_gather_u32, SK_TOPK_ARGS);
+    case KWK_INT32: return sk_topk_u32(sw_gather_i32, SK_TOPK_ARGS);
+    case KWK_FLOAT32: return sk_topk_u32(sw_gather_f32, SK_TOPK_ARGS);
+    case KWK_UINT64: return sk_topk_u64(sw_gather_u64, SK_TOPK_ARGS);
+    case KWK_INT64: return sk_topk_u64(sw_gather_i64, SK_TOPK_ARGS);
+    case KWK_FLOAT64: return sk_topk_u64(sw_gather_f64, SK_TOPK_ARGS);
+    default: return KWK_E_DTYPE;
     }
-    workspace_free(&ws);
-    return status;
 }
+#undef SK_TOPK_ARGS
 
 /* -------------------------------------------------------------- median */
 
@@ -76,36 +206,206 @@ static int impl_topk(int dtype, const void *src, int64_t outer, int64_t len,
  * torch's does. */
 static inline int64_t median_rank(int64_t n, int64_t nnan) { return (n - nnan - 1) / 2; }
 
-/* Counting and finding a key in a loaded row that is still in index order. */
-static inline uint64_t loaded_key(const workspace *ws, const row_keys *rk, int64_t j)
-{
-    return rk->packed ? word_key(rk, ws->words[j]) + rk->min_key : ws->kv[j].key;
-}
+/* torch's quiet NaN per float dtype (std::numeric_limits<T>::quiet_NaN()). */
+static const uint64_t SK_QUIET_NAN[KWK_NUM_DTYPES] = {
+    [KWK_FLOAT16] = 0x7E00u, [KWK_BFLOAT16] = 0x7FC0u,
+    [KWK_FLOAT32] = 0x7FC00000u, [KWK_FLOAT64] = 0x7FF8000000000000ull};
 
-static int64_t count_with_key(const workspace *ws, const row_keys *rk, int64_t n, uint64_t key)
+/* The index std::nth_element(first, first + nth, first + n) leaves at nth
+ * when every element compares equivalent (index vector 0..n-1); -1 when
+ * out of memory. */
+static int64_t sk_all_equal_nth(int64_t n, int64_t nth)
 {
-    int64_t c = 0;
-    for (int64_t j = 0; j < n; ++j) c += loaded_key(ws, rk, j) == key;
-    return c;
-}
-
-static int64_t first_with_key(const workspace *ws, const row_keys *rk, int64_t n, uint64_t key)
-{
-    for (int64_t j = 0; j < n; ++j)
-        if (loaded_key(ws, rk, j) == key) return j;
-    return 0;
-}
-
-/* The index of the element at stable rank r of a loaded row. */
-static int64_t select_stable_rank(workspace *ws, const row_keys *rk, int64_t len, int64_t r)
-{
-    if (rk->packed) {
-        words_select(ws->words, ws->tmp, len, r + 1);
-        return word_index(rk, ws->words[r]);
+    kwk_kv *kv = (kwk_kv *)malloc((size_t)n * sizeof(kwk_kv));
+    if (!kv) return -1;
+    for (int64_t j = 0; j < n; ++j) {
+        kv[j].key = 0;
+        kv[j].idx = j;
     }
-    kvs_select(ws->kv, ws->kv_tmp, len, r + 1);
-    return ws->kv[r].idx;
+    emu_nth_element(kv, nth, n);
+    int64_t idx = kv[nth].idx;
+    free(kv);
+    return idx;
 }
+
+/* Rows longer than this are read block by block (no key array). */
+enum { SW_SRC_MIN = 1 << 16 };
+
+/* Per key width: median over rows, and over one strided run. */
+#define SK_DEFINE_MEDIAN(UT, SUF)                                             \
+    /* NaN statistics of key[0..n): the first NaN's index (or -1) and the     \
+     * NaN count (only when count != NULL). */                                \
+    static int64_t sk_nan_scan_##SUF(const UT *key, int64_t n, int64_t *count) \
+    {                                                                         \
+        const UT nan_key = (UT)~(UT)0;                                        \
+        int any = 0;                                                          \
+        for (int64_t j = 0; j < n; ++j) any |= key[j] == nan_key;             \
+        if (!any) { if (count) *count = 0; return -1; }                       \
+        int64_t first = 0;                                                    \
+        while (key[first] != nan_key) ++first;                                \
+        if (count) {                                                          \
+            int64_t c = 0;                                                    \
+            for (int64_t j = first; j < n; ++j) c += key[j] == nan_key;       \
+            *count = c;                                                       \
+        }                                                                     \
+        return first;                                                         \
+    }                                                                         \
+                                                                              \
+    /* sk_nan_scan over a row read block by block. */                       \
+    static int64_t sk_nan_scan_src_##SUF(sw_gather_fn_##SUF g, const char *row, int64_t step, \
+                                         int64_t n, int64_t *count)           \
+    {                                                                         \
+        UT buf[SW_SRC_BLOCK];                                                 \
+        int64_t first = -1, total = 0;                                        \
+        for (int64_t j0 = 0; j0 < n; j0 += SW_SRC_BLOCK) {                    \
+            const int64_t b = n - j0 < SW_SRC_BLOCK ? n - j0 : SW_SRC_BLOCK;  \
+            g(row + j0 * step, step, b, (UT)0, buf);                          \
+            int64_t c = 0;                                                    \
+            const int64_t f = sk_nan_scan_##SUF(buf, b, &c);                  \
+            if (f >= 0 && first < 0) {                                        \
+                first = j0 + f;                                               \
+                if (!count) return first;                                     \
+            }                                                                 \
+            total += c;                                                       \
+        }                                                                     \
+        if (count) *count = total;                                            \
+        return first;                                                         \
+    }                                                                         \
+                                                                              \
+    /* Index of the median of a row (nnan NaNs, ignore_nan); -1: no memory.  \
+     * key: the row's keys, or NULL to read long rows through g. */           \
+    static int64_t sk_median_index_##SUF(sw_gather_fn_##SUF g, const char *row, int64_t step, \
+                                         const UT *key, int64_t len, int64_t nnan, \
+                                         sw_rank_scratch *s)                  \
+    {                                                                         \
+        if (nnan == len) {                                                    \
+            /* nanmedian of an all-NaN row: torch's comparator finds NaNs    \
+             * all equivalent, so nth_element's moves decide */               \
+            return sk_all_equal_nth(len, 0);                                  \
+        }                                                                     \
+        const int64_t r = median_rank(len, nnan);                             \
+        return key ? sw_rank_##SUF(key, len, r, s) : sw_rank_src_##SUF(g, row, step, len, r, s); \
+    }                                                                         \
+                                                                              \
+    static int sk_median_dim_##SUF(sw_gather_fn_##SUF g, int dtype, const void *src, \
+                                   int64_t outer, int64_t len, int64_t inner, \
+                                   int64_t src_so, int64_t src_sl, int64_t src_si, \
+                                   void *values, int64_t *indices, int64_t dst_so, \
+                                   int64_t dst_si, int ignore_nan)            \
+    {                                                                         \
+        const int es = (int)sizeof(UT);                                       \
+        const int is_float = KWK_DTYPES[dtype].is_float;                      \
+        const int long_rows = len > SW_SRC_MIN;                               \
+        sw_rank_scratch s;                                                    \
+        UT *key = long_rows ? NULL : (UT *)malloc((size_t)(len > 0 ? len : 1) * sizeof(UT)); \
+        int status = sw_rank_scratch_init(&s, len);                           \
+        if (!long_rows && !key) status = KWK_E_NOMEM;                         \
+        for (int64_t o = 0; status == KWK_OK && o < outer; ++o) {             \
+            for (int64_t i = 0; i < inner; ++i) {                             \
+                out_row out = {                                               \
+                    (const char *)src + (o * src_so + i * src_si) * es, src_sl * es, \
+                    values ? (char *)values + (o * dst_so + i * dst_si) * es : NULL, \
+                    indices ? indices + o * dst_so + i * dst_si : NULL, 0, es, 0}; \
+                if (key) g(out.row, out.step, len, (UT)0, key);               \
+                int64_t nnan = 0;                                             \
+                if (is_float) {                                               \
+                    int64_t *cnt = ignore_nan ? &nnan : NULL;                 \
+                    int64_t first = key ? sk_nan_scan_##SUF(key, len, cnt)    \
+                                        : sk_nan_scan_src_##SUF(g, out.row, out.step, len, cnt); \
+                    if (first >= 0 && !ignore_nan) {                          \
+                        emit(&out, 0, first);                                 \
+                        continue;                                             \
+                    }                                                         \
+                }                                                             \
+                int64_t idx = sk_median_index_##SUF(g, out.row, out.step, key, len, nnan, &s); \
+                if (idx < 0) { status = KWK_E_NOMEM; break; }                 \
+                emit(&out, 0, idx);                                           \
+            }                                                                 \
+        }                                                                     \
+        free(key);                                                            \
+        sw_rank_scratch_free(&s);                                             \
+        return status;                                                        \
+    }                                                                         \
+                                                                              \
+    /* torch.median() without dim: the value only, chosen by std::nth_element \
+     * on the values.  Equal keys with different bits (+0.0/-0.0, NaN        \
+     * payloads) are the only way that choice shows, so only then is         \
+     * nth_element emulated. */                                               \
+    static int sk_median_all_##SUF(sw_gather_fn_##SUF g, int dtype, const void *src, \
+                                   int64_t n, int64_t stride, void *value, int ignore_nan) \
+    {                                                                         \
+        const int es = (int)sizeof(UT);                                       \
+        const int is_float = KWK_DTYPES[dtype].is_float;                      \
+        const char *base = (const char *)src;                                 \
+        const UT nan_key = (UT)~(UT)0;                                        \
+        const int64_t step = stride * es;                                     \
+        const int long_rows = n > SW_SRC_MIN;                                 \
+        sw_rank_scratch s;                                                    \
+        UT *key = long_rows ? NULL : (UT *)malloc((size_t)n * sizeof(UT));    \
+        int status = sw_rank_scratch_init(&s, n);                             \
+        if (!long_rows && !key) status = KWK_E_NOMEM;                         \
+        if (status != KWK_OK) goto done;                                      \
+        if (key) g(base, step, n, (UT)0, key);                                \
+        int64_t nnan = 0;                                                     \
+        if (is_float) {                                                       \
+            int64_t *cnt = ignore_nan ? &nnan : NULL;                         \
+            int64_t first = key ? sk_nan_scan_##SUF(key, n, cnt) : sk_nan_scan_src_##SUF(g, base, step, n, cnt); \
+            if (first >= 0 && !ignore_nan) {                                  \
+                store_bits(value, SK_QUIET_NAN[dtype], es);                   \
+                goto done;                                                    \
+            }                                                                 \
+        }                                                                     \
+        const int64_t r = median_rank(n, nnan);                               \
+        int64_t idx = key ? sw_rank_##SUF(key, n, r, &s) : sw_rank_src_##SUF(g, base, step, n, r, &s); \
+        if (idx < 0) { status = KWK_E_NOMEM; goto done; }                     \
+        UT zero_bits = 0, zero_key, idx_key;                                  \
+        g((const char *)&zero_bits, es, 1, (UT)0, &zero_key);                 \
+        g(base + idx * step, es, 1, (UT)0, &idx_key);                         \
+        if (is_float && (idx_key == zero_key || idx_key == nan_key)) {        \
+            /* several bit patterns share this key: emulate nth_element */    \
+            kwk_kv *kv = (kwk_kv *)malloc((size_t)n * sizeof(kwk_kv));        \
+            if (!kv) { status = KWK_E_NOMEM; goto done; }                     \
+            for (int64_t j = 0; j < n; ++j) {                                 \
+                UT kj;                                                        \
+                if (key) kj = key[j];                                         \
+                else g(base + j * step, es, 1, (UT)0, &kj);                   \
+                kv[j].key = kj;                                               \
+                kv[j].idx = j;                                                \
+            }                                                                 \
+            emu_nth_element(kv, r, n);                                        \
+            idx = kv[r].idx;                                                  \
+            free(kv);                                                         \
+        }                                                                     \
+        kwk_copy_elem((char *)value, base + idx * stride * es, es);           \
+    done:                                                                     \
+        free(key);                                                            \
+        sw_rank_scratch_free(&s);                                             \
+        return status;                                                        \
+    }
+
+SK_DEFINE_MEDIAN(uint8_t, u8)
+SK_DEFINE_MEDIAN(uint16_t, u16)
+SK_DEFINE_MEDIAN(uint32_t, u32)
+SK_DEFINE_MEDIAN(uint64_t, u64)
+
+/* The gather function and key width of each dtype, for a call F(gather, ...). */
+#define SK_BY_DTYPE(F, ...)                                                   \
+    switch (dtype) {                                                          \
+    case KWK_BOOL: return F##_u8(sw_gather_bool, __VA_ARGS__);                \
+    case KWK_UINT8: return F##_u8(sw_gather_u8, __VA_ARGS__);                 \
+    case KWK_INT8: return F##_u8(sw_gather_i8, __VA_ARGS__);                  \
+    case KWK_UINT16: return F##_u16(sw_gather_u16, __VA_ARGS__);              \
+    case KWK_INT16: return F##_u16(sw_gather_i16, __VA_ARGS__);               \
+    case KWK_FLOAT16: return F##_u16(sw_gather_f16, __VA_ARGS__);             \
+    case KWK_BFLOAT16: return F##_u16(sw_gather_bf16, __VA_ARGS__);           \
+    case KWK_UINT32: return F##_u32(sw_gather_u32, __VA_ARGS__);              \
+    case KWK_INT32: return F##_u32(sw_gather_i32, __VA_ARGS__);               \
+    case KWK_FLOAT32: return F##_u32(sw_gather_f32, __VA_ARGS__);             \
+    case KWK_UINT64: return F##_u64(sw_gather_u64, __VA_ARGS__);              \
+    case KWK_INT64: return F##_u64(sw_gather_i64, __VA_ARGS__);               \
+    case KWK_FLOAT64: return F##_u64(sw_gather_f64, __VA_ARGS__);             \
+    default: return KWK_E_DTYPE;                                              \
+    }
 
 static int impl_median_dim(int dtype, const void *src, int64_t outer,
                            int64_t len, int64_t inner, int64_t src_so,
@@ -113,86 +413,16 @@ static int impl_median_dim(int dtype, const void *src, int64_t outer,
                            int64_t *indices, int64_t dst_so, int64_t dst_si,
                            int ignore_nan)
 {
-    const kwk_dtype_info info = KWK_DTYPES[dtype];
-    const uint64_t nan_key = kwk_width_mask(info.key_bits);
-    const int es = info.elem_size;
-    workspace ws;
-    int status = workspace_init(&ws, len);
-    for (int64_t o = 0; status == KWK_OK && o < outer; ++o) {
-        for (int64_t i = 0; i < inner; ++i) {
-            out_row out = {
-                (const char *)src + (o * src_so + i * src_si) * es, src_sl * es,
-                values ? (char *)values + (o * dst_so + i * dst_si) * es : NULL,
-                indices ? indices + o * dst_so + i * dst_si : NULL, 0, es, 0};
-            row_keys rk;
-            int rbits = load_row(&ws, dtype, out.row, len, out.step, 0, &rk);
-            if (rbits < 0) { status = KWK_E_NOMEM; break; }
-            int64_t nnan = 0;
-            if (info.is_float && rk.max_key == nan_key) {
-                /* the row is still in index order here */
-                if (!ignore_nan) {
-                    emit(&out, 0, first_with_key(&ws, &rk, len, nan_key));
-                    continue;
-                }
-                nnan = count_with_key(&ws, &rk, len, nan_key);
-            }
-            emit(&out, 0, select_stable_rank(&ws, &rk, len, median_rank(len, nnan)));
-        }
-    }
-    workspace_free(&ws);
-    return status;
+    if (len <= 0 || outer == 0 || inner == 0) return KWK_OK;
+    SK_BY_DTYPE(sk_median_dim, dtype, src, outer, len, inner, src_so, src_sl, src_si,
+                values, indices, dst_so, dst_si, ignore_nan)
 }
 
-/* torch.median() without dim: the value only, chosen by std::nth_element on
- * the values.  Equal keys with different bits (+0.0/-0.0, NaN payloads) are
- * the only way that choice shows, so only then is nth_element emulated. */
 static int impl_median_all(int dtype, const void *src, int64_t n,
                            int64_t stride, void *value, int ignore_nan)
 {
-    const kwk_dtype_info info = KWK_DTYPES[dtype];
-    const uint64_t nan_key = kwk_width_mask(info.key_bits);
-    const int es = info.elem_size;
-    const char *base = (const char *)src;
     if (n <= 0) return KWK_E_ARG;
-    workspace ws;
-    int status = workspace_init(&ws, n);
-    row_keys rk;
-    if (status != KWK_OK || load_row(&ws, dtype, base, n, stride * es, 0, &rk) < 0) {
-        workspace_free(&ws);
-        return KWK_E_NOMEM;
-    }
-    int64_t nnan = 0;
-    if (info.is_float && rk.max_key == nan_key) {
-        if (!ignore_nan) {
-            /* std::numeric_limits<T>::quiet_NaN() */
-            static const uint64_t quiet_nan[KWK_NUM_DTYPES] = {
-                [KWK_FLOAT16] = 0x7E00u, [KWK_BFLOAT16] = 0x7FC0u,
-                [KWK_FLOAT32] = 0x7FC00000u, [KWK_FLOAT64] = 0x7FF8000000000000ull};
-            store_bits(value, quiet_nan[dtype], es);
-            workspace_free(&ws);
-            return KWK_OK;
-        }
-        nnan = count_with_key(&ws, &rk, n, nan_key);
-    }
-    const int64_t r = median_rank(n, nnan);
-    int64_t idx = select_stable_rank(&ws, &rk, n, r);
-    const uint64_t key = kwk_key_at(dtype, base + idx * stride * es);
-    const uint64_t zero_key = kwk_key_at(dtype, (const char *)&(uint64_t){0});
-    if (info.is_float && (key == zero_key || key == nan_key)) {
-        /* several bit patterns may share this key: emulate nth_element */
-        status = workspace_kv(&ws, n);
-        if (status == KWK_OK) {
-            for (int64_t j = 0; j < n; ++j) {
-                ws.kv[j].key = kwk_key_at(dtype, base + j * stride * es);
-                ws.kv[j].idx = j;
-            }
-            emu_nth_element(ws.kv, r, n);
-            idx = ws.kv[r].idx;
-        }
-    }
-    if (status == KWK_OK) kwk_copy_elem((char *)value, base + idx * stride * es, es);
-    workspace_free(&ws);
-    return status;
+    SK_BY_DTYPE(sk_median_all, dtype, src, n, stride, value, ignore_nan)
 }
 
 #endif

@@ -1,0 +1,750 @@
+/*
+ * select_words.h - building blocks of the selection kernels (topk, median):
+ * keys at their native width, computed block by block, and the selections
+ * that run over them.
+ *
+ *  - Key gathers: sw_gather_<dtype> turns a (possibly strided) run of
+ *    elements into order keys of the dtype's own width (uint8/16/32/64),
+ *    branch-free so the compiler vectorises the contiguous case.  Same
+ *    order as keys.h (NaN largest, -0 == +0), optionally flipped.
+ *  - Streaming selections for topk with small k over long rows: the row is
+ *    read once in blocks; a block whose keys are all >= the current k-th
+ *    best key is skipped after one (vectorised) comparison, and only the
+ *    few keys that beat it are inserted.
+ *      * sw_heap_torch: std::partial_sort's heap select, move for move
+ *        (libstdc++: make_heap of the first k, an element enters only when
+ *        it compares strictly before the heap top, then sort_heap), so the
+ *        output is torch's exact order, ties included.
+ *      * sw_heap_stable / sw_list_stable: the k smallest (key, index)
+ *        pairs.  Elements arrive in index order, so a newcomer equal to the
+ *        current k-th key never enters: the skip test is the same strict
+ *        comparison.
+ *  - Rank selection (median): the element at stable rank r of a key array.
+ *    A sorted sample brackets the rank between two keys; one branch-free
+ *    pass counts the keys below the bracket and compacts those inside it
+ *    (in index order); repeat on the survivors.  Keys equal across the
+ *    whole bracket are resolved by index order directly.
+ *
+ * Everything is static; included by select_kernels.h once per target.
+ */
+#ifndef KWK_SELECT_WORDS_H
+#define KWK_SELECT_WORDS_H
+
+#include <stdint.h>
+#include <string.h>
+#include "row_io.h"
+
+/* Keys are gathered SW_BLOCK at a time into a small buffer. */
+enum { SW_BLOCK = 64 };
+/* Sets at most this large are finished by an insertion sort. */
+enum { SW_SMALL = 32 };
+/* Streaming top-m keeps a sorted list up to this size, a heap above it. */
+enum { SW_LIST_MAX = 16 };
+/* Lanes of the lane-minimum threshold: m <= SW_LANES. */
+enum { SW_LANES = 16 };
+
+/* ------------------------------------------------------------ keys */
+
+/* IEEE formats: NaN -> all ones, -0 -> +0, negatives reversed below the
+ * positives; written without branches. */
+#define SW_FLOAT_KEY(UT, b, SIGN, INF)                                         \
+    UT a_ = (UT)((b) & (UT)~(UT)(SIGN));                                      \
+    UT v_ = a_ ? (b) : (UT)0;                                                 \
+    UT neg_ = (UT)((UT)0 - (UT)(v_ >> (sizeof(UT) * 8 - 1)));                 \
+    UT k_ = (UT)(v_ ^ (UT)(neg_ | (UT)(SIGN)));                               \
+    return a_ > (UT)(INF) ? (UT)~(UT)0 : k_;
+
+static inline uint8_t sk_bool(uint8_t b) { return (uint8_t)(b != 0); }
+static inline uint8_t sk_u8(uint8_t b) { return b; }
+static inline uint8_t sk_i8(uint8_t b) { return (uint8_t)(b ^ 0x80u); }
+static inline uint16_t sk_u16(uint16_t b) { return b; }
+static inline uint16_t sk_i16(uint16_t b) { return (uint16_t)(b ^ 0x8000u); }
+static inline uint16_t sk_f16(uint16_t b) { SW_FLOAT_KEY(uint16_t, b, 0x8000u, 0x7C00u) }
+static inline uint16_t sk_bf16(uint16_t b) { SW_FLOAT_KEY(uint16_t, b, 0x8000u, 0x7F80u) }
+static inline uint32_t sk_u32(uint32_t b) { return b; }
+static inline uint32_t sk_i32(uint32_t b) { return b ^ 0x80000000u; }
+static inline uint32_t sk_f32(uint32_t b) { SW_FLOAT_KEY(uint32_t, b, 0x80000000u, 0x7F800000u) }
+static inline uint64_t sk_u64(uint64_t b) { return b; }
+static inline uint64_t sk_i64(uint64_t b) { return b ^ 0x8000000000000000ull; }
+static inline uint64_t sk_f64(uint64_t b)
+{
+    SW_FLOAT_KEY(uint64_t, b, 0x8000000000000000ull, 0x7FF0000000000000ull)
+}
+
+/* out[j] = key(element j) ^ flip for j < n; step in bytes. */
+#define SW_DEFINE_GATHER(NAME, UT, KEY)                                       \
+    static void NAME(const char *row, int64_t step, int64_t n, UT flip, UT *out) \
+    {                                                                         \
+        if (step == (int64_t)sizeof(UT)) {                                    \
+            for (int64_t j = 0; j < n; ++j) {                                 \
+                UT v;                                                         \
+                memcpy(&v, row + j * (int64_t)sizeof(UT), sizeof(UT));        \
+                out[j] = (UT)(KEY(v) ^ flip);                                 \
+            }                                                                 \
+        } else {                                                              \
+            for (int64_t j = 0; j < n; ++j) {                                 \
+                UT v;                                                         \
+                memcpy(&v, row + j * step, sizeof(UT));                       \
+                out[j] = (UT)(KEY(v) ^ flip);                                 \
+            }                                                                 \
+        }                                                                     \
+    }
+
+SW_DEFINE_GATHER(sw_gather_bool, uint8_t, sk_bool)
+SW_DEFINE_GATHER(sw_gather_u8, uint8_t, sk_u8)
+SW_DEFINE_GATHER(sw_gather_i8, uint8_t, sk_i8)
+SW_DEFINE_GATHER(sw_gather_u16, uint16_t, sk_u16)
+SW_DEFINE_GATHER(sw_gather_i16, uint16_t, sk_i16)
+SW_DEFINE_GATHER(sw_gather_f16, uint16_t, sk_f16)
+SW_DEFINE_GATHER(sw_gather_bf16, uint16_t, sk_bf16)
+SW_DEFINE_GATHER(sw_gather_u32, uint32_t, sk_u32)
+SW_DEFINE_GATHER(sw_gather_i32, uint32_t, sk_i32)
+SW_DEFINE_GATHER(sw_gather_f32, uint32_t, sk_f32)
+SW_DEFINE_GATHER(sw_gather_u64, uint64_t, sk_u64)
+SW_DEFINE_GATHER(sw_gather_i64, uint64_t, sk_i64)
+SW_DEFINE_GATHER(sw_gather_f64, uint64_t, sk_f64)
+
+/* ------------------------------------------------------------ heaps */
+
+/* libstdc++'s max-heap (__adjust_heap / __push_heap / make_heap /
+ * sort_heap) over records, under a LESS given as a macro.  KEY: compare by
+ * key alone (torch); KI: by (key, index) (stable). */
+#define SW_LESS_KEY(a, b) ((a).key < (b).key)
+#define SW_LESS_KI(a, b) ((a).key < (b).key || ((a).key == (b).key && (a).idx < (b).idx))
+
+#define SW_DEFINE_HEAP(SUF, LESS)                                             \
+    static inline void sw_push_heap_##SUF(kwk_kv *h, int64_t hole, int64_t top, kwk_kv v) \
+    {                                                                         \
+        int64_t parent = (hole - 1) / 2;                                      \
+        while (hole > top && LESS(h[parent], v)) {                            \
+            h[hole] = h[parent];                                              \
+            hole = parent;                                                    \
+            parent = (hole - 1) / 2;                                          \
+        }                                                                     \
+        h[hole] = v;                                                          \
+    }                                                                         \
+    static void sw_adjust_heap_##SUF(kwk_kv *h, int64_t hole, int64_t len, kwk_kv v) \
+    {                                                                         \
+        const int64_t top = hole;                                             \
+        int64_t child = hole;                                                 \
+        while (child < (len - 1) / 2) {                                       \
+            child = 2 * (child + 1);                                          \
+            if (LESS(h[child], h[child - 1])) --child;                        \
+            h[hole] = h[child];                                               \
+            hole = child;                                                     \
+        }                                                                     \
+        if ((len & 1) == 0 && child == (len - 2) / 2) {                       \
+            child = 2 * (child + 1);                                          \
+            h[hole] = h[child - 1];                                           \
+            hole = child - 1;                                                 \
+        }                                                                     \
+        sw_push_heap_##SUF(h, hole, top, v);                                  \
+    }                                                                         \
+    static void sw_make_heap_##SUF(kwk_kv *h, int64_t len)                    \
+    {                                                                         \
+        if (len < 2) return;                                                  \
+        for (int64_t parent = (len - 2) / 2;; --parent) {                     \
+            sw_adjust_heap_##SUF(h, parent, len, h[parent]);                  \
+            if (parent == 0) return;                                          \
+        }                                                                     \
+    }                                                                         \
+    static void sw_sort_heap_##SUF(kwk_kv *h, int64_t len)                    \
+    {                                                                         \
+        while (len > 1) {                                                     \
+            --len;                                                            \
+            kwk_kv v = h[len];                                                \
+            h[len] = h[0];                                                    \
+            sw_adjust_heap_##SUF(h, 0, len, v);                               \
+        }                                                                     \
+    }
+
+SW_DEFINE_HEAP(key, SW_LESS_KEY)
+SW_DEFINE_HEAP(ki, SW_LESS_KI)
+
+/* Stable insertion sort of records by key (records in index order stay in
+ * index order among equal keys). */
+static void sw_insertion_sort_kv(kwk_kv *a, int64_t n)
+{
+    for (int64_t i = 1; i < n; ++i) {
+        kwk_kv v = a[i];
+        int64_t j = i;
+        while (j > 0 && a[j - 1].key > v.key) {
+            a[j] = a[j - 1];
+            --j;
+        }
+        a[j] = v;
+    }
+}
+
+/* Insertion sort of unique words. */
+static void sw_sort_words(uint64_t *a, int64_t n)
+{
+    for (int64_t i = 1; i < n; ++i) {
+        uint64_t v = a[i];
+        int64_t j = i;
+        while (j > 0 && a[j - 1] > v) {
+            a[j] = a[j - 1];
+            --j;
+        }
+        a[j] = v;
+    }
+}
+
+/* h[0..m) = the m smallest of n unique words key << 32 | index, in order,
+ * as records (m <= SW_LANES <= n). */
+static void sw_smallest_words(const uint64_t *w, int64_t n, int64_t m, kwk_kv *h)
+{
+    /* a sorted register file b[0..m): each word sinks through it with
+     * min/max pairs, no data-dependent branch */
+    uint64_t b[SW_LANES];
+    for (int64_t i = 0; i < m; ++i) b[i] = ~(uint64_t)0;
+    for (int64_t j = 0; j < n; ++j) {
+        uint64_t x = w[j];
+        for (int64_t i = 0; i < m; ++i) {
+            const uint64_t y = b[i];
+            b[i] = y < x ? y : x;
+            x = y < x ? x : y;
+        }
+    }
+    for (int64_t i = 0; i < m; ++i) {
+        h[i].key = b[i] >> 32;
+        h[i].idx = (int64_t)(b[i] & 0xFFFFFFFFu);
+    }
+}
+
+/* -------------------------------------------- streaming selections */
+
+/* For each key type: the streaming selections over a row, reading keys
+ * through a gather function.  `buf` holds SW_BLOCK keys. */
+#define SW_DEFINE_STREAM(UT, SUF)                                             \
+    typedef void (*sw_gather_fn_##SUF)(const char *, int64_t, int64_t, UT, UT *); \
+                                                                              \
+    /* 1 when some key of the block is below thr. */                          \
+    static inline int sw_any_below_##SUF(const UT *buf, int64_t n, UT thr)    \
+    {                                                                         \
+        int any = 0;                                                          \
+        if (n == SW_BLOCK) {                                                  \
+            for (int i = 0; i < SW_BLOCK; ++i) any |= buf[i] < thr;           \
+        } else {                                                              \
+            for (int64_t i = 0; i < n; ++i) any |= buf[i] < thr;              \
+        }                                                                     \
+        return any;                                                           \
+    }                                                                         \
+                                                                              \
+    /* Records of the first k elements (k <= len). */                         \
+    static int64_t sw_fill_##SUF(sw_gather_fn_##SUF g, const char *row, int64_t step, \
+                                 int64_t k, UT flip, kwk_kv *h, UT *buf)      \
+    {                                                                         \
+        int64_t j = 0;                                                        \
+        while (j < k) {                                                       \
+            int64_t b = k - j < SW_BLOCK ? k - j : SW_BLOCK;                  \
+            g(row + j * step, step, b, flip, buf);                            \
+            for (int64_t i = 0; i < b; ++i) {                                 \
+                h[j + i].key = buf[i];                                        \
+                h[j + i].idx = j + i;                                         \
+            }                                                                 \
+            j += b;                                                           \
+        }                                                                     \
+        return j;                                                             \
+    }                                                                         \
+                                                                              \
+    /* std::partial_sort(first, first + k, first + len) on (key, index)       \
+     * records compared by key: h[0..k) gets torch's output.  0 < k <= len. */ \
+    static void sw_heap_torch_##SUF(sw_gather_fn_##SUF g, const char *row, int64_t step, \
+                                    int64_t len, int64_t k, UT flip, kwk_kv *h, UT *buf) \
+    {                                                                         \
+        int64_t j = sw_fill_##SUF(g, row, step, k, flip, h, buf);             \
+        sw_make_heap_key(h, k);                                               \
+        UT thr = (UT)h[0].key;                                                \
+        while (j < len) {                                                     \
+            int64_t b = len - j < SW_BLOCK ? len - j : SW_BLOCK;              \
+            g(row + j * step, step, b, flip, buf);                            \
+            if (sw_any_below_##SUF(buf, b, thr)) {                            \
+                for (int64_t i = 0; i < b; ++i) {                             \
+                    if (buf[i] < thr) {                                       \
+                        kwk_kv v = {buf[i], j + i};                           \
+                        sw_adjust_heap_key(h, 0, k, v);                       \
+                        thr = (UT)h[0].key;                                   \
+                    }                                                         \
+                }                                                             \
+            }                                                                 \
+            j += b;                                                           \
+        }                                                                     \
+        sw_sort_heap_key(h, k);                                               \
+    }                                                                         \
+                                                                              \
+    /* The m smallest (key, index) records in order, m <= SW_LIST_MAX:        \
+     * a sorted list.  0 < m <= len. */                                       \
+    static void sw_list_stable_##SUF(sw_gather_fn_##SUF g, const char *row, int64_t step, \
+                                     int64_t len, int64_t m, UT flip, kwk_kv *h, UT *buf) \
+    {                                                                         \
+        int64_t j = sw_fill_##SUF(g, row, step, m, flip, h, buf);             \
+        sw_insertion_sort_kv(h, m);                                           \
+        UT thr = (UT)h[m - 1].key;                                            \
+        while (j < len) {                                                     \
+            int64_t b = len - j < SW_BLOCK ? len - j : SW_BLOCK;              \
+            g(row + j * step, step, b, flip, buf);                            \
+            if (sw_any_below_##SUF(buf, b, thr)) {                            \
+                for (int64_t i = 0; i < b; ++i) {                             \
+                    UT x = buf[i];                                            \
+                    if (x < thr) {                                            \
+                        int64_t p = m - 1;                                    \
+                        while (p > 0 && (UT)h[p - 1].key > x) {               \
+                            h[p] = h[p - 1];                                  \
+                            --p;                                              \
+                        }                                                     \
+                        h[p].key = x;                                         \
+                        h[p].idx = j + i;                                     \
+                        thr = (UT)h[m - 1].key;                               \
+                    }                                                         \
+                }                                                             \
+            }                                                                 \
+            j += b;                                                           \
+        }                                                                     \
+    }                                                                         \
+                                                                              \
+    /* The m smallest (key, index) records, unordered, in a heap.             \
+     * 0 < m <= len. */                                                       \
+    static void sw_heap_stable_##SUF(sw_gather_fn_##SUF g, const char *row, int64_t step, \
+                                     int64_t len, int64_t m, UT flip, kwk_kv *h, UT *buf) \
+    {                                                                         \
+        int64_t j = sw_fill_##SUF(g, row, step, m, flip, h, buf);             \
+        sw_make_heap_ki(h, m);                                                \
+        UT thr = (UT)h[0].key;                                                \
+        while (j < len) {                                                     \
+            int64_t b = len - j < SW_BLOCK ? len - j : SW_BLOCK;              \
+            g(row + j * step, step, b, flip, buf);                            \
+            if (sw_any_below_##SUF(buf, b, thr)) {                            \
+                for (int64_t i = 0; i < b; ++i) {                             \
+                    if (buf[i] < thr) {                                       \
+                        kwk_kv v = {buf[i], j + i};                           \
+                        sw_adjust_heap_ki(h, 0, m, v);                        \
+                        thr = (UT)h[0].key;                                   \
+                    }                                                         \
+                }                                                             \
+            }                                                                 \
+            j += b;                                                           \
+        }                                                                     \
+    }                                                                         \
+                                                                              \
+    /* Records {key, j} of a whole row, in index order. */                    \
+    static void sw_records_##SUF(sw_gather_fn_##SUF g, const char *row, int64_t step, \
+                                 int64_t len, UT flip, kwk_kv *kv, UT *buf)   \
+    {                                                                         \
+        sw_fill_##SUF(g, row, step, len, flip, kv, buf);                      \
+    }
+
+SW_DEFINE_STREAM(uint8_t, u8)
+SW_DEFINE_STREAM(uint16_t, u16)
+SW_DEFINE_STREAM(uint32_t, u32)
+SW_DEFINE_STREAM(uint64_t, u64)
+
+/* ------------------------------------------- in-memory top m (small m) */
+
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+/* cand[0..c) = the j < len with key[j] <= t, in index order; returns c. */
+#define SW_DEFINE_COMPACT_PORTABLE(UT, SUF)                                   \
+    static int64_t sw_compact_le_##SUF(const UT *key, int64_t len, UT t, int64_t *cand) \
+    {                                                                         \
+        int64_t c = 0;                                                        \
+        for (int64_t j = 0; j < len; ++j) {                                   \
+            cand[c] = j;                                                      \
+            c += key[j] <= t;                                                 \
+        }                                                                     \
+        return c;                                                             \
+    }
+SW_DEFINE_COMPACT_PORTABLE(uint8_t, u8)
+SW_DEFINE_COMPACT_PORTABLE(uint16_t, u16)
+SW_DEFINE_COMPACT_PORTABLE(uint64_t, u64)
+#if defined(__AVX2__)
+static int64_t sw_compact_le_u32(const uint32_t *key, int64_t len, uint32_t t, int64_t *cand)
+{
+    /* unsigned x <= t  <=>  !(signed (x ^ sign) > signed (t ^ sign)) */
+    const __m256i sign = _mm256_set1_epi32((int)0x80000000u);
+    const __m256i tt = _mm256_set1_epi32((int)(t ^ 0x80000000u));
+    int64_t c = 0, j = 0;
+    for (; j + 8 <= len; j += 8) {
+        __m256i v = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(key + j)), sign);
+        unsigned mask = ~(unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(v, tt))) & 0xFFu;
+        while (mask) {
+            cand[c++] = j + __builtin_ctz(mask);
+            mask &= mask - 1;
+        }
+    }
+    for (; j < len; ++j) {
+        cand[c] = j;
+        c += key[j] <= t;
+    }
+    return c;
+}
+#else
+SW_DEFINE_COMPACT_PORTABLE(uint32_t, u32)
+#endif
+
+/* sw_top_small_<SUF>(key, len, m, h, cand): h[0..m) = the m smallest
+ * (key, index) records of key[0..len) in order; 0 < m <= SW_LANES,
+ * m <= len; cand holds len indices.  The m-th smallest of SW_LANES lane
+ * minima bounds the m-th smallest key from above, so the keys at or below
+ * it are all the candidates there are. */
+#define SW_DEFINE_TOP_SMALL(UT, SUF)                                          \
+    static void sw_top_small_##SUF(const UT *key, int64_t len, int64_t m, kwk_kv *h, \
+                                   int64_t *cand)                             \
+    {                                                                         \
+        /* keys of at most 32 bits travel as words key << 32 | index: one    \
+         * integer compare, and no 16-byte record moves */                    \
+        const int words = sizeof(UT) <= 4 && len <= (int64_t)UINT32_MAX;      \
+        uint64_t w[2 * SW_LANES];                                             \
+        if (len <= 2 * SW_LANES) {                                            \
+            if (words) {                                                      \
+                for (int64_t j = 0; j < len; ++j) w[j] = (uint64_t)key[j] << 32 | (uint64_t)j; \
+                sw_smallest_words(w, len, m, h);                              \
+                return;                                                       \
+            }                                                                 \
+            kwk_kv all[2 * SW_LANES];                                         \
+            for (int64_t j = 0; j < len; ++j) {                               \
+                all[j].key = key[j];                                          \
+                all[j].idx = j;                                               \
+            }                                                                 \
+            sw_insertion_sort_kv(all, len);                                   \
+            memcpy(h, all, (size_t)m * sizeof(kwk_kv));                       \
+            return;                                                           \
+        }                                                                     \
+        UT mn[SW_LANES];                                                      \
+        for (int l = 0; l < SW_LANES; ++l) mn[l] = key[l];                    \
+        int64_t j = SW_LANES;                                                 \
+        for (; j + SW_LANES <= len; j += SW_LANES)                            \
+            for (int l = 0; l < SW_LANES; ++l) mn[l] = key[j + l] < mn[l] ? key[j + l] : mn[l]; \
+        for (int l = 0; j < len; ++j, ++l) mn[l] = key[j] < mn[l] ? key[j] : mn[l]; \
+        /* t = the m-th smallest lane minimum: the largest one with fewer   \
+         * than m minima below it (counted without branches) */               \
+        UT below[SW_LANES] = {0};                                             \
+        for (int b = 0; b < SW_LANES; ++b) {                                  \
+            const UT y = mn[b];                                               \
+            for (int a = 0; a < SW_LANES; ++a) below[a] += (UT)(y < mn[a]);   \
+        }                                                                     \
+        UT t = 0;                                                             \
+        for (int a = 0; a < SW_LANES; ++a) {                                  \
+            const UT x = (below[a] < (UT)m) ? mn[a] : (UT)0;                  \
+            t = x > t ? x : t;                                                \
+        }                                                                     \
+        const int64_t c = sw_compact_le_##SUF(key, len, t, cand);             \
+        /* stable top m of the candidates (c >= m): a sorted list */          \
+        if (words && c <= 2 * SW_LANES) {                                     \
+            for (int64_t i = 0; i < c; ++i) w[i] = (uint64_t)key[cand[i]] << 32 | (uint64_t)cand[i]; \
+            sw_smallest_words(w, c, m, h);                                    \
+            return;                                                           \
+        }                                                                     \
+        if (words) {                                                          \
+            for (int64_t i = 0; i < m; ++i) w[i] = (uint64_t)key[cand[i]] << 32 | (uint64_t)cand[i]; \
+            sw_sort_words(w, m);                                              \
+            uint64_t thr = w[m - 1];                                          \
+            for (int64_t i = m; i < c; ++i) {                                 \
+                const uint64_t x = (uint64_t)key[cand[i]] << 32 | (uint64_t)cand[i]; \
+                if (x < thr) {                                                \
+                    int64_t p = m - 1;                                        \
+                    while (p > 0 && w[p - 1] > x) {                           \
+                        w[p] = w[p - 1];                                      \
+                        --p;                                                  \
+                    }                                                         \
+                    w[p] = x;                                                 \
+                    thr = w[m - 1];                                           \
+                }                                                             \
+            }                                                                 \
+            for (int64_t i = 0; i < m; ++i) {                                 \
+                h[i].key = w[i] >> 32;                                        \
+                h[i].idx = (int64_t)(w[i] & 0xFFFFFFFFu);                     \
+            }                                                                 \
+            return;                                                           \
+        }                                                                     \
+        for (int64_t i = 0; i < m; ++i) {                                     \
+            h[i].key = key[cand[i]];                                          \
+            h[i].idx = cand[i];                                               \
+        }                                                                     \
+        sw_insertion_sort_kv(h, m);                                           \
+        UT thr = (UT)h[m - 1].key;                                            \
+        for (int64_t i = m; i < c; ++i) {                                     \
+            const UT x = key[cand[i]];                                        \
+            if (x < thr) {                                                    \
+                int64_t p = m - 1;                                            \
+                while (p > 0 && (UT)h[p - 1].key > x) {                       \
+                    h[p] = h[p - 1];                                          \
+                    --p;                                                      \
+                }                                                             \
+                h[p] = (kwk_kv){x, cand[i]};                                  \
+                thr = (UT)h[m - 1].key;                                       \
+            }                                                                 \
+        }                                                                     \
+    }
+
+/* insertion sort of bare keys (samples, lane minima) */
+#define SW_DEFINE_SORT_KEYS(UT, SUF)                                          \
+    static void sw_sort_keys_##SUF(UT *a, int64_t n)                          \
+    {                                                                         \
+        for (int64_t i = 1; i < n; ++i) {                                     \
+            UT v = a[i];                                                      \
+            int64_t j = i;                                                    \
+            while (j > 0 && a[j - 1] > v) {                                   \
+                a[j] = a[j - 1];                                              \
+                --j;                                                          \
+            }                                                                 \
+            a[j] = v;                                                         \
+        }                                                                     \
+    }
+
+SW_DEFINE_SORT_KEYS(uint8_t, u8)
+SW_DEFINE_SORT_KEYS(uint16_t, u16)
+SW_DEFINE_SORT_KEYS(uint32_t, u32)
+SW_DEFINE_SORT_KEYS(uint64_t, u64)
+SW_DEFINE_TOP_SMALL(uint8_t, u8)
+SW_DEFINE_TOP_SMALL(uint16_t, u16)
+SW_DEFINE_TOP_SMALL(uint32_t, u32)
+SW_DEFINE_TOP_SMALL(uint64_t, u64)
+
+/* ------------------------------------------------------ rank select */
+
+/* Scratch for sw_rank_*: two (key, index) arrays of n for the survivors
+ * and n records for the exact fallback, in bytes for the widest key. */
+typedef struct {
+    void *ka, *kb;      /* survivor keys (ping-pong) */
+    int64_t *ia, *ib;   /* survivor indices */
+    kwk_kv *kv, *kvtmp; /* fallback records */
+    int64_t cap;
+} sw_rank_scratch;
+
+static int sw_rank_scratch_init(sw_rank_scratch *s, int64_t n)
+{
+    size_t c = (size_t)(n > 0 ? n : 1);
+    memset(s, 0, sizeof *s);
+    s->ka = malloc(c * 8);
+    s->kb = malloc(c * 8);
+    s->ia = (int64_t *)malloc(c * sizeof(int64_t));
+    s->ib = (int64_t *)malloc(c * sizeof(int64_t));
+    s->cap = n;
+    return (s->ka && s->kb && s->ia && s->ib) ? KWK_OK : KWK_E_NOMEM;
+}
+
+static void sw_rank_scratch_free(sw_rank_scratch *s)
+{
+    free(s->ka);
+    free(s->kb);
+    free(s->ia);
+    free(s->ib);
+    free(s->kv);
+    free(s->kvtmp);
+}
+
+static inline int64_t sw_isqrt(int64_t n)
+{
+    int64_t r = 0;
+    while ((r + 1) * (r + 1) <= n) ++r;
+    return r;
+}
+
+/* Sample size for a set of m keys: small sets get up to SW_COUNT_MAX
+ * samples, ranked by counting; larger ones about sqrt(m), sorted. */
+enum { SW_COUNT_MAX = 64 };
+/* Long rows are read SW_SRC_BLOCK keys at a time by sw_rank_src. */
+enum { SW_SRC_BLOCK = 2048 };
+static inline int64_t sw_sample_size(int64_t m)
+{
+    int64_t s = sw_isqrt(m);
+    if (m < 65536) {
+        s = s * 3 / 2;
+        return s < 32 ? 32 : (s > SW_COUNT_MAX ? SW_COUNT_MAX : s);
+    }
+    return s > 1024 ? 1024 : s;
+}
+
+/* One bracket pass over key[0..m) with implicit indices: returns the
+ * number of keys in [lo, lo + span] (copied with their indices, in order,
+ * to nk/ni) and sets *below to the number under lo. */
+#define SW_DEFINE_BRACKET0_PORTABLE(UT, SUF)                                  \
+    static int64_t sw_bracket0_##SUF(const UT *k, int64_t m, UT lo, UT span,   \
+                                     UT *nk, int64_t *ni, int64_t *below_out) \
+    {                                                                         \
+        int64_t below = 0, c = 0;                                             \
+        for (int64_t j = 0; j < m; ++j) below += k[j] < lo;                   \
+        for (int64_t j = 0; j < m; ++j) {                                     \
+            UT x = k[j];                                                      \
+            nk[c] = x;                                                        \
+            ni[c] = j;                                                        \
+            c += (UT)(x - lo) <= span;                                        \
+        }                                                                     \
+        *below_out = below;                                                   \
+        return c;                                                             \
+    }
+SW_DEFINE_BRACKET0_PORTABLE(uint8_t, u8)
+SW_DEFINE_BRACKET0_PORTABLE(uint16_t, u16)
+SW_DEFINE_BRACKET0_PORTABLE(uint64_t, u64)
+SW_DEFINE_BRACKET0_PORTABLE(uint32_t, u32)
+
+/* sw_rank_<SUF>(key, n, r, scratch): the index j whose (key[j], j) has
+ * rank r (0 <= r < n) among all (key, index) pairs; -1 when out of memory.
+ * key[] is left untouched. */
+#define SW_DEFINE_RANK(UT, SUF)                                               \
+    /* [*lo, *hi]: keys bracketing rank r of m from a sample of ns keys     \
+     * (reordered), widened by about 2 sigma, doubled after each miss. */     \
+    static void sw_bounds_##SUF(UT *sample, int64_t ns, int64_t r, int64_t m, int misses, \
+                                UT *lo_out, UT *hi_out)                       \
+    {                                                                         \
+        const int64_t centre = (int64_t)(((double)r + 0.5) * (double)ns / (double)m); \
+        const int64_t margin = (sw_isqrt(ns) + 1) << misses;                  \
+        const int64_t a = centre - margin, b = centre + margin;               \
+        UT lo = 0, hi = (UT)~(UT)0;                                           \
+        if (ns <= SW_COUNT_MAX) {                                             \
+            /* order statistics a and b of the sample by counting */          \
+            UT la = 0, hb = 0;                                                \
+            int32_t below[SW_COUNT_MAX] = {0};                                \
+            for (int64_t q = 0; q < ns; ++q) {                                \
+                const UT y = sample[q];                                       \
+                for (int64_t i = 0; i < ns; ++i) below[i] += y < sample[i];   \
+            }                                                                 \
+            for (int64_t i = 0; i < ns; ++i) {                                \
+                const UT x = sample[i];                                       \
+                la = (below[i] <= a && x > la) ? x : la;                      \
+                hb = (below[i] <= b && x > hb) ? x : hb;                      \
+            }                                                                 \
+            if (a > 0) lo = la;                                               \
+            if (b < ns - 1) hi = hb;                                          \
+        } else {                                                              \
+            sw_sort_keys_##SUF(sample, ns);                                   \
+            if (a > 0) lo = sample[a];                                        \
+            if (b < ns - 1) hi = sample[b];                                   \
+        }                                                                     \
+        *lo_out = lo;                                                         \
+        *hi_out = hi;                                                         \
+    }                                                                         \
+                                                                              \
+    /* The rank loop on a set (k, ix) of m: ix NULL means index j is j.       \
+     * nk/ni and ok/oi: two free buffer pairs (ok/oi may alias k/ix). */      \
+    static int64_t sw_rank_core_##SUF(const UT *k, const int64_t *ix, int64_t m, int64_t r, \
+                                      UT *nk, int64_t *ni, UT *ok, int64_t *oi, \
+                                      sw_rank_scratch *s)                     \
+    {                                                                         \
+        UT sample[1024];                                                      \
+        int misses = 0;                                                       \
+        while (m > SW_SMALL) {                                                \
+            const int64_t ns = sw_sample_size(m);                             \
+            const int64_t stride = m / ns;                                    \
+            const int64_t off = (stride >> (1 + misses)) % (stride ? stride : 1); \
+            for (int64_t i = 0; i < ns; ++i) sample[i] = k[i * stride + off]; \
+            UT lo, hi;                                                        \
+            sw_bounds_##SUF(sample, ns, r, m, misses, &lo, &hi);              \
+            const UT span = (UT)(hi - lo);                                    \
+            int64_t below = 0, c = 0;                                         \
+            if (ix) {                                                         \
+                for (int64_t j = 0; j < m; ++j) {                             \
+                    UT x = k[j];                                              \
+                    below += x < lo;                                          \
+                    nk[c] = x;                                                \
+                    ni[c] = ix[j];                                            \
+                    c += (UT)(x - lo) <= span;                                \
+                }                                                             \
+            } else {                                                          \
+                c = sw_bracket0_##SUF(k, m, lo, span, nk, ni, &below);        \
+            }                                                                 \
+            if (r < below || r >= below + c || c == m) { /* missed */         \
+                if (++misses > 2) break;                                      \
+                continue;                                                     \
+            }                                                                 \
+            misses = 0;                                                       \
+            r -= below;                                                       \
+            if (lo == hi) return ni[r]; /* all equal: index order */          \
+            k = nk;                                                           \
+            ix = ni;                                                          \
+            m = c;                                                            \
+            { UT *t = nk; nk = ok; ok = t; }                                  \
+            { int64_t *t = ni; ni = oi; oi = t; }                             \
+        }                                                                     \
+        /* finish (small set) or fall back (missed bracket): exact select */  \
+        if (m <= SW_SMALL && sizeof(UT) <= 4 && s->cap <= (int64_t)UINT32_MAX) {   \
+            uint64_t w[SW_SMALL];                                             \
+            for (int64_t j = 0; j < m; ++j)                                   \
+                w[j] = (uint64_t)k[j] << 32 | (uint64_t)(ix ? ix[j] : j);     \
+            sw_sort_words(w, m);                                              \
+            return (int64_t)(w[r] & 0xFFFFFFFFu);                             \
+        }                                                                     \
+        if (m <= SW_SMALL) {                                                  \
+            kwk_kv small[SW_SMALL];                                           \
+            for (int64_t j = 0; j < m; ++j) {                                 \
+                small[j].key = k[j];                                          \
+                small[j].idx = ix ? ix[j] : j;                                \
+            }                                                                 \
+            sw_insertion_sort_kv(small, m);                                   \
+            return small[r].idx;                                              \
+        }                                                                     \
+        if (!s->kv) s->kv = (kwk_kv *)malloc((size_t)s->cap * sizeof(kwk_kv)); \
+        if (!s->kvtmp) s->kvtmp = (kwk_kv *)malloc((size_t)s->cap * sizeof(kwk_kv)); \
+        if (!s->kv || !s->kvtmp) return -1;                                   \
+        for (int64_t j = 0; j < m; ++j) {                                     \
+            s->kv[j].key = k[j];                                              \
+            s->kv[j].idx = ix ? ix[j] : j;                                    \
+        }                                                                     \
+        kvs_select(s->kv, s->kvtmp, m, r + 1);                                \
+        return s->kv[r].idx;                                                  \
+    }                                                                         \
+                                                                              \
+    static int64_t sw_rank_##SUF(const UT *key, int64_t n, int64_t r, sw_rank_scratch *s) \
+    {                                                                         \
+        return sw_rank_core_##SUF(key, NULL, n, r, (UT *)s->ka, s->ia, (UT *)s->kb, s->ib, s); \
+    }                                                                         \
+                                                                              \
+    /* sw_rank on a row read through a gather function, block by block: no  \
+     * key array of the whole row (long rows). */                             \
+    static int64_t sw_rank_src_##SUF(void (*g)(const char *, int64_t, int64_t, UT, UT *), \
+                                     const char *row, int64_t step, int64_t n, int64_t r, \
+                                     sw_rank_scratch *s)                      \
+    {                                                                         \
+        UT sample[1024], buf[SW_SRC_BLOCK];                                   \
+        UT *nk = (UT *)s->ka;                                                 \
+        int64_t *ni = s->ia;                                                  \
+        for (int misses = 0; misses <= 2; ++misses) {                         \
+            const int64_t ns = sw_sample_size(n);                             \
+            const int64_t stride = n / ns;                                    \
+            const int64_t off = (stride >> (1 + misses)) % (stride ? stride : 1); \
+            for (int64_t i = 0; i < ns; ++i)                                  \
+                g(row + (i * stride + off) * step, step, 1, (UT)0, &sample[i]); \
+            UT lo, hi;                                                        \
+            sw_bounds_##SUF(sample, ns, r, n, misses, &lo, &hi);              \
+            const UT span = (UT)(hi - lo);                                    \
+            int64_t below = 0, c = 0;                                         \
+            for (int64_t j0 = 0; j0 < n; j0 += SW_SRC_BLOCK) {                \
+                const int64_t b = n - j0 < SW_SRC_BLOCK ? n - j0 : SW_SRC_BLOCK; \
+                g(row + j0 * step, step, b, (UT)0, buf);                      \
+                int64_t bb = 0;                                               \
+                const int64_t cb = sw_bracket0_##SUF(buf, b, lo, span, nk + c, ni + c, &bb); \
+                for (int64_t q = c; q < c + cb; ++q) ni[q] += j0; /* block-relative */ \
+                c += cb;                                                      \
+                below += bb;                                                  \
+            }                                                                 \
+            if (r < below || r >= below + c || c == n) continue; /* missed */ \
+            r -= below;                                                       \
+            if (lo == hi) return ni[r];                                       \
+            return sw_rank_core_##SUF(nk, ni, c, r, (UT *)s->kb, s->ib, nk, ni, s); \
+        }                                                                     \
+        /* exact fallback on records of the whole row */                      \
+        if (!s->kv) s->kv = (kwk_kv *)malloc((size_t)s->cap * sizeof(kwk_kv)); \
+        if (!s->kvtmp) s->kvtmp = (kwk_kv *)malloc((size_t)s->cap * sizeof(kwk_kv)); \
+        if (!s->kv || !s->kvtmp) return -1;                                   \
+        for (int64_t j0 = 0; j0 < n; j0 += SW_SRC_BLOCK) {                    \
+            const int64_t b = n - j0 < SW_SRC_BLOCK ? n - j0 : SW_SRC_BLOCK;  \
+            g(row + j0 * step, step, b, (UT)0, buf);                          \
+            for (int64_t j = 0; j < b; ++j) {                                 \
+                s->kv[j0 + j].key = buf[j];                                   \
+                s->kv[j0 + j].idx = j0 + j;                                   \
+            }                                                                 \
+        }                                                                     \
+        kvs_select(s->kv, s->kvtmp, n, r + 1);                                \
+        return s->kv[r].idx;                                                  \
+    }
+
+SW_DEFINE_RANK(uint8_t, u8)
+SW_DEFINE_RANK(uint16_t, u16)
+SW_DEFINE_RANK(uint32_t, u32)
+SW_DEFINE_RANK(uint64_t, u64)
+
+#endif
