@@ -4,7 +4,7 @@ import pytest
 
 import kwker
 from kwker import _native
-from kwker_testing import KNOWN_BUG_HITS, ORIG, ORIG_METHOD, TEST_SEED, kernel_thresholds
+from kwker_testing import ORIG, ORIG_METHOD, TEST_SEED, kernel_thresholds
 import torch
 
 
@@ -66,10 +66,3 @@ def gen(request):
     g = torch.Generator()
     g.manual_seed(zlib.crc32(request.node.nodeid.encode()) ^ TEST_SEED)
     return g
-
-
-def pytest_terminal_summary(terminalreporter):
-    if KNOWN_BUG_HITS:
-        terminalreporter.write_sep("-", "inputs that hit known Kwker bugs (tolerated as predicted)")
-        for bug, n in sorted(KNOWN_BUG_HITS.items()):
-            terminalreporter.write_line(f"{bug}: {n} call(s); see test_known_bugs.py")

@@ -9,7 +9,6 @@ Hypothesis: the "kwker" profile keeps the default run short; set
 KWKER_HYPOTHESIS_EXAMPLES=N (e.g. 2000) for a deep run.  KWKER_TEST_SEED=N
 reseeds every generated input of the non-hypothesis tests.
 """
-import collections
 import os
 
 import torch
@@ -189,13 +188,7 @@ def compare(op, x, *args, method=False, fast=True, reference=None, **kwargs):
     else:
         if got[0] == "raise":
             raise AssertionError(f"kwker raised, torch did not: {got[1]!r}") from got[1]
-        try:
-            assert_same(ref[1], got[1])
-        except AssertionError:
-            bug = known_bug(op, x, args, kwargs, ref[1], got[1])
-            if bug is None:
-                raise
-            KNOWN_BUG_HITS[bug] += 1
+        assert_same(ref[1], got[1])
     entry = snapshot.get(op, {"fast": 0, "fallback": {}})
     if fast is True:
         assert entry == {"fast": 1, "fallback": {}}, f"expected the fast path: {snapshot}"
@@ -207,61 +200,6 @@ def compare(op, x, *args, method=False, fast=True, reference=None, **kwargs):
         assert entry["fast"] == 0 and set(entry["fallback"]) == fast, \
             f"expected only fallbacks {fast}: {snapshot}"
     return got[1] if got[0] == "ok" else got[1]
-
-
-# ------------------------------------------------------------- known bugs
-# Mismatches with torch found by this suite and not yet fixed in Kwker.  Each
-# has a strict-xfail test pinning a minimal reproducer (test_known_bugs.py).
-# compare() tolerates a mismatch only when it is exactly the one the bug
-# predicts (everything else still bit-exact); remove the entry when the bug
-# is fixed (its xfail test then XPASSes and fails the suite).
-
-KNOWN_BUG_HITS = collections.Counter()
-
-NANMEDIAN_ALL_NAN_ROW = "nanmedian-dim-all-nan-row"
-
-
-def _median_dim_args(args, kwargs):
-    names = ("dim", "keepdim")
-    params = dict(zip(names, args))
-    params.update(kwargs)
-    return params.get("dim"), params.get("keepdim", False)
-
-
-def known_bug(op, x, args, kwargs, ref, got):
-    """The name of the known bug that explains kwker's `got` differing from
-    torch's `ref` exactly as predicted, else None."""
-    if op != "nanmedian" or not isinstance(x, torch.Tensor) or not x.dtype.is_floating_point:
-        return None
-    dim, keepdim = _median_dim_args(args, kwargs)
-    if dim is None:
-        return None
-    # Bug: nanmedian(x, dim) on an all-NaN row of length >= 4: torch returns
-    # the NaN (and index) its nth_element leaves at rank 0 (e.g. index 6 for
-    # a row of 8); kwker returns index 0 and that element's bits.
-    d = dim % x.ndim
-    all_nan = torch.isnan(x).all(d, keepdim=True)
-    if x.shape[d] < 4 or not all_nan.any():
-        return None
-    # computed on bit patterns: elementwise float ops may quiet a signalling NaN
-    first = bits(x.narrow(d, 0, 1))
-    ref_v, ref_i = ref
-    if not keepdim:
-        ref_v, ref_i = ref_v.unsqueeze(d), ref_i.unsqueeze(d)
-    values = torch.where(all_nan, first, bits(ref_v))
-    indices = torch.where(all_nan, 0, ref_i)
-    if not keepdim:
-        values, indices = values.squeeze(d), indices.squeeze(d)
-    # ref's layout, the contents the bug predicts
-    pred_v, pred_i = ref.values.clone(), ref.indices.clone()
-    bits(pred_v).copy_(values)
-    pred_i.copy_(indices)
-    predicted = type(ref)((pred_v, pred_i))
-    try:
-        assert_same(predicted, got)
-    except AssertionError:
-        return None
-    return NANMEDIAN_ALL_NAN_ROW
 
 
 # ------------------------------------------------------------ input makers

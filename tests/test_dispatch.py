@@ -297,7 +297,7 @@ def test_unusual_arguments_go_to_torch(kw, x, call):
 
 def test_median_dim_none(kw, x):
     """torch.median(x, dim=None) is a TypeError in torch 2.13 (only median(x)
-    is the all-elements form); see test_known_bugs.py."""
+    is the all-elements form); see test_regressions.py."""
     for op in ("median", "nanmedian"):
         with pytest.raises(TypeError):
             ORIG[op](x, dim=None)

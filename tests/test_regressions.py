@@ -9,6 +9,8 @@ import pickle
 import pytest
 import torch
 
+import kwker
+
 from kwker_testing import LAYOUTS, ORIG, ORIG_METHOD, assert_same, compare, layout, make_values
 
 nan = float("nan")
@@ -125,3 +127,22 @@ def test_pickle_patched_tensor_methods(kw, op):
     bound_got = pickle.loads(pickle.dumps(getattr(x, op)))
     args = (2,) if op == "topk" else ()
     assert_same(bound_ref(*args), bound_got(*args))
+
+
+# ---- nanmedian(x, dim) on an all-NaN row of length >= 4: torch returns the
+# index (and that element's NaN bits) its nth_element leaves at rank 0, not 0
+
+def test_nanmedian_dim_all_nan_row(kw):
+    x = torch.full((1, 8), float("nan"))
+    x.view(torch.int32)[0, 6] = 0x7FC12345  # a NaN payload makes the value differ too
+    ref = ORIG["nanmedian"](x, 1)  # values [nan (0x7fc12345)], indices [6]
+    got = torch.nanmedian(x, 1)
+    assert kwker.stats()["nanmedian"]["fast"] == 1
+    assert_same(ref, got)
+
+
+def test_torch_all_nan_row_indices():
+    """The torch behaviour behind it (a fact, checked against torch)."""
+    expected = [0, 0, 0, 2, 2, 3, 5, 6, 7, 8]
+    assert [int(ORIG["nanmedian"](torch.full((1, n), float("nan")), 1).indices)
+            for n in range(1, 11)] == expected

@@ -17,12 +17,14 @@ cc=${CC:-gcc}
 ci_args() {
     case "$1" in
         test_sort) echo "3 1" ;;
+        test_select) echo "quick" ;;
         *) echo "" ;;
     esac
 }
 sanitizer_args() {
     case "$1" in
         test_sort) echo "16 0" ;;
+        test_select) echo "quick" ;;
         test_emu_words) echo "2000" ;;
         *) echo "" ;;
     esac
