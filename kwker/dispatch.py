@@ -61,6 +61,7 @@ _context_failure = support.context_failure
 _tensor_failure = support.tensor_failure
 _torch_raises_unsigned_radix = support.torch_raises_unsigned_radix
 _torch_sort_is_stable = support.torch_sort_is_stable
+_row_shape_failure = support.row_shape_failure
 _ORDER_STABLE = _native.ORDER_STABLE
 _SELECT_DTYPES = support.OPS["topk"].dtypes
 
@@ -225,6 +226,8 @@ def _sort_common(op, wrapped, instance, args, kwargs, finish):
                     failure = NONEMPTY
                 elif _torch_raises_unsigned_radix(x, descending):
                     failure = TORCH_RAISES
+                elif _row_shape_failure(op, x.numel(), x.shape[d]) is not None:
+                    failure = _SMALL
                 else:
                     order = Policy.order
                     if stable or _torch_sort_is_stable(x, d, descending):
@@ -272,6 +275,8 @@ def topk_entry(wrapped, instance, args, kwargs):
                     failure = DIM
                 elif x.numel() == 0:
                     failure = NONEMPTY
+                elif _row_shape_failure("topk", x.numel(), x.shape[d]) is not None:
+                    failure = _SMALL
                 else:
                     STATS.fast["topk"] += 1
                     return _ret.topk(selection.topk(x, k, d, largest, sorted_, Policy.order))
@@ -300,6 +305,8 @@ def _median_common(op, ignore_nan, result_type, wrapped, instance, args, kwargs)
                     d = _wrap_dim(x, dim)
                     if d is None:
                         failure = DIM
+                    elif _row_shape_failure(op, x.numel(), x.shape[d]) is not None:
+                        failure = _SMALL
                     else:
                         STATS.fast[op] += 1
                         return result_type(selection.median_dim(x, d, keepdim, ignore_nan))
@@ -332,6 +339,8 @@ def kthvalue_entry(wrapped, instance, args, kwargs):
                     failure = DIM
                 elif x.numel() == 0:
                     failure = NONEMPTY
+                elif _row_shape_failure("kthvalue", x.numel(), x.shape[d]) is not None:
+                    failure = _SMALL
                 else:
                     STATS.fast["kthvalue"] += 1
                     return _ret.kthvalue(selection.kthvalue(x, k, d, keepdim, Policy.order))

@@ -44,8 +44,8 @@ NONEMPTY = Condition("nonempty", "empty input or reduced dim; torch handles or r
 TORCH_RAISES = Condition("torch_raises", "torch 2.13 raises NotImplementedError for this "
                          "dtype and shape (1-D unsigned sort through its radix path)")
 NO_KERNEL = Condition("kernel", "no fast kernel for this op yet")
-SMALL = Condition("small", "input smaller than the measured crossover below which torch "
-                  "is faster (see MIN_FAST_NUMEL)")
+SMALL = Condition("small", "input size or row length where torch was measured faster "
+                  "(see SIZE_RULES)")
 
 ALL_CONDITIONS: Tuple[Condition, ...] = (
     SMALL, NATIVE, NO_TRANSFORM, ARGUMENTS, PLAIN_TENSOR, CPU_DENSE, NO_GRAD, DTYPE, DIM,
@@ -88,16 +88,43 @@ OPS: Dict[str, OpSupport] = {
     "nanquantile": OpSupport(frozenset(), (NO_KERNEL,)),
 }
 
-# Below these element counts torch's own kernel beats Kwker's fixed per-call
-# cost (argument checks, output allocation, the native call), so the call goes
-# straight to torch.  Measured on the development machine (2-core Sapphire
-# Rapids, one thread) with `python -m kwker crossover`: the smallest numel
-# from which the fast path was at least as fast as torch for 1-row and
-# rows-of-8 float32 inputs.
-MIN_FAST_NUMEL: Dict[str, int] = {
-    "sort": 64, "argsort": 64, "msort": 64,
-    "topk": 256, "median": 128, "nanmedian": 128, "kthvalue": 128,
+@dataclass(frozen=True)
+class SizeRule:
+    """Where torch's own kernel beats Kwker's fixed per-call cost (argument
+    checks, output allocation, the native call) or its per-row cost, so the
+    call goes straight to torch."""
+    min_numel: int            # fewer elements: torch (checked before any parsing)
+    short_row: int = 16       # rows this short or shorter ...
+    min_numel_short: int = 0  # ... need at least this many elements
+    max_row: int = 0          # rows longer than this: torch (0: no limit)
+
+
+# Measured on the development machine (2-core Sapphire Rapids, one thread,
+# float32) with `python -m kwker crossover` and row-shape sweeps: the sizes
+# from which the fast path was at least as fast as torch.  kthvalue's
+# selection still loses to torch's quickselect on long rows (0.8x at 1024).
+SIZE_RULES: Dict[str, SizeRule] = {
+    "sort": SizeRule(1024, 16, 16384),
+    "argsort": SizeRule(1024, 16, 16384),
+    "msort": SizeRule(2048, 16, 16384),
+    "topk": SizeRule(8192, 16, 16384),
+    "median": SizeRule(4096, 16, 8192),
+    "nanmedian": SizeRule(4096, 16, 8192),
+    "kthvalue": SizeRule(65536, 64, 65536, max_row=64),
 }
+# the cheap first check, read on every call
+MIN_FAST_NUMEL: Dict[str, int] = {op: rule.min_numel for op, rule in SIZE_RULES.items()}
+
+
+def row_shape_failure(op: str, numel: int, row: int) -> Optional[Condition]:
+    """SMALL when this op's size rule sends rows of this shape to torch."""
+    rule = SIZE_RULES[op]
+    if row <= rule.short_row and numel < rule.min_numel_short:
+        return SMALL
+    if rule.max_row and row > rule.max_row:
+        return SMALL
+    return None
+
 
 # ------------------------------------------------------------------ checks
 # Bound once: these run on every call.

@@ -3,6 +3,7 @@ kwker_testing.py."""
 import pytest
 
 import kwker
+from kwker import support
 from kwker import _native
 from kwker_testing import ORIG, ORIG_METHOD, TEST_SEED, kernel_thresholds
 import torch
@@ -23,6 +24,8 @@ def _kernels_at_every_size(request, monkeypatch):
     if request.node.get_closest_marker("real_thresholds") is None:
         for op in list(kernel_thresholds()):
             monkeypatch.setitem(kernel_thresholds(), op, 0)
+        for op in list(getattr(support, "SIZE_RULES", {})):
+            monkeypatch.setitem(support.SIZE_RULES, op, support.SizeRule(0))
     yield
 
 

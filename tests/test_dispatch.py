@@ -471,7 +471,11 @@ def test_ops_without_kernel(kw, gen):
 # ------------------------------------------------------ small-input crossover
 
 _ARGS = {"sort": (0,), "argsort": (0, True), "msort": (), "topk": (1,), "median": (0,),
-         "nanmedian": (0, True), "kthvalue": (1, 0)}
+         "nanmedian": (0, True), "kthvalue": (1,)}
+
+
+_SHORT_ROW_ARGS = {"sort": (-1,), "argsort": (-1, True), "topk": (1,), "median": (-1,),
+                   "nanmedian": (-1, True), "kthvalue": (1,)}
 
 
 @pytest.mark.real_thresholds
@@ -487,12 +491,28 @@ def test_small_inputs_go_to_torch(kw, gen):
         assert n >= 0 and op in _ARGS, op
         if n <= 1:
             continue
+        rule = support.SIZE_RULES[op]
         below = make_values("ties", (n - 1,), torch.float32, gen)
-        at = make_values("ties", (n,), torch.float32, gen)
         compare(op, below, *_ARGS[op], fast="small")
         compare(op, below, *_ARGS[op], method=True, fast="small")
-        compare(op, at, *_ARGS[op])
-        compare(op, at.reshape(1, n), *_ARGS[op][:1])
+        if rule.max_row:
+            # rows longer than max_row go to torch whatever the size
+            at = make_values("ties", (n // rule.max_row, rule.max_row), torch.float32, gen)
+            compare(op, at, *_ARGS[op])
+            compare(op, at.reshape(1, -1), *_ARGS[op], fast="small")
+        else:
+            at = make_values("ties", (n,), torch.float32, gen)
+            compare(op, at, *_ARGS[op])
+            if op != "msort":  # msort sorts dim 0: rows of 1 are short rows
+                compare(op, at.reshape(1, n), *(_ARGS[op][:1] if op == "topk" else ()))
+        # short rows need more elements before the kernel wins
+        if rule.min_numel_short > n:
+            rows = (n // rule.short_row, rule.short_row)
+            if op == "msort":  # msort's rows run along dim 0
+                compare(op, make_values("ties", rows[::-1], torch.float32, gen), fast="small")
+            else:
+                short = make_values("ties", rows, torch.float32, gen)
+                compare(op, short, *_SHORT_ROW_ARGS[op], fast="small")
         # small wins over every other reason, and torch still decides
         compare(op, below.requires_grad_(), *_ARGS[op], fast="small")
         compare(op, below.detach(), 5, fast="small")  # dim out of range: IndexError

@@ -366,7 +366,7 @@ _NO_NATIVE = textwrap.dedent("""
     info = kwker.info()
     assert info["native_error"] and info["target"] == "unavailable", info
     # the entry points themselves fall back with the 'native' condition
-    x = torch.randn(8, 100)
+    x = torch.randn(8, 1000)  # above the small-input crossover
     got = dispatch.sort_entry(torch.sort, None, (x, 1), {})
     ref = torch.sort(x, 1)
     assert torch.equal(got.values, ref.values) and torch.equal(got.indices, ref.indices)
