@@ -104,8 +104,8 @@ class SizeRule:
 # from which the fast path was at least as fast as torch.  kthvalue's
 # selection still loses to torch's quickselect on long rows (0.8x at 1024).
 SIZE_RULES: Dict[str, SizeRule] = {
-    "sort": SizeRule(1024, 16, 16384),
-    "argsort": SizeRule(1024, 16, 16384),
+    "sort": SizeRule(2048, 16, 16384),
+    "argsort": SizeRule(2048, 16, 16384),
     "msort": SizeRule(2048, 16, 16384),
     "topk": SizeRule(8192, 16, 16384),
     "median": SizeRule(4096, 16, 8192),
