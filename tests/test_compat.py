@@ -1,0 +1,17 @@
+"""compat_matrix/ is generated from kwker.support and must match it."""
+from kwker import compat, support
+
+
+def test_committed_matrix_is_fresh():
+    """Fails when support.py changed without `python -m kwker.compat`."""
+    assert compat.main(["--check"]) == 0
+
+
+def test_matrix_lists_every_op_and_condition():
+    m = compat.matrix()
+    assert set(m["ops"]) == set(support.OPS)
+    for op, sup in support.OPS.items():
+        keys = {c["key"] for c in m["ops"][op]["falls_back_when"]}
+        assert keys == {c.key for c in sup.conditions if c is not support.DTYPE}
+        fast = {d for d, path in m["ops"][op]["dtypes"].items() if path == "fast"}
+        assert fast == {str(d).replace("torch.", "") for d in sup.dtypes}
