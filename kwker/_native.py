@@ -16,6 +16,11 @@ try:
     from kwker._kwker_native import ffi, lib  # noqa: F811
 except Exception as exc:  # ImportError, OSError from a broken .so, ...
     LOAD_ERROR = f"native library failed to load: {type(exc).__name__}: {exc}"
+    if isinstance(exc, ImportError):
+        # the usual cause: Python imported kwker from a source checkout (the
+        # current directory) rather than from the installed package
+        LOAD_ERROR += (f" (kwker imported from {__file__}; in a source checkout, "
+                       "build it in place with pip install -e .)")
 else:
     if lib.kwk_abi_version() != ABI_VERSION:
         LOAD_ERROR = (f"native library ABI {lib.kwk_abi_version()} != {ABI_VERSION} "
