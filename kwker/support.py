@@ -97,17 +97,20 @@ class SizeRule:
     short_row: int = 16       # rows this short or shorter ...
     min_numel_short: int = 0  # ... need at least this many elements
     max_row: int = 0          # rows longer than this: torch (0: no limit)
+    min_row: int = 0          # rows shorter than this: torch
 
 
 # Measured on the development machine (2-core Sapphire Rapids, one thread,
 # float32) with `python -m kwker crossover` and row-shape sweeps: the sizes
-# from which the fast path was at least as fast as torch.  kthvalue's
-# selection still loses to torch's quickselect on long rows (0.8x at 1024).
+# from which the fast path was at least as fast as torch.  Rows of 2-4
+# elements still cost more per row than torch's inline insertion sort
+# (sort 0.33-0.65x), and kthvalue's selection loses to torch's quickselect
+# on long rows (0.8x at 1024).
 SIZE_RULES: Dict[str, SizeRule] = {
-    "sort": SizeRule(2048, 16, 16384),
-    "argsort": SizeRule(2048, 16, 16384),
-    "msort": SizeRule(2048, 16, 16384),
-    "topk": SizeRule(8192, 16, 16384),
+    "sort": SizeRule(2048, 16, 65536, min_row=8),
+    "argsort": SizeRule(2048, 16, 65536, min_row=8),
+    "msort": SizeRule(2048, 16, 65536, min_row=8),
+    "topk": SizeRule(8192, 16, 16384, min_row=4),
     "median": SizeRule(4096, 16, 8192),
     "nanmedian": SizeRule(4096, 16, 8192),
     "kthvalue": SizeRule(65536, 64, 65536, max_row=64),
@@ -122,6 +125,8 @@ def row_shape_failure(op: str, numel: int, row: int) -> Optional[Condition]:
     if row <= rule.short_row and numel < rule.min_numel_short:
         return SMALL
     if rule.max_row and row > rule.max_row:
+        return SMALL
+    if row < rule.min_row:
         return SMALL
     return None
 

@@ -513,6 +513,11 @@ def test_small_inputs_go_to_torch(kw, gen):
             else:
                 short = make_values("ties", rows, torch.float32, gen)
                 compare(op, short, *_SHORT_ROW_ARGS[op], fast="small")
+        # rows shorter than min_row go to torch at any size
+        if rule.min_row > 1 and op != "msort":
+            tiny_rows = make_values("ties", (4 * max(n, rule.min_numel_short), rule.min_row - 1),
+                                    torch.float32, gen)
+            compare(op, tiny_rows, *_SHORT_ROW_ARGS[op], fast="small")
         # small wins over every other reason, and torch still decides
         compare(op, below.requires_grad_(), *_ARGS[op], fast="small")
         compare(op, below.detach(), 5, fast="small")  # dim out of range: IndexError
