@@ -36,21 +36,21 @@ static inline uint64_t kwk_width_mask(int bits)
 }
 
 /* IEEE binary formats share one rule: NaN -> all ones, -0 -> +0, negative
- * numbers reversed below the positives. */
-#define KWK_FLOAT_KEY(T, bits, sign, absmax_finite_inf)                       \
-    do {                                                                      \
-        T b_ = (bits);                                                        \
-        if ((T)(b_ & (T)~(sign)) > (T)(absmax_finite_inf)) return (T)~(T)0;   \
-        if (b_ == (sign)) b_ = 0;                                             \
-        return (b_ & (sign)) ? (T)~b_ : (T)(b_ | (sign));                     \
-    } while (0)
+ * numbers reversed below the positives.  Written without branches so the
+ * gather loops vectorise (the only definition: every kernel uses these). */
+#define KWK_FLOAT_KEY(UT, b, SIGN, INF)                                       \
+    UT a_ = (UT)((b) & (UT)~(UT)(SIGN));                                      \
+    UT v_ = a_ ? (b) : (UT)0;                                                 \
+    UT neg_ = (UT)((UT)0 - (UT)(v_ >> (sizeof(UT) * 8 - 1)));                 \
+    UT k_ = (UT)(v_ ^ (UT)(neg_ | (UT)(SIGN)));                               \
+    return a_ > (UT)(INF) ? (UT)~(UT)0 : k_;
 
-static inline uint16_t kwk_key_f16(uint16_t b) { KWK_FLOAT_KEY(uint16_t, b, 0x8000u, 0x7C00u); }
-static inline uint16_t kwk_key_bf16(uint16_t b) { KWK_FLOAT_KEY(uint16_t, b, 0x8000u, 0x7F80u); }
-static inline uint32_t kwk_key_f32(uint32_t b) { KWK_FLOAT_KEY(uint32_t, b, 0x80000000u, 0x7F800000u); }
+static inline uint16_t kwk_key_f16(uint16_t b) { KWK_FLOAT_KEY(uint16_t, b, 0x8000u, 0x7C00u) }
+static inline uint16_t kwk_key_bf16(uint16_t b) { KWK_FLOAT_KEY(uint16_t, b, 0x8000u, 0x7F80u) }
+static inline uint32_t kwk_key_f32(uint32_t b) { KWK_FLOAT_KEY(uint32_t, b, 0x80000000u, 0x7F800000u) }
 static inline uint64_t kwk_key_f64(uint64_t b)
 {
-    KWK_FLOAT_KEY(uint64_t, b, 0x8000000000000000ull, 0x7FF0000000000000ull);
+    KWK_FLOAT_KEY(uint64_t, b, 0x8000000000000000ull, 0x7FF0000000000000ull)
 }
 
 /* The key of element `p` of type `dtype` (unaligned-safe loads). */

@@ -45,31 +45,20 @@ enum { SW_LANES = 16 };
 
 /* ------------------------------------------------------------ keys */
 
-/* IEEE formats: NaN -> all ones, -0 -> +0, negatives reversed below the
- * positives; written without branches. */
-#define SW_FLOAT_KEY(UT, b, SIGN, INF)                                         \
-    UT a_ = (UT)((b) & (UT)~(UT)(SIGN));                                      \
-    UT v_ = a_ ? (b) : (UT)0;                                                 \
-    UT neg_ = (UT)((UT)0 - (UT)(v_ >> (sizeof(UT) * 8 - 1)));                 \
-    UT k_ = (UT)(v_ ^ (UT)(neg_ | (UT)(SIGN)));                               \
-    return a_ > (UT)(INF) ? (UT)~(UT)0 : k_;
-
+/* Keys at each dtype's own width (keys.h defines the float ones). */
 static inline uint8_t sk_bool(uint8_t b) { return (uint8_t)(b != 0); }
 static inline uint8_t sk_u8(uint8_t b) { return b; }
 static inline uint8_t sk_i8(uint8_t b) { return (uint8_t)(b ^ 0x80u); }
 static inline uint16_t sk_u16(uint16_t b) { return b; }
 static inline uint16_t sk_i16(uint16_t b) { return (uint16_t)(b ^ 0x8000u); }
-static inline uint16_t sk_f16(uint16_t b) { SW_FLOAT_KEY(uint16_t, b, 0x8000u, 0x7C00u) }
-static inline uint16_t sk_bf16(uint16_t b) { SW_FLOAT_KEY(uint16_t, b, 0x8000u, 0x7F80u) }
+static inline uint16_t sk_f16(uint16_t b) { return kwk_key_f16(b); }
+static inline uint16_t sk_bf16(uint16_t b) { return kwk_key_bf16(b); }
 static inline uint32_t sk_u32(uint32_t b) { return b; }
 static inline uint32_t sk_i32(uint32_t b) { return b ^ 0x80000000u; }
-static inline uint32_t sk_f32(uint32_t b) { SW_FLOAT_KEY(uint32_t, b, 0x80000000u, 0x7F800000u) }
+static inline uint32_t sk_f32(uint32_t b) { return kwk_key_f32(b); }
 static inline uint64_t sk_u64(uint64_t b) { return b; }
 static inline uint64_t sk_i64(uint64_t b) { return b ^ 0x8000000000000000ull; }
-static inline uint64_t sk_f64(uint64_t b)
-{
-    SW_FLOAT_KEY(uint64_t, b, 0x8000000000000000ull, 0x7FF0000000000000ull)
-}
+static inline uint64_t sk_f64(uint64_t b) { return kwk_key_f64(b); }
 
 /* out[j] = key(element j) ^ flip for j < n; step in bytes. */
 #define SW_DEFINE_GATHER(NAME, UT, KEY)                                       \
