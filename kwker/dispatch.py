@@ -199,6 +199,18 @@ def _wrap_dim(x, dim) -> Optional[int]:
     return dim + nd if dim < 0 else dim
 
 
+def _rows_failure(op, x, d, k=None, k_min=0) -> Optional[Condition]:
+    """The condition sending a call along wrapped dim `d` to torch, or None:
+    dim (and k) in range, a non-empty input, a row shape where the kernel
+    was measured faster (support.SIZE_RULES)."""
+    if d is None or (k is not None and not k_min <= k <= x.shape[d]):
+        return DIM
+    numel = x.numel()
+    if numel == 0:
+        return NONEMPTY
+    return _row_shape_failure(op, numel, x.shape[d])
+
+
 # ------------------------------------------------------------- entry points
 
 def _sort_common(op, wrapped, instance, args, kwargs, finish):
@@ -220,15 +232,10 @@ def _sort_common(op, wrapped, instance, args, kwargs, finish):
             failure = _tensor_failure(x, _SORT_DTYPES)
             if failure is None:
                 d = _wrap_dim(x, dim)
-                if d is None:
-                    failure = DIM
-                elif x.numel() == 0:
-                    failure = NONEMPTY
-                elif _torch_raises_unsigned_radix(x, descending):
+                failure = _rows_failure(op, x, d)
+                if failure is None and _torch_raises_unsigned_radix(x, descending):
                     failure = TORCH_RAISES
-                elif _row_shape_failure(op, x.numel(), x.shape[d]) is not None:
-                    failure = _SMALL
-                else:
+                if failure is None:
                     order = Policy.order
                     if stable or _torch_sort_is_stable(x, d, descending):
                         order = _ORDER_STABLE
@@ -271,13 +278,8 @@ def topk_entry(wrapped, instance, args, kwargs):
             failure = _tensor_failure(x, _SELECT_DTYPES)
             if failure is None:
                 d = _wrap_dim(x, dim)
-                if d is None or not 0 <= k <= x.shape[d]:
-                    failure = DIM
-                elif x.numel() == 0:
-                    failure = NONEMPTY
-                elif _row_shape_failure("topk", x.numel(), x.shape[d]) is not None:
-                    failure = _SMALL
-                else:
+                failure = _rows_failure("topk", x, d, k)
+                if failure is None:
                     STATS.fast["topk"] += 1
                     return _ret.topk(selection.topk(x, k, d, largest, sorted_, Policy.order))
     return _fallback("topk", failure, wrapped, args, kwargs)
@@ -303,11 +305,8 @@ def _median_common(op, ignore_nan, result_type, wrapped, instance, args, kwargs)
                     return selection.median_all(x, ignore_nan)
                 else:
                     d = _wrap_dim(x, dim)
-                    if d is None:
-                        failure = DIM
-                    elif _row_shape_failure(op, x.numel(), x.shape[d]) is not None:
-                        failure = _SMALL
-                    else:
+                    failure = _rows_failure(op, x, d)
+                    if failure is None:
                         STATS.fast[op] += 1
                         return result_type(selection.median_dim(x, d, keepdim, ignore_nan))
     return _fallback(op, failure, wrapped, args, kwargs)
@@ -335,13 +334,8 @@ def kthvalue_entry(wrapped, instance, args, kwargs):
             failure = _tensor_failure(x, _SELECT_DTYPES)
             if failure is None:
                 d = _wrap_dim(x, dim)
-                if d is None or not 1 <= k <= x.shape[d]:
-                    failure = DIM
-                elif x.numel() == 0:
-                    failure = NONEMPTY
-                elif _row_shape_failure("kthvalue", x.numel(), x.shape[d]) is not None:
-                    failure = _SMALL
-                else:
+                failure = _rows_failure("kthvalue", x, d, k, k_min=1)
+                if failure is None:
                     STATS.fast["kthvalue"] += 1
                     return _ret.kthvalue(selection.kthvalue(x, k, d, keepdim, Policy.order))
     return _fallback("kthvalue", failure, wrapped, args, kwargs)
