@@ -6,7 +6,7 @@ use it falls back to torch.
 """
 import torch
 
-ABI_VERSION = 2
+ABI_VERSION = 3
 
 ffi = None
 lib = None

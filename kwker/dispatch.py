@@ -14,6 +14,7 @@ from typing import Dict, Optional
 import torch
 
 from kwker import _native, support
+from kwker.ops import quantile as quantile_ops
 from kwker.ops import selection, sorting
 from kwker.support import ARGUMENTS, DIM, NONEMPTY, TORCH_RAISES, Condition
 
@@ -64,6 +65,8 @@ _torch_sort_is_stable = support.torch_sort_is_stable
 _row_shape_failure = support.row_shape_failure
 _ORDER_STABLE = _native.ORDER_STABLE
 _SELECT_DTYPES = support.OPS["topk"].dtypes
+_QUANTILE_DTYPES = support.OPS["quantile"].dtypes
+_QUANTILE_MAX_ROW = support.QUANTILE_MAX_ROW
 
 
 def _fallback(op, condition, wrapped, args, kwargs):
@@ -190,6 +193,55 @@ def _parse_kthvalue(args, kwargs):
     if type(k) is not int or type(dim) is not int or type(keepdim) is not bool:
         return None
     return args[0], k, dim, keepdim
+
+
+_QUANTILE_NAMES = ("q", "dim", "keepdim")
+_QUANTILE_POSITIONAL = 4  # input, q, dim, keepdim; interpolation and out are keyword-only
+
+
+def _parse_quantile(args, kwargs):
+    """(x, q, dim, keepdim, interpolation) from quantile/nanquantile
+    arguments (out= is left to torch)."""
+    n = len(args)
+    if n < 1 or n > _QUANTILE_POSITIONAL:
+        return None
+    params = [None, None, False]  # q (required), dim, keepdim
+    params[:n - 1] = args[1:]
+    interpolation = "linear"
+    for key, value in kwargs.items():
+        if key == "interpolation":
+            interpolation = value
+            continue
+        try:
+            pos = _QUANTILE_NAMES.index(key)
+        except ValueError:
+            return None
+        if pos < n - 1:
+            return None
+        params[pos] = value
+    q, dim, keepdim = params
+    if q is None or (dim is not None and type(dim) is not int) or type(keepdim) is not bool \
+            or type(interpolation) is not str or interpolation not in quantile_ops.INTERPOLATION:
+        return None
+    return args[0], q, dim, keepdim, interpolation
+
+
+def _quantile_q(x, q):
+    """q as (1-D float64 tensor in x's precision, has a q dim), or None
+    when the fast path leaves q to torch (a bad q: torch raises)."""
+    tq = type(q)
+    if tq is float or tq is int:
+        # torch checks the double, then rounds it to the input's dtype
+        if not 0.0 <= q <= 1.0:
+            return None
+        return torch.tensor([q], dtype=x.dtype).double(), False
+    if tq is not _Tensor or q.dtype is not x.dtype or q.device != x.device or q.ndim > 1 \
+            or (q.requires_grad and torch.is_grad_enabled()) or q.layout is not torch.strided:
+        return None
+    qd = q.reshape(-1).double()
+    if not bool(((qd >= 0) & (qd <= 1)).all()):
+        return None
+    return qd, q.ndim == 1
 
 
 def _wrap_dim(x, dim) -> Optional[int]:
@@ -341,6 +393,49 @@ def kthvalue_entry(wrapped, instance, args, kwargs):
     return _fallback("kthvalue", failure, wrapped, args, kwargs)
 
 
+def _quantile_common(op, ignore_nan, wrapped, instance, args, kwargs):
+    full = _full_args(instance, args)
+    if _is_small(op, full, kwargs):
+        return _fallback(op, _SMALL, wrapped, args, kwargs)
+    failure = _context_failure()
+    if failure is None:
+        call = _parse_quantile(full, kwargs)
+        if call is None:
+            failure = ARGUMENTS
+        else:
+            x, q, dim, keepdim, interpolation = call
+            failure = _tensor_failure(x, _QUANTILE_DTYPES)
+            if failure is None:
+                qs = _quantile_q(x, q)
+                if qs is None:
+                    failure = ARGUMENTS
+                elif dim is None:
+                    failure = NONEMPTY if x.numel() == 0 else None
+                    length = x.numel()
+                else:
+                    dim = _wrap_dim(x, dim)
+                    failure = _rows_failure(op, x, dim)
+                    length = x.shape[dim] if failure is None else 0
+                if failure is None and length > _QUANTILE_MAX_ROW:
+                    failure = TORCH_RAISES
+                if failure is None:
+                    result = quantile_ops.quantile(x, qs[0], qs[1], dim, keepdim, interpolation,
+                                                   ignore_nan)
+                    if result is not None:
+                        STATS.fast[op] += 1
+                        return result
+                    failure = support.TIE_BITS
+    return _fallback(op, failure, wrapped, args, kwargs)
+
+
+def quantile_entry(wrapped, instance, args, kwargs):
+    return _quantile_common("quantile", False, wrapped, instance, args, kwargs)
+
+
+def nanquantile_entry(wrapped, instance, args, kwargs):
+    return _quantile_common("nanquantile", True, wrapped, instance, args, kwargs)
+
+
 def _no_kernel_entry(op):
     condition = support.NO_KERNEL
 
@@ -360,6 +455,6 @@ ENTRIES = {
     "nanmedian": nanmedian_entry,
     "kthvalue": kthvalue_entry,
     "unique": _no_kernel_entry("unique"),
-    "quantile": _no_kernel_entry("quantile"),
-    "nanquantile": _no_kernel_entry("nanquantile"),
+    "quantile": quantile_entry,
+    "nanquantile": nanquantile_entry,
 }

@@ -41,15 +41,18 @@ NO_GRAD = Condition("no_grad", "input requires grad while grad mode is on "
 DTYPE = Condition("dtype", "dtype not handled by this op's kernel")
 DIM = Condition("dim", "0-dim input, or dim/k out of range; torch handles or rejects it")
 NONEMPTY = Condition("nonempty", "empty input or reduced dim; torch handles or rejects it")
-TORCH_RAISES = Condition("torch_raises", "torch 2.13 raises NotImplementedError for this "
-                         "dtype and shape (1-D unsigned sort through its radix path)")
+TORCH_RAISES = Condition("torch_raises", "torch 2.13 raises for this input (1-D unsigned "
+                         "sort through its radix path; quantile over more than 2^24 elements)")
+TIE_BITS = Condition("tie_bits", "the result is one of several equal values with different "
+                     "bits (+0.0 beside -0.0, NaN payloads) that torch's unstable sort chooses "
+                     "between; torch computes it")
 NO_KERNEL = Condition("kernel", "no fast kernel for this op yet")
 SMALL = Condition("small", "input size or row length where torch was measured faster "
                   "(see SIZE_RULES)")
 
 ALL_CONDITIONS: Tuple[Condition, ...] = (
     SMALL, NATIVE, NO_TRANSFORM, ARGUMENTS, PLAIN_TENSOR, CPU_DENSE, NO_GRAD, DTYPE, DIM,
-    NONEMPTY, TORCH_RAISES, NO_KERNEL,
+    NONEMPTY, TORCH_RAISES, TIE_BITS, NO_KERNEL,
 )
 
 _ALL_SORTABLE = frozenset({
@@ -62,6 +65,7 @@ _SELECTABLE = frozenset({
     torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
     torch.float16, torch.bfloat16, torch.float32, torch.float64,
 })
+_QUANTILE = frozenset({torch.float32, torch.float64})
 _UNSIGNED_WIDE = frozenset({torch.uint16, torch.uint32, torch.uint64})
 
 
@@ -84,9 +88,14 @@ OPS: Dict[str, OpSupport] = {
     "nanmedian": OpSupport(_SELECTABLE, _TENSOR_CHECKS, "with dim, and over all elements"),
     "kthvalue": OpSupport(_SELECTABLE, _TENSOR_CHECKS),
     "unique": OpSupport(frozenset(), (NO_KERNEL,)),
-    "quantile": OpSupport(frozenset(), (NO_KERNEL,)),
-    "nanquantile": OpSupport(frozenset(), (NO_KERNEL,)),
+    "quantile": OpSupport(_QUANTILE, _TENSOR_CHECKS + (TORCH_RAISES, TIE_BITS),
+                          "q a float or a 0/1-D tensor of the input's dtype; out= goes to torch"),
+    "nanquantile": OpSupport(_QUANTILE, _TENSOR_CHECKS + (TORCH_RAISES, TIE_BITS),
+                             "q a float or a 0/1-D tensor of the input's dtype; out= goes to "
+                             "torch"),
 }
+# torch.quantile refuses longer reduced dims ("input tensor is too large")
+QUANTILE_MAX_ROW = 1 << 24
 
 @dataclass(frozen=True)
 class SizeRule:
@@ -114,6 +123,8 @@ SIZE_RULES: Dict[str, SizeRule] = {
     "median": SizeRule(4096, 16, 8192),
     "nanmedian": SizeRule(4096, 16, 8192),
     "kthvalue": SizeRule(65536, 64, 65536, max_row=64),
+    "quantile": SizeRule(0, 0),
+    "nanquantile": SizeRule(0, 0),
 }
 # the cheap first check, read on every call
 MIN_FAST_NUMEL: Dict[str, int] = {op: rule.min_numel for op, rule in SIZE_RULES.items()}

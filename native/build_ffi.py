@@ -35,7 +35,9 @@ def header_declarations() -> str:
 
 
 def compile_args() -> list:
-    args = ["-std=c11", "-O3", "-fno-strict-aliasing"]
+    # no FMA contraction: quantile's arithmetic must round exactly where
+    # torch's does (its explicit fma() calls are unaffected)
+    args = ["-std=c11", "-O3", "-fno-strict-aliasing", "-ffp-contract=off"]
     if os.environ.get("KWKER_SANITIZE"):
         # ASan/UBSan build for the sanitizer test job (never for releases)
         args += ["-O1", "-g", "-fno-omit-frame-pointer",
@@ -72,6 +74,10 @@ int kwk_kthvalue_addr(int dtype, uintptr_t src, int64_t outer, int64_t len, int6
                       int64_t src_so, int64_t src_sl, int64_t src_si, int64_t k,
                       uintptr_t values, uintptr_t indices, int64_t dst_so, int64_t dst_si,
                       int order);
+int kwk_quantile_addr(int dtype, uintptr_t src, int64_t outer, int64_t len, int64_t inner,
+                      int64_t src_so, int64_t src_sl, int64_t src_si, uintptr_t q,
+                      int64_t nq, uintptr_t out, int64_t dst_sq, int64_t dst_so,
+                      int64_t dst_si, int interpolation, int ignore_nan);
 """
 
 ADDRESS_ADAPTERS_SOURCE = """
@@ -114,6 +120,15 @@ int kwk_kthvalue_addr(int dtype, uintptr_t src, int64_t outer, int64_t len, int6
     return kwk_kthvalue(dtype, P(src), outer, len, inner, src_so, src_sl, src_si, k,
                         P(values), (int64_t *)P(indices), dst_so, dst_si, order);
 }
+int kwk_quantile_addr(int dtype, uintptr_t src, int64_t outer, int64_t len, int64_t inner,
+                      int64_t src_so, int64_t src_sl, int64_t src_si, uintptr_t q,
+                      int64_t nq, uintptr_t out, int64_t dst_sq, int64_t dst_so,
+                      int64_t dst_si, int interpolation, int ignore_nan)
+{
+    return kwk_quantile(dtype, P(src), outer, len, inner, src_so, src_sl, src_si,
+                        (const double *)P(q), nq, P(out), dst_sq, dst_so, dst_si,
+                        interpolation, ignore_nan);
+}
 """
 
 ffibuilder = FFI()
@@ -125,6 +140,7 @@ ffibuilder.set_source(
     include_dirs=[os.path.relpath(INCLUDE)],
     extra_compile_args=compile_args(),
     extra_link_args=link_args(),
+    libraries=["m"],
 )
 
 if __name__ == "__main__":

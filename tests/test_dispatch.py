@@ -446,32 +446,43 @@ def test_jit_trace(kw, gen):
 # ------------------------------------------------------- ops with no kernel
 
 def test_ops_without_kernel(kw, gen):
-    x = make_values("bf16ties", (6, 40), torch.float32, gen)
     xi = make_values("ties", (6, 40), torch.int64, gen)
-    q = torch.tensor([0.0, 0.25, 0.5, 0.9, 1.0])
+    x = make_values("bf16ties", (6, 40), torch.float32, gen)
     calls = [
         ("unique", x, (), {}), ("unique", xi, (), {"return_inverse": True, "return_counts": True}),
         ("unique", xi, (), {"dim": 0}), ("unique", x, (), {"sorted": False}),
+    ]
+    for op, t, args, kwargs in calls:
+        compare(op, t, *args, fast="kernel", **kwargs)
+        compare(op, t, *args, method=True, fast="kernel", **kwargs)
+
+
+def test_quantile_call_forms(kw, gen):
+    """The argument forms of quantile/nanquantile (positional, keyword,
+    Tensor method) reach the kernel; a bad q goes to torch, which raises."""
+    x = make_values("ties", (6, 40), torch.float32, gen)
+    q = torch.tensor([0.0, 0.25, 0.5, 0.9, 1.0])
+    calls = [
         ("quantile", x, (q,), {}), ("quantile", x, (0.3, 1, True), {}),
         ("quantile", x, (q,), {"dim": 0, "interpolation": "nearest"}),
         ("quantile", x, (q,), {"dim": 1, "interpolation": "midpoint"}),
         ("nanquantile", x, (q, 1), {"interpolation": "lower"}),
         ("nanquantile", x, (0.5,), {"interpolation": "higher"}),
-        ("quantile", x, (1.5,), {}),  # torch raises
     ]
     for op, t, args, kwargs in calls:
-        compare(op, t, *args, fast="kernel", **kwargs)
-        compare(op, t, *args, method=True, fast="kernel", **kwargs)
+        compare(op, t, *args, fast=True, **kwargs)
+        compare(op, t, *args, method=True, fast=True, **kwargs)
+    compare("quantile", x, 1.5, fast="arguments")
     xn = x.clone()
     xn[::2, ::3] = float("nan")
-    compare("nanquantile", xn, q, 1, fast="kernel")
-    compare("quantile", xn, q, 1, fast="kernel")
+    compare("nanquantile", xn, q, 1, fast=True)
+    compare("quantile", xn, q, 1, fast=True)
 
 
 # ------------------------------------------------------ small-input crossover
 
 _ARGS = {"sort": (0,), "argsort": (0, True), "msort": (), "topk": (1,), "median": (0,),
-         "nanmedian": (0, True), "kthvalue": (1,)}
+         "nanmedian": (0, True), "kthvalue": (1,), "quantile": (0.5,), "nanquantile": (0.5,)}
 
 
 _SHORT_ROW_ARGS = {"sort": (-1,), "argsort": (-1, True), "topk": (1,), "median": (-1,),
@@ -556,6 +567,8 @@ def _trigger(key, x, monkeypatch):
         "torch_raises": lambda: compare("sort", torch.zeros(40000, dtype=torch.uint32),
                                         fast="torch_raises"),
         "kernel": lambda: compare("unique", big, fast="kernel"),
+        "tie_bits": lambda: compare("quantile", torch.tensor([0.0, -0.0, 0.0, -0.0, 1.0]), 0.25,
+                                    interpolation="lower", fast="tie_bits"),
         # the library missing: test_patching.test_native_library_missing_subprocess
         "native": None,
     }[key]

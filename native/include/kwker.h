@@ -24,7 +24,7 @@
 
 #include <stdint.h>
 
-#define KWK_ABI_VERSION 2
+#define KWK_ABI_VERSION 3
 
 /* Status codes (negative: the call did nothing useful; see kwk_strerror). */
 enum {
@@ -32,7 +32,9 @@ enum {
     KWK_E_ARG = -1,      /* a size, stride, k or pointer is invalid */
     KWK_E_NOMEM = -2,    /* a workspace allocation failed */
     KWK_E_DTYPE = -3,    /* the dtype code is unknown or not handled by this op */
-    KWK_E_OVERFLOW = -4  /* a size or offset computation would overflow int64 */
+    KWK_E_OVERFLOW = -4, /* a size or offset computation would overflow int64 */
+    KWK_DEFER = 1        /* the exact answer depends on torch internals the library
+                            does not reproduce here: compute this call with torch */
 };
 
 /* Element types, by storage: the codes Python maps torch dtypes onto. */
@@ -103,4 +105,23 @@ int kwk_median_dim(int dtype, const void *src,
 int kwk_median_all(int dtype, const void *src, int64_t n, int64_t stride,
                    void *value, int ignore_nan);
 
+/* Interpolation modes of torch.quantile. */
+enum {
+    KWK_QUANTILE_LINEAR = 0, KWK_QUANTILE_LOWER = 1, KWK_QUANTILE_HIGHER = 2,
+    KWK_QUANTILE_MIDPOINT = 3, KWK_QUANTILE_NEAREST = 4
+};
+/* torch.quantile (ignore_nan=0) / torch.nanquantile (ignore_nan=1) of each
+ * row (float32 or float64, len >= 1) at the nq probabilities q[] (each in
+ * [0, 1], rounded to the input's precision as torch does).  The result for
+ * q[t] in row (o, i) goes to out + t*dst_sq + o*dst_so + i*dst_si.  Returns
+ * KWK_DEFER, having written partial results, when a selected element is one
+ * of several equal keys with different bits (+0.0 beside -0.0, NaNs with
+ * different payloads): which of them torch's sort puts there is not
+ * reproduced, so the caller computes the call with torch. */
+int kwk_quantile(int dtype, const void *src,
+                 int64_t outer, int64_t len, int64_t inner,
+                 int64_t src_so, int64_t src_sl, int64_t src_si,
+                 const double *q, int64_t nq, void *out,
+                 int64_t dst_sq, int64_t dst_so, int64_t dst_si,
+                 int interpolation, int ignore_nan);
 #endif

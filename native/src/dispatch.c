@@ -27,6 +27,7 @@ const char *kwk_strerror(int status)
     case KWK_E_NOMEM: return "out of memory allocating a workspace";
     case KWK_E_DTYPE: return "unsupported dtype";
     case KWK_E_OVERFLOW: return "size or offset overflows int64";
+    case KWK_DEFER: return "result depends on torch's internal order; computed by torch";
     default: return "unknown status";
     }
 }
@@ -206,4 +207,28 @@ int kwk_median_all(int dtype, const void *src, int64_t n, int64_t stride,
     if (st != KWK_OK) return st;
     if (n <= 0 || value == NULL) return KWK_E_ARG;
     return kernels()->median_all(dtype, src, n, stride, value, ignore_nan != 0);
+}
+
+int kwk_quantile(int dtype, const void *src, int64_t outer, int64_t len, int64_t inner,
+                 int64_t src_so, int64_t src_sl, int64_t src_si, const double *q,
+                 int64_t nq, void *out, int64_t dst_sq, int64_t dst_so, int64_t dst_si,
+                 int interpolation, int ignore_nan)
+{
+    int st = check_rows(dtype, src, outer, len, inner, src_so, src_sl, src_si);
+    if (st != KWK_OK) return st;
+    if (dtype != KWK_FLOAT32 && dtype != KWK_FLOAT64) return KWK_E_DTYPE;
+    if (len == 0 && outer > 0 && inner > 0) return KWK_E_ARG; /* no quantile of nothing */
+    if (nq < 0 || (nq > 0 && q == NULL)) return KWK_E_ARG;
+    if (nq > INT64_MAX / 16) return KWK_E_OVERFLOW;
+    for (int64_t t = 0; t < nq; ++t)
+        if (!(q[t] >= 0.0 && q[t] <= 1.0)) return KWK_E_ARG; /* NaN fails too */
+    if (interpolation < KWK_QUANTILE_LINEAR || interpolation > KWK_QUANTILE_NEAREST)
+        return KWK_E_ARG;
+    /* the output is walked as (nq, outer, 1, inner) */
+    st = check_rows(dtype, out, outer, nq, inner, dst_so, dst_sq, dst_si);
+    if (st != KWK_OK) return st;
+    if (outer == 0 || inner == 0 || nq == 0) return KWK_OK;
+    if (out == NULL) return KWK_E_ARG;
+    return kernels()->quantile(dtype, src, outer, len, inner, src_so, src_sl, src_si, q, nq,
+                               out, dst_sq, dst_so, dst_si, interpolation, ignore_nan != 0);
 }

@@ -32,6 +32,10 @@ typedef struct {
                     int64_t inner, int64_t src_so, int64_t src_sl, int64_t src_si,
                     int64_t k, void *values, int64_t *indices, int64_t dst_so,
                     int64_t dst_si, int order);
+    int (*quantile)(int dtype, const void *src, int64_t outer, int64_t len,
+                    int64_t inner, int64_t src_so, int64_t src_sl, int64_t src_si,
+                    const double *q, int64_t nq, void *out, int64_t dst_sq,
+                    int64_t dst_so, int64_t dst_si, int interpolation, int ignore_nan);
 } kwk_kernel_table;
 
 extern const kwk_kernel_table kwk_kernels_portable;

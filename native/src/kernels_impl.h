@@ -14,7 +14,9 @@
 #include "sort_kernels.h"
 #include "select_kernels.h"
 #include "kthvalue_kernels.h"
+#include "quantile_kernels.h"
 
 const kwk_kernel_table KWK_TABLE = {
     KWK_TARGET_NAME, impl_sort, impl_topk, impl_median_dim, impl_median_all, impl_kthvalue,
+    impl_quantile,
 };

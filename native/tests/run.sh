@@ -29,11 +29,11 @@ ci_args() {
 runs=()
 for test in native/tests/test_*.c; do
     name=$(basename "$test" .c)
-    $cc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Wno-unused-function -Inative/include \
+    $cc -O2 -std=c11 -ffp-contract=off -D_GNU_SOURCE -Wall -Wextra -Wno-unused-function -Inative/include \
         -o "$out/$name" "$test" $sources -lm
     runs+=("$name")
     if [ "${1:-}" != "--fast" ]; then
-        $cc -O1 -g -std=c11 -D_GNU_SOURCE -fno-omit-frame-pointer \
+        $cc -O1 -g -std=c11 -ffp-contract=off -D_GNU_SOURCE -fno-omit-frame-pointer \
             -fsanitize=address,undefined -fno-sanitize-recover=undefined \
             -Inative/include -o "$out/${name}_san" "$test" $sources -lm
         runs+=("${name}_san")

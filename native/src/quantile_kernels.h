@@ -1,0 +1,474 @@
+/*
+ * quantile_kernels.h - torch.quantile / torch.nanquantile without a sort.
+ *
+ * torch sorts every row and then reads two order statistics per q.  Only
+ * those statistics matter, so a row with a few q is answered by rank
+ * selection (sw_rank: one sampled pass per rank), and a row with many q by
+ * one radix sort of its keys.  Everything after the selection repeats
+ * torch's arithmetic step by step in the input's own precision, so results
+ * are bit-identical:
+ *
+ *   rank  = q * (n - 1)                  (nanquantile: q * (#non-NaN - 1),
+ *                                         negative ranks become 0; quantile:
+ *                                         a row holding NaN gets rank n - 1)
+ *   rank  = floor / ceil / rint (half to even) for lower / higher / nearest
+ *   below = (int64)rank, above = (int64)ceil(rank), w = rank - below
+ *   value = lerp(x[below], x[above], w)  (linear; midpoint: w = 0.5)
+ *
+ * with torch.lerp's formula: |w| < 0.5 ? fma(w, b - a, a)
+ *                                      : fma(w - 1, b - a, b).
+ *
+ * Bits torch leaves to its sort.  The selected element's bits are decided by
+ * the order statistic alone, except when the rank lands on a run of equal
+ * keys with different bits: +0.0 and -0.0 in one row, or NaNs with different
+ * payloads.  Which of those torch's unstable sort puts there is an accident
+ * of std::sort, so such calls return KWK_DEFER and the caller asks torch.
+ */
+#ifndef KWK_QUANTILE_KERNELS_H
+#define KWK_QUANTILE_KERNELS_H
+
+#include <math.h>
+#include "compress_lut.h"
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
+/* What a row holds besides ordinary numbers (from its raw bits). */
+typedef struct {
+    int64_t nnan;
+    int pos_zero, neg_zero;   /* +0.0 / -0.0 present */
+    int nan_mixed;            /* NaNs with different bits */
+    uint64_t nan_bits;        /* the bits of the (first) NaN */
+} qk_row_info;
+
+/* Ranks of one q in one row. */
+typedef struct {
+    int64_t below, above;
+    double w;        /* weight, exact in the input's precision */
+} qk_ranks;
+
+static int qk_cmp_i64(const void *a, const void *b)
+{
+    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* LSD radix sort of bare keys (no indices: equal keys are
+ * indistinguishable here), 11-bit digits, digits all keys share skipped. */
+#define QK_RADIX_BITS 8
+#define QK_DEFINE_RADIX(UT, SUF)                                              \
+    static void qk_radix_##SUF(UT *a, UT *tmp, int64_t n, UT lo, int bits)    \
+    {                                                                         \
+        enum { B = 1 << QK_RADIX_BITS };                                      \
+        enum { PASSES_MAX = (sizeof(UT) * 8 + QK_RADIX_BITS - 1) / QK_RADIX_BITS }; \
+        int64_t count[PASSES_MAX][B];                                         \
+        int passes = (bits + QK_RADIX_BITS - 1) / QK_RADIX_BITS;              \
+        if (passes > PASSES_MAX) passes = PASSES_MAX;                         \
+        memset(count, 0, sizeof(int64_t) * B * (size_t)passes);               \
+        for (int64_t j = 0; j < n; ++j) {                                     \
+            a[j] = (UT)(a[j] - lo);                                           \
+            for (int p = 0; p < passes; ++p)                                  \
+                count[p][(a[j] >> (p * QK_RADIX_BITS)) & (B - 1)]++;          \
+        }                                                                     \
+        UT *from = a, *to = tmp;                                              \
+        for (int p = 0; p < passes; ++p) {                                    \
+            int64_t *c = count[p], sum = 0;                                   \
+            const int shift = p * QK_RADIX_BITS;                              \
+            if (c[(from[0] >> shift) & (B - 1)] == n) continue;               \
+            for (int b = 0; b < B; ++b) { const int64_t t = c[b]; c[b] = sum; sum += t; } \
+            for (int64_t j = 0; j < n; ++j) to[c[(from[j] >> shift) & (B - 1)]++] = from[j]; \
+            UT *t = from; from = to; to = t;                                  \
+        }                                                                     \
+        for (int64_t j = 0; j < n; ++j) a[j] = (UT)(from[j] + lo);            \
+    }
+QK_DEFINE_RADIX(uint32_t, u32)
+QK_DEFINE_RADIX(uint64_t, u64)
+
+/* Short arrays (short rows, the ranks of a few q) are insertion-sorted: a
+ * radix sort's histograms and a qsort call cost more there. */
+enum { QK_INSERTION_MAX = 48 };
+#define QK_DEFINE_INSERTION(T, SUF)                                           \
+    static void qk_insertion_##SUF(T *a, int64_t n)                           \
+    {                                                                         \
+        for (int64_t i = 1; i < n; ++i) {                                     \
+            const T v = a[i];                                                 \
+            int64_t j = i;                                                    \
+            for (; j > 0 && a[j - 1] > v; --j) a[j] = a[j - 1];               \
+            a[j] = v;                                                         \
+        }                                                                     \
+    }
+QK_DEFINE_INSERTION(uint32_t, u32)
+QK_DEFINE_INSERTION(uint64_t, u64)
+QK_DEFINE_INSERTION(int64_t, i64)
+
+/* Copy the keys x of buf[0..b) with x - lo <= span, in order, to out and
+ * return how many.  out must have room for b + 8 keys: the AVX2 path stores
+ * whole vectors (compress: keep the selected lanes, packed to the front). */
+static int64_t qk_bracket_u32(const uint32_t *buf, int64_t b, uint32_t lo, uint32_t span,
+                              uint32_t *out)
+{
+    int64_t c = 0, j = 0;
+#if defined(__AVX2__)
+    const __m256i vlo = _mm256_set1_epi32((int)lo), vspan = _mm256_set1_epi32((int)span);
+    for (; j + 8 <= b; j += 8) {
+        const __m256i v = _mm256_loadu_si256((const __m256i *)(buf + j));
+        const __m256i d = _mm256_sub_epi32(v, vlo);
+        const __m256i in = _mm256_cmpeq_epi32(_mm256_min_epu32(d, vspan), d); /* d <= span */
+        const unsigned mask = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(in));
+        const __m256i perm =
+            _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)KWK_COMPRESS_LUT[mask]));
+        _mm256_storeu_si256((__m256i *)(out + c), _mm256_permutevar8x32_epi32(v, perm));
+        c += __builtin_popcount(mask);
+    }
+#endif
+    for (; j < b; ++j) {
+        const uint32_t x = buf[j];
+        out[c] = x;
+        c += (uint32_t)(x - lo) <= span;
+    }
+    return c;
+}
+
+static int64_t qk_bracket_u64(const uint64_t *buf, int64_t b, uint64_t lo, uint64_t span,
+                              uint64_t *out)
+{
+    int64_t c = 0;
+    for (int64_t j = 0; j < b; ++j) {
+        const uint64_t x = buf[j];
+        out[c] = x;
+        c += (uint64_t)(x - lo) <= span;
+    }
+    return c;
+}
+
+/* Sample size for the brackets of qk_ranks_src: 4 sqrt(n) (at most 2048),
+ * four times sw_rank's, so each bracket (about 2 sigma of the sampled rank
+ * each side) keeps about half as many keys to sort; the larger sample costs
+ * little next to one pass over a long row. */
+enum { QK_SAMPLE_MAX = SW_SRC_BLOCK }; /* buf doubles as the radix scratch */
+static int64_t qk_sample_size(int64_t n)
+{
+    const int64_t s = 4 * sw_isqrt(n);
+    return s > QK_SAMPLE_MAX ? QK_SAMPLE_MAX : s;
+}
+
+/* Sort the row instead of bracketing when its ranks form more than this
+ * many runs of consecutive ranks (each run costs a bracket test per key), or
+ * when it is shorter than QK_BRACKET_MIN_N (a radix sort of a short row
+ * costs less than sampling it). */
+enum { QK_SELECT_MAX_GROUPS = 3, QK_BRACKET_MIN_N = 512 };
+
+/* Separate rank selections for sorted distinct ranks: a rank next to the
+ * previous one costs only a counting pass. */
+static int64_t qk_groups(const int64_t *want, int64_t m)
+{
+    int64_t groups = 0;
+    for (int64_t t = 0; t < m; ++t) groups += t == 0 || want[t] != want[t - 1] + 1;
+    return groups;
+}
+
+/* Keys of the float types: the inverse of kwk_key_f32/f64 for keys that are
+ * neither zero nor NaN (those are resolved from qk_row_info). */
+#define QK_DEFINE(UT, FT, SUF, KEY, SIGN, INF, FMA, FLOOR, CEIL, RINT)        \
+    static UT qk_bits_of_key_##SUF(UT k)                                      \
+    {                                                                         \
+        return (k & (UT)(SIGN)) ? (UT)(k ^ (UT)(SIGN)) : (UT)~k;              \
+    }                                                                         \
+                                                                              \
+    /* key[j] for the row, and what qk_row_info needs (added to *info), in   \
+     * one branch-free pass (NaN bits are compared only when a NaN is        \
+     * selected). */                                                          \
+    static void qk_gather_##SUF(const char *row, int64_t step, int64_t n, UT *key, \
+                                qk_row_info *info)                            \
+    {                                                                         \
+        /* counts in UT: rows are at most 2^24 long (torch's limit) */         \
+        UT nnan = 0, pz = 0, nz = 0;                                          \
+        for (int64_t j = 0; j < n; ++j) {                                     \
+            UT b;                                                             \
+            memcpy(&b, row + j * step, sizeof(UT));                           \
+            key[j] = KEY(b);                                                  \
+            nnan += (UT)(b & (UT)~(UT)(SIGN)) > (UT)(INF);                    \
+            pz += b == 0;                                                     \
+            nz += b == (UT)(SIGN);                                            \
+        }                                                                     \
+        info->nnan += (int64_t)nnan;                                          \
+        info->pos_zero |= pz != 0;                                            \
+        info->neg_zero |= nz != 0;                                            \
+    }                                                                         \
+                                                                              \
+    /* The NaN bits of a row, and whether they differ. */                     \
+    static void qk_nan_bits_##SUF(const char *row, int64_t step, int64_t n, qk_row_info *info) \
+    {                                                                         \
+        const UT mag = (UT)~(UT)(SIGN);                                       \
+        int have = 0;                                                         \
+        for (int64_t j = 0; j < n; ++j) {                                     \
+            UT b;                                                             \
+            memcpy(&b, row + j * step, sizeof(UT));                           \
+            if ((UT)(b & mag) <= (UT)(INF)) continue;                         \
+            if (!have) { info->nan_bits = b; have = 1; }                      \
+            else if (b != (UT)info->nan_bits) { info->nan_mixed = 1; return; } \
+        }                                                                     \
+    }                                                                         \
+                                                                              \
+    /* The key at stable rank r + 1, given the key at rank r: the same key if \
+     * r + 1 still falls in its run of equal keys, else the next larger. */   \
+    /* torch's ranks for q (already in the input's precision). */             \
+    static qk_ranks qk_ranks_##SUF(FT q, int64_t n, const qk_row_info *info,  \
+                                   int mode, int ignore_nan)                  \
+    {                                                                         \
+        FT rank;                                                              \
+        if (ignore_nan) {                                                     \
+            rank = q * (FT)(n - info->nnan - 1);                              \
+            if (rank < 0) rank = 0;                                           \
+        } else {                                                              \
+            rank = info->nnan ? (FT)(n - 1) : q * (FT)(n - 1);                \
+        }                                                                     \
+        if (mode == KWK_QUANTILE_LOWER) rank = FLOOR(rank);                   \
+        else if (mode == KWK_QUANTILE_HIGHER) rank = CEIL(rank);              \
+        else if (mode == KWK_QUANTILE_NEAREST) rank = RINT(rank);             \
+        qk_ranks r;                                                           \
+        r.below = (int64_t)rank;                                              \
+        r.above = (int64_t)CEIL(rank);                                        \
+        r.w = mode == KWK_QUANTILE_MIDPOINT ? 0.5 : (double)(rank - (FT)r.below); \
+        return r;                                                             \
+    }                                                                         \
+                                                                              \
+    static FT qk_lerp_##SUF(FT a, FT b, FT w)                                 \
+    {                                                                         \
+        const int small = (w < 0 ? -w : w) < (FT)0.5;                         \
+        return FMA(small ? w : w - (FT)1, b - a, small ? a : b);              \
+    }                                                                         \
+                                                                              \
+    /* Bits of the element at sorted rank r, given its key.  KWK_DEFER when   \
+     * torch's sort decides among equal keys of different bits. */            \
+    static int qk_resolve_##SUF(UT key, const qk_row_info *info, UT *bits)    \
+    {                                                                         \
+        if (key == (UT)~(UT)0) {                                              \
+            if (info->nan_mixed) return KWK_DEFER;                            \
+            *bits = (UT)info->nan_bits;                                       \
+        } else if (key == (UT)(SIGN)) {                                       \
+            if (info->pos_zero && info->neg_zero) return KWK_DEFER;           \
+            *bits = info->neg_zero ? (UT)(SIGN) : (UT)0;                      \
+        } else {                                                              \
+            *bits = qk_bits_of_key_##SUF(key);                                \
+        }                                                                     \
+        return KWK_OK;                                                        \
+    }                                                                         \
+                                                                              \
+    /* got[t] = the key at stable rank want[t] (sorted, distinct, in at most  \
+     * QK_SELECT_MAX_GROUPS runs of consecutive ranks) of a row: key[], or    \
+     * (key NULL) a long row read through g.  Only keys are needed (equal keys are told apart later by   \
+     * qk_resolve), so: one sample brackets each run, one pass over the row   \
+     * copies the keys inside each bracket to its share of the scratch and    \
+     * counts those below, and a radix sort of each bracket (a few percent of \
+     * the row) gives every rank of its run.  A rank outside its bracket (or  \
+     * a bracket overflowing its share) is then selected alone by sw_rank_src. */ \
+    static int qk_ranks_src_##SUF(sw_gather_fn_##SUF g, const char *row, int64_t step, \
+                                  const UT *key, int64_t n, const int64_t *want, int64_t m, \
+                                  UT *got, sw_rank_scratch *s)                \
+    {                                                                         \
+        enum { G = QK_SELECT_MAX_GROUPS };                                    \
+        UT sample[QK_SAMPLE_MAX], buf[SW_SRC_BLOCK], lo[G], span[G];          \
+        int64_t below[G] = {0}, cnt[G] = {0}, group[2 * G];                   \
+        int over[G] = {0}, done[2 * G] = {0};                                 \
+        int64_t ng = 0;                                                       \
+        for (int64_t t = 0; t < m; ++t) {                                     \
+            if (t == 0 || want[t] != want[t - 1] + 1) ++ng;                   \
+            group[t] = ng - 1;                                                \
+        }                                                                     \
+        const int64_t cap = n / ng;                                           \
+        UT *share = (UT *)s->ka;                                              \
+        const int64_t ns = qk_sample_size(n), stride = n / ns;               \
+        for (int64_t i = 0; i < ns; ++i) {                                    \
+            const int64_t j = i * stride + stride / 2;                        \
+            if (key) sample[i] = key[j];                                      \
+            else g(row + j * step, step, 1, (UT)0, &sample[i]);               \
+        }                                                                     \
+        {   /* sorted here (sw_bounds' insertion sort is quadratic) */        \
+            UT smin = sample[0], smax = sample[0];                            \
+            for (int64_t i = 1; i < ns; ++i) {                                \
+                smin = sample[i] < smin ? sample[i] : smin;                   \
+                smax = sample[i] > smax ? sample[i] : smax;                   \
+            }                                                                 \
+            qk_radix_##SUF(sample, buf, ns, smin, kwk_bits_for((uint64_t)(UT)(smax - smin))); \
+        }                                                                     \
+        for (int64_t t = 0; t < m; ++t) {                                     \
+            if (t > 0 && group[t] == group[t - 1]) continue;                  \
+            UT hi;                                                            \
+            sw_bounds_##SUF(sample, ns, want[t], n, 0, &lo[group[t]], &hi);   \
+            span[group[t]] = (UT)(hi - lo[group[t]]);                         \
+        }                                                                     \
+        for (int64_t j0 = 0; j0 < n; j0 += SW_SRC_BLOCK) {                    \
+            const int64_t b = n - j0 < SW_SRC_BLOCK ? n - j0 : SW_SRC_BLOCK;  \
+            const UT *blk = key ? key + j0 : buf;                             \
+            if (!key) g(row + j0 * step, step, b, (UT)0, buf);                \
+            for (int64_t u = 0; u < ng; ++u) {                                \
+                if (over[u]) continue;                                        \
+                if (cnt[u] > cap - b - 8) { over[u] = 1; continue; }          \
+                const UT l = lo[u];                                           \
+                UT bl = 0; /* at most SW_SRC_BLOCK: fits any UT */            \
+                for (int64_t j = 0; j < b; ++j) bl += blk[j] < l;             \
+                cnt[u] += qk_bracket_##SUF(blk, b, l, span[u], share + u * cap + cnt[u]); \
+                below[u] += (int64_t)bl;                                      \
+            }                                                                 \
+        }                                                                     \
+        int missed = 0;                                                       \
+        for (int64_t u = 0; u < ng; ++u)                                      \
+            if (!over[u] && cnt[u] > 1)                                       \
+                qk_radix_##SUF(share + u * cap, (UT *)s->kb, cnt[u], lo[u],  \
+                               kwk_bits_for((uint64_t)span[u]));              \
+        for (int64_t t = 0; t < m; ++t) {                                     \
+            const int64_t u = group[t], rr = want[t] - below[u];              \
+            if (over[u] || rr < 0 || rr >= cnt[u]) { missed = 1; continue; } \
+            got[t] = share[u * cap + rr];                                     \
+            done[t] = 1;                                                      \
+        }                                                                     \
+        for (int64_t t = 0; missed && t < m; ++t) { /* scratch is free now */ \
+            if (done[t]) continue;                                            \
+            const int64_t j = key ? sw_rank_##SUF(key, n, want[t], s)        \
+                                  : sw_rank_src_##SUF(g, row, step, n, want[t], s); \
+            if (j < 0) return KWK_E_NOMEM;                                    \
+            if (key) got[t] = key[j];                                         \
+            else g(row + j * step, step, 1, (UT)0, &got[t]);                  \
+        }                                                                     \
+        return KWK_OK;                                                        \
+    }                                                                         \
+                                                                              \
+    /* got[t] = the key at stable rank want[t] (want sorted, distinct).      \
+     * key: the row's keys (may be reordered), or NULL for a long row read    \
+     * through g, which must then need few selections (qk_streams). */        \
+    static int qk_select_##SUF(sw_gather_fn_##SUF g, const char *row, int64_t step, \
+                               UT *key, UT *tmp, int64_t n, const int64_t *want, int64_t m, \
+                               UT *got, sw_rank_scratch *s)                   \
+    {                                                                         \
+        if (!key || (n >= QK_BRACKET_MIN_N && qk_groups(want, m) <= QK_SELECT_MAX_GROUPS)) \
+            return qk_ranks_src_##SUF(g, row, step, key, n, want, m, got, s); \
+        if (n <= QK_INSERTION_MAX) {                                          \
+            qk_insertion_##SUF(key, n);                                       \
+        } else {                                                              \
+            UT lo = key[0], hi = key[0];                                      \
+            for (int64_t j = 1; j < n; ++j) {                                 \
+                lo = key[j] < lo ? key[j] : lo;                               \
+                hi = key[j] > hi ? key[j] : hi;                               \
+            }                                                                 \
+            qk_radix_##SUF(key, tmp, n, lo, kwk_bits_for((uint64_t)(UT)(hi - lo))); \
+        }                                                                     \
+        for (int64_t t = 0; t < m; ++t) got[t] = key[want[t]];                \
+        return KWK_OK;                                                        \
+    }                                                                         \
+                                                                              \
+    static int qk_quantile_##SUF(sw_gather_fn_##SUF g, const void *src, int64_t outer, \
+                                 int64_t len, int64_t inner, int64_t src_so,  \
+                                 int64_t src_sl, int64_t src_si, const double *q, \
+                                 int64_t nq, void *out, int64_t dst_sq, int64_t dst_so, \
+                                 int64_t dst_si, int mode, int ignore_nan)    \
+    {                                                                         \
+        const int64_t es = (int64_t)sizeof(UT);                               \
+        const size_t n = (size_t)len;                                         \
+        /* long rows with few q (each q: at most one selection, as its two    \
+         * ranks are adjacent) are read block by block: no key array, whose   \
+         * allocation and first touch cost more than the passes */            \
+        const int stream = len > SW_SRC_MIN && nq <= QK_SELECT_MAX_GROUPS;    \
+        UT *key = stream ? NULL : (UT *)malloc(n * sizeof(UT));               \
+        UT *tmp = stream ? NULL : (UT *)malloc(n * sizeof(UT));               \
+        qk_ranks *rk = (qk_ranks *)malloc((size_t)nq * sizeof(qk_ranks));     \
+        int64_t *want = (int64_t *)malloc((size_t)(2 * nq) * sizeof(int64_t)); \
+        UT *got = (UT *)malloc((size_t)(2 * nq) * sizeof(UT));                \
+        sw_rank_scratch s;                                                    \
+        int status = sw_rank_scratch_init(&s, len);                           \
+        if ((!stream && (!key || !tmp)) || !rk || !want || !got) status = KWK_E_NOMEM; \
+        for (int64_t o = 0; status == KWK_OK && o < outer; ++o) {             \
+            for (int64_t i = 0; status == KWK_OK && i < inner; ++i) {         \
+                const char *row = (const char *)src + (o * src_so + i * src_si) * es; \
+                const int64_t step = src_sl * es;                             \
+                qk_row_info info;                                             \
+                memset(&info, 0, sizeof info);                                \
+                if (stream) {                                                 \
+                    UT buf[SW_SRC_BLOCK];                                     \
+                    for (int64_t j0 = 0; j0 < len; j0 += SW_SRC_BLOCK) {      \
+                        const int64_t b = len - j0 < SW_SRC_BLOCK ? len - j0 : SW_SRC_BLOCK; \
+                        qk_gather_##SUF(row + j0 * step, step, b, buf, &info); \
+                    }                                                         \
+                } else {                                                      \
+                    qk_gather_##SUF(row, step, len, key, &info);              \
+                }                                                             \
+                /* the ranks every q needs, sorted and distinct */            \
+                int64_t m = 0;                                                \
+                for (int64_t t = 0; t < nq; ++t) {                            \
+                    rk[t] = qk_ranks_##SUF((FT)q[t], len, &info, mode, ignore_nan); \
+                    want[m++] = rk[t].below;                                  \
+                    if (rk[t].above != rk[t].below) want[m++] = rk[t].above;  \
+                }                                                             \
+                if (m <= QK_INSERTION_MAX) qk_insertion_i64(want, m);         \
+                else qsort(want, (size_t)m, sizeof(int64_t), qk_cmp_i64);     \
+                int64_t d = 0;                                                \
+                for (int64_t t = 0; t < m; ++t)                               \
+                    if (d == 0 || want[t] != want[d - 1]) want[d++] = want[t]; \
+                m = d;                                                        \
+                status = qk_select_##SUF(g, row, step, stream ? NULL : key, tmp, len, want, \
+                                         m, got, &s);                         \
+                if (status != KWK_OK) break;                                  \
+                if (info.nnan > 0) {                                          \
+                    int nan_selected = 0;                                     \
+                    for (int64_t t = 0; t < m; ++t) nan_selected |= got[t] == (UT)~(UT)0; \
+                    if (nan_selected) qk_nan_bits_##SUF(row, step, len, &info); \
+                }                                                             \
+                for (int64_t t = 0; t < m; ++t) {                             \
+                    UT bits;                                                  \
+                    status = qk_resolve_##SUF(got[t], &info, &bits);          \
+                    if (status != KWK_OK) break;                              \
+                    got[t] = bits;                                            \
+                }                                                             \
+                if (status != KWK_OK) break;                                  \
+                for (int64_t t = 0; t < nq; ++t) {                            \
+                    /* want[] is sorted: find each rank's slot */             \
+                    int64_t lo = 0, hi = m - 1;                               \
+                    while (lo < hi) {                                         \
+                        const int64_t mid = (lo + hi) / 2;                    \
+                        if (want[mid] < rk[t].below) lo = mid + 1; else hi = mid; \
+                    }                                                         \
+                    UT ab = got[lo], bb = got[lo + (rk[t].above != rk[t].below)]; \
+                    char *dst = (char *)out + (t * dst_sq + o * dst_so + i * dst_si) * es; \
+                    if (mode == KWK_QUANTILE_LINEAR || mode == KWK_QUANTILE_MIDPOINT) { \
+                        FT a, b;                                              \
+                        memcpy(&a, &ab, sizeof a);                            \
+                        memcpy(&b, &bb, sizeof b);                            \
+                        const FT r = qk_lerp_##SUF(a, b, (FT)rk[t].w);        \
+                        memcpy(dst, &r, sizeof r);                            \
+                    } else {                                                  \
+                        memcpy(dst, &ab, sizeof ab);                          \
+                    }                                                         \
+                }                                                             \
+            }                                                                 \
+        }                                                                     \
+        free(key);                                                            \
+        free(tmp);                                                            \
+        free(rk);                                                             \
+        free(want);                                                           \
+        free(got);                                                            \
+        sw_rank_scratch_free(&s);                                             \
+        return status;                                                        \
+    }
+
+QK_DEFINE(uint32_t, float, u32, kwk_key_f32, 0x80000000u, 0x7F800000u, fmaf, floorf, ceilf, rintf)
+QK_DEFINE(uint64_t, double, u64, kwk_key_f64, 0x8000000000000000ull, 0x7FF0000000000000ull, fma, floor, ceil, rint)
+
+static int impl_quantile(int dtype, const void *src, int64_t outer, int64_t len,
+                         int64_t inner, int64_t src_so, int64_t src_sl, int64_t src_si,
+                         const double *q, int64_t nq, void *out, int64_t dst_sq,
+                         int64_t dst_so, int64_t dst_si, int mode, int ignore_nan)
+{
+    if (outer == 0 || inner == 0 || nq == 0) return KWK_OK;
+    switch (dtype) {
+    case KWK_FLOAT32:
+        return qk_quantile_u32(sw_gather_f32, src, outer, len, inner, src_so, src_sl, src_si,
+                               q, nq, out, dst_sq, dst_so, dst_si, mode, ignore_nan);
+    case KWK_FLOAT64:
+        return qk_quantile_u64(sw_gather_f64, src, outer, len, inner, src_so, src_sl, src_si,
+                               q, nq, out, dst_sq, dst_so, dst_si, mode, ignore_nan);
+    default:
+        return KWK_E_DTYPE;
+    }
+}
+
+#endif
