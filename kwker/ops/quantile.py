@@ -1,15 +1,26 @@
 """quantile and nanquantile on the native selection kernel."""
+from functools import partial
 from typing import Optional, Sequence
 
 import torch
 
 from kwker import _native
 from kwker.ops._call import CODES, lib, source_rows
+from kwker.ops.parallel import run_rows
 
 _quantile = lib.kwk_quantile_addr if lib is not None else None
 _DEFER = lib.KWK_DEFER if lib is not None else 1
 
 INTERPOLATION = {"linear": 0, "lower": 1, "higher": 2, "midpoint": 3, "nearest": 4}
+
+
+def _block(code, es, src, q, nq, out, rows, mode, ignore_nan, o0, o1, i0, i1):
+    """The rows o0 <= o < o1, i0 <= i < i1 (a block for parallel.run_rows);
+    out is laid out [rows..., q]."""
+    _, length, inner, so, sl, si = rows
+    return _quantile(code, src + (o0 * so + i0 * si) * es, o1 - o0, length, i1 - i0, so, sl, si,
+                     q, nq, out + (o0 * inner + i0) * nq * es, 1, inner * nq, nq, mode,
+                     ignore_nan)
 
 
 def quantile(x: torch.Tensor, q: torch.Tensor, q_is_vector: bool, dim: Optional[int],
@@ -32,14 +43,15 @@ def quantile(x: torch.Tensor, q: torch.Tensor, q_is_vector: bool, dim: Optional[
         else:
             del reduced[dim]
         src, rows = source_rows(x, dim)
-    outer, length, inner, so, sl, si = rows
+    outer, length, inner = rows[:3]
     nq = q.shape[0]
     # torch computes [rows..., q] and moves q to the front (a permuted
     # view): the same layout keeps strides identical to torch's
     out = x.new_empty(list(reduced) + [nq])
-    status = _quantile(CODES[x.dtype], src.data_ptr(), outer, length, inner, so, sl, si,
-                       q.data_ptr(), nq, out.data_ptr(), 1, inner * nq, nq,
-                       INTERPOLATION[interpolation], ignore_nan)
+    status = run_rows(partial(_block, CODES[x.dtype], x.element_size(), src.data_ptr(),
+                              q.data_ptr(), nq, out.data_ptr(), rows,
+                              INTERPOLATION[interpolation], ignore_nan),
+                      outer, inner, outer * length * inner)
     if status == _DEFER:
         return None
     if status:

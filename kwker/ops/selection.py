@@ -1,8 +1,17 @@
-"""topk and median on the native kernels."""
+"""topk, kthvalue and median on the native kernels.
+
+Each op calls its kernel once over all rows, or, for calls large enough to
+be worth it, once per block of rows on several threads (parallel.run_rows);
+the _*_block functions below are those per-block calls: the pointers moved
+to the block's first row, the counts cut to its rows."""
+from functools import partial
+
 import torch
 
 from kwker import _native
+from kwker.ops import parallel
 from kwker.ops._call import CODES, lib, source_rows
+from kwker.ops.parallel import run_rows
 from kwker.ops.rows import is_dense_permutation
 
 _INT64 = torch.int64
@@ -12,18 +21,41 @@ _median_all = lib.kwk_median_all_addr if lib is not None else None
 _kthvalue = lib.kwk_kthvalue_addr if lib is not None else None
 
 
+def _topk_block(code, es, src, values, indices, rows, k, flags, o0, o1, i0, i1):
+    _, length, inner, so, sl, si = rows
+    d = o0 * k * inner + i0  # contiguous outputs of rows of k
+    return _topk(code, src + (o0 * so + i0 * si) * es, o1 - o0, length, i1 - i0, so, sl, si, k,
+                 values + d * es, indices + d * 8, k * inner, inner, 1, *flags)
+
+
+def _reduce_block(fn, code, es, src, values, indices, rows, pre, flags, o0, o1, i0, i1):
+    """A block of kthvalue (pre=(k,)) or median_dim (pre=()): one value and
+    index per row, contiguous."""
+    _, length, inner, so, sl, si = rows
+    d = o0 * inner + i0
+    return fn(code, src + (o0 * so + i0 * si) * es, o1 - o0, length, i1 - i0, so, sl, si, *pre,
+              values + d * es, indices + d * 8, inner, 1, *flags)
+
+
 def topk(x: torch.Tensor, k: int, dim: int, largest: bool, sorted_: bool, order: int):
     """(values, indices) as torch.topk gives them (contiguous outputs)."""
     shape = list(x.shape)
     shape[dim] = k
     values = x.new_empty(shape)
     indices = x.new_empty(shape, dtype=_INT64)
-    src, (outer, length, inner, so, sl, si) = source_rows(x, dim)
-    # contiguous output: rows of k along dim, `inner` elements apart
-    status = _topk(
-        CODES[x.dtype], src.data_ptr(), outer, length, inner, so, sl, si, k,
-        values.data_ptr(), indices.data_ptr(), k * inner, inner, 1,
-        largest, sorted_, order)
+    src, rows = source_rows(x, dim)
+    outer, length, inner, so, sl, si = rows
+    numel = outer * length * inner
+    if numel < parallel.SPLIT_MIN:
+        # contiguous output: rows of k along dim, `inner` elements apart
+        status = _topk(
+            CODES[x.dtype], src.data_ptr(), outer, length, inner, so, sl, si, k,
+            values.data_ptr(), indices.data_ptr(), k * inner, inner, 1,
+            largest, sorted_, order)
+    else:
+        status = run_rows(partial(_topk_block, CODES[x.dtype], x.element_size(), src.data_ptr(),
+                                  values.data_ptr(), indices.data_ptr(), rows, k,
+                                  (largest, sorted_, order)), outer, inner, numel)
     if status:
         _native.check(status, "topk")
     return values, indices
@@ -42,9 +74,16 @@ def _reduced_outputs(x: torch.Tensor, dim: int, keepdim: bool):
 def kthvalue(x: torch.Tensor, k: int, dim: int, keepdim: bool, order: int):
     """(values, indices) as torch.kthvalue gives them."""
     values, indices = _reduced_outputs(x, dim, keepdim)
-    src, (outer, length, inner, so, sl, si) = source_rows(x, dim)
-    status = _kthvalue(CODES[x.dtype], src.data_ptr(), outer, length, inner, so, sl, si, k,
-                       values.data_ptr(), indices.data_ptr(), inner, 1, order)
+    src, rows = source_rows(x, dim)
+    outer, length, inner, so, sl, si = rows
+    numel = outer * length * inner
+    if numel < parallel.SPLIT_MIN:
+        status = _kthvalue(CODES[x.dtype], src.data_ptr(), outer, length, inner, so, sl, si, k,
+                           values.data_ptr(), indices.data_ptr(), inner, 1, order)
+    else:
+        status = run_rows(partial(_reduce_block, _kthvalue, CODES[x.dtype], x.element_size(),
+                                  src.data_ptr(), values.data_ptr(), indices.data_ptr(), rows,
+                                  (k,), (order,)), outer, inner, numel)
     if status:
         _native.check(status, "kthvalue")
     return values, indices
@@ -53,10 +92,17 @@ def kthvalue(x: torch.Tensor, k: int, dim: int, keepdim: bool, order: int):
 def median_dim(x: torch.Tensor, dim: int, keepdim: bool, ignore_nan: bool):
     """(values, indices) as torch.median(x, dim) / torch.nanmedian give them."""
     values, indices = _reduced_outputs(x, dim, keepdim)
-    src, (outer, length, inner, so, sl, si) = source_rows(x, dim)
-    status = _median_dim(
-        CODES[x.dtype], src.data_ptr(), outer, length, inner, so, sl, si,
-        values.data_ptr(), indices.data_ptr(), inner, 1, ignore_nan)
+    src, rows = source_rows(x, dim)
+    outer, length, inner, so, sl, si = rows
+    numel = outer * length * inner
+    if numel < parallel.SPLIT_MIN:
+        status = _median_dim(
+            CODES[x.dtype], src.data_ptr(), outer, length, inner, so, sl, si,
+            values.data_ptr(), indices.data_ptr(), inner, 1, ignore_nan)
+    else:
+        status = run_rows(partial(_reduce_block, _median_dim, CODES[x.dtype], x.element_size(),
+                                  src.data_ptr(), values.data_ptr(), indices.data_ptr(), rows,
+                                  (), (ignore_nan,)), outer, inner, numel)
     if status:
         _native.check(status, "median")
     return values, indices

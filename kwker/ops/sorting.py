@@ -1,13 +1,29 @@
 """sort, argsort, msort on the native kernels."""
+from functools import partial
+
 import torch
 
 from kwker import _native
 from kwker.ops._call import CODES, lib, source_rows
+from kwker.ops import parallel
+from kwker.ops.parallel import run_rows
 from kwker.ops.rows import rows_along
 
 _INT64 = torch.int64
 _empty_like = torch.empty_like
 _sort = lib.kwk_sort_addr if lib is not None else None
+
+
+def _sort_block(code, es, src, values, indices, length, src_strides, dst_strides,
+                descending, order, o0, o1, i0, i1):
+    """kwk_sort on the rows o0 <= o < o1, i0 <= i < i1 (a block for
+    parallel.run_rows; no values when `values` is 0)."""
+    so, sl, si = src_strides
+    dso, dsl, dsi = dst_strides
+    d = o0 * dso + i0 * dsi
+    return _sort(code, src + (o0 * so + i0 * si) * es, o1 - o0, length, i1 - i0, so, sl, si,
+                 values + d * es if values else 0, indices + d * 8, dso, dsl, dsi,
+                 descending, order)
 
 
 def sort(x: torch.Tensor, dim: int, descending: bool, order: int, want_values: bool = True):
@@ -30,9 +46,17 @@ def sort(x: torch.Tensor, dim: int, descending: bool, order: int, want_values: b
             indices.copy_(i)
             return values, indices
     outer, length, inner, so, sl, si = rows
-    status = _sort(CODES[x.dtype], src.data_ptr(), outer, length, inner, so, sl, si,
-                   values.data_ptr() if want_values else 0, indices.data_ptr(),
-                   dst_rows[3], dst_rows[4], dst_rows[5], descending, order)
+    dso, dsl, dsi = dst_rows[3], dst_rows[4], dst_rows[5]
+    numel = outer * length * inner
+    if numel < parallel.SPLIT_MIN:  # the common case, without the closure below
+        status = _sort(CODES[x.dtype], src.data_ptr(), outer, length, inner, so, sl, si,
+                       values.data_ptr() if want_values else 0, indices.data_ptr(),
+                       dso, dsl, dsi, descending, order)
+    else:
+        status = run_rows(partial(
+            _sort_block, CODES[x.dtype], x.element_size(), src.data_ptr(),
+            values.data_ptr() if want_values else 0, indices.data_ptr(), length,
+            (so, sl, si), (dso, dsl, dsi), descending, order), outer, inner, numel, "sort")
     if status:
         _native.check(status, "sort")
     return values, indices

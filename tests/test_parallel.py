@@ -1,0 +1,99 @@
+"""Rows split over threads (kwker.ops.parallel): every op gives torch's
+exact result whether the outer or the inner dimension is split, torch's
+thread setting is honoured, and a forked child gets a working pool."""
+import os
+import sys
+
+import pytest
+import torch
+
+from kwker.ops import parallel
+from kwker_testing import compare, make_values
+
+
+@pytest.fixture
+def split_everything(monkeypatch):
+    """Split any call with two or more rows, on three threads."""
+    monkeypatch.setattr(parallel, "MIN_WORK_PER_THREAD", 1)
+    monkeypatch.setattr(parallel, "SPLIT_MIN", 2)
+    before = torch.get_num_threads()
+    torch.set_num_threads(3)
+    yield
+    torch.set_num_threads(before)
+
+
+def _calls(x, dim):
+    q = torch.tensor([0.1, 0.5, 0.9], dtype=x.dtype) if x.dtype in (torch.float32, torch.float64) \
+        else None
+    calls = [("sort", (dim,), {}), ("sort", (), {"dim": dim, "descending": True, "stable": True}),
+             ("argsort", (dim,), {}), ("topk", (3, dim), {}), ("topk", (2, dim, False), {}),
+             ("kthvalue", (2, dim), {}), ("median", (dim,), {}), ("nanmedian", (dim,), {})]
+    if q is not None:
+        calls += [("quantile", (q, dim), {}), ("nanquantile", (0.3, dim), {})]
+    return calls
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bfloat16], ids=str)
+def test_split_rows_exact(kw, gen, split_everything, dtype):
+    # (shape, dim): many outer rows; one outer row (the inner dim is split);
+    # fewer outer rows than threads; a middle dim
+    for shape, dim in [((7, 50), -1), ((50, 7), 0), ((2, 30, 5), 1), ((4, 6, 9), 1),
+                       ((1, 40, 13), 1)]:
+        for kind in ("random", "ties", "nan"):
+            x = make_values(kind, shape, dtype, gen)
+            for op, args, kwargs in _calls(x, dim):
+                parallel._reset_after_fork()
+                # quantile defers rows of mixed NaN payloads to torch
+                fast = None if (kind == "nan" and "quantile" in op) else True
+                compare(op, x, *args, fast=fast, **kwargs)
+                assert parallel._pool is not None, (op, shape)  # the call was split
+
+
+def test_one_thread_is_never_split(kw, gen, monkeypatch):
+    monkeypatch.setattr(parallel, "MIN_WORK_PER_THREAD", 1)
+    monkeypatch.setattr(parallel, "SPLIT_MIN", 2)
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        parallel._reset_after_fork()
+        compare("sort", make_values("random", (64, 64), torch.float32, gen))
+        assert parallel._pool is None
+    finally:
+        torch.set_num_threads(before)
+
+
+def test_threads_for_respects_work_and_setting(monkeypatch):
+    monkeypatch.setattr(parallel, "_get_num_threads", lambda: 4)
+    per = parallel.MIN_WORK_PER_THREAD
+    assert parallel.threads_for(per, 100) == 1          # too little work
+    assert parallel.threads_for(100 * per, 1) == 1      # one row
+    assert parallel.threads_for(100 * per, 3) == 3      # at most one thread a row
+    assert parallel.threads_for(3 * per, 100) == 3      # at least `per` work a thread
+    assert parallel.threads_for(100 * per, 100) == 4    # torch's setting
+    sort_per = per // parallel.WEIGHT["sort"]
+    assert parallel.threads_for(3 * sort_per, 100, "sort") == 3  # sorting weighs more
+    monkeypatch.setattr(parallel, "_get_num_threads", lambda: 1)
+    assert parallel.threads_for(100 * per, 100) == 1
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_fork_after_split_calls(kw, gen, split_everything):
+    """The parent's pool threads do not exist in a forked child: the child
+    starts a fresh pool and its split calls still give torch's result."""
+    x = make_values("random", (16, 300), torch.float32, gen)
+    compare("sort", x)
+    assert parallel._pool is not None
+    pid = os.fork()
+    if pid == 0:  # child: any failure is an exit code
+        code = 1
+        try:
+            assert parallel._pool is None
+            compare("sort", x)
+            compare("topk", x, 5)
+            assert parallel._pool is not None
+            code = 0
+        finally:
+            sys.stdout.flush()
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
