@@ -51,14 +51,34 @@ def _differentiable(x) -> bool:
     return x.is_floating_point() or x.is_complex()
 
 
+_HALF = (torch.float16, torch.bfloat16)
+
+
+def _take_along(x, d, indices):
+    """x.gather(d, indices) through torch.take on flat offsets: torch 2.13's
+    CPU gather converts float16/bfloat16 through float32 and so changes NaN
+    payloads; take copies the bits (and its backward puts the gradient at
+    the same positions)."""
+    x = x.contiguous()
+    offsets = indices * x.stride(d)
+    for j in range(x.dim()):
+        if j != d:
+            shape = [1] * x.dim()
+            shape[j] = indices.shape[j]
+            offsets = offsets + torch.arange(indices.shape[j], device=x.device).view(shape) \
+                * x.stride(j)
+    return torch.take(x, offsets)
+
+
 def _gathered(x, dim, indices, reduced):
     """x's values at indices along dim: differentiable, bit-identical."""
     if x.dim() == 0:
         return x.gather(0, indices)
     d = dim % x.dim()
+    gather = _take_along if x.dtype in _HALF else torch.gather
     if reduced:  # keepdim=False: the reduced dim is gone from indices
-        return x.gather(d, indices.unsqueeze(d)).squeeze(d)
-    return x.gather(d, indices)
+        return gather(x, d, indices.unsqueeze(d)).squeeze(d)
+    return gather(x, d, indices)
 
 
 def _selecting(name, cpu, dim_at, reduced_when):

@@ -7,8 +7,10 @@ and argsort equal torch.sort(stable=True); topk returns the first k of that
 sort (descending when largest) and always in sorted order (sorted=False
 allowed any order); kthvalue the element at stable rank k-1; median(dim) the
 element at stable rank (n-1)//2, or the row's first NaN, which is what torch
-itself returns (median over all elements returns no index).  NaN is the
-largest value.
+itself returns (median over all elements returns no index); nanmedian(dim)
+the lower median of a row's non-NaN elements, and for an all-NaN row its
+first NaN, index 0 (torch returns whichever NaN its selection stops on).
+NaN is the largest value.
 
 The CPU kernels go to the composition for what the native path does not
 take (dtypes outside support.OPS, 0-dim and empty inputs, a dim or k out of
@@ -48,6 +50,24 @@ def _trivial(x):
     return x.dim() == 0 or x.numel() == 0
 
 
+def _fresh(t):
+    """A copy with contiguous strides, as the native kernels allocate
+    (.contiguous() would keep odd strides of size-1 dims)."""
+    return t.clone(memory_format=torch.contiguous_format)
+
+
+_HALF = (torch.float16, torch.bfloat16)
+
+
+def gather_bits(x, dim, index):
+    """x.gather(dim, index) with every bit kept: torch 2.13's CPU gather
+    converts float16/bfloat16 through float32, which changes NaN payloads,
+    so those are gathered as int16."""
+    if x.dtype in _HALF:
+        return x.view(torch.int16).gather(dim, index).view(x.dtype)
+    return x.gather(dim, index)
+
+
 # ------------------------------------------------------------ compositions
 # Device-generic: sort(stable=True) is the reference order on every device.
 
@@ -59,7 +79,12 @@ def topk_composite(x, k, dim=-1, largest=True, sorted=True):
     if x.dim() == 0:
         return torch.topk(x, k, dim, largest, sorted)
     values, indices = torch.sort(x, dim=dim, descending=largest, stable=True)
-    return values.narrow(dim, 0, k).contiguous(), indices.narrow(dim, 0, k).contiguous()
+    values = _fresh(values.narrow(dim, 0, k))
+    if x.dtype is torch.bfloat16:
+        # torch's bfloat16 topk (and the native kernel, which matches it)
+        # returns NaNs as the canonical quiet NaN, not with their payloads
+        values = values.masked_fill(values.isnan(), float("nan"))
+    return values, _fresh(indices.narrow(dim, 0, k))
 
 
 def kthvalue_composite(x, k, dim=-1, keepdim=False):
@@ -69,7 +94,7 @@ def kthvalue_composite(x, k, dim=-1, keepdim=False):
     values, indices = values.narrow(dim, k - 1, 1), indices.narrow(dim, k - 1, 1)
     if not keepdim:
         values, indices = values.squeeze(dim), indices.squeeze(dim)
-    return values.contiguous(), indices.contiguous()
+    return _fresh(values), _fresh(indices)
 
 
 def median_dim_composite(x, dim, keepdim=False, ignore_nan=False):
@@ -90,10 +115,10 @@ def median_dim_composite(x, dim, keepdim=False, ignore_nan=False):
         # argmax returns the first maximal position: the row's first NaN
         first_nan = nan.to(torch.uint8).argmax(dim, keepdim=True)
         index = torch.where(nan.any(dim, keepdim=True), first_nan, index)
-    values = x.gather(dim, index)
+    values = gather_bits(x, dim, index)
     if not keepdim:
         values, index = values.squeeze(dim), index.squeeze(dim)
-    return values, index
+    return _fresh(values), _fresh(index)
 
 
 # --------------------------------------------------------------------- CPU
@@ -143,13 +168,31 @@ def kthvalue_cpu(x, k, dim=-1, keepdim=False):
 def _median_dim_cpu(x, dim, keepdim, ignore_nan):
     d = _native_rows(x, dim, _SELECTABLE)
     if d is not None:
-        return selection.median_dim(x, d, keepdim, ignore_nan)
-    torch_median = torch.nanmedian if ignore_nan else torch.median
-    if 0 in x.stride():
+        result = selection.median_dim(x, d, keepdim, ignore_nan)
+    else:
+        torch_median = torch.nanmedian if ignore_nan else torch.median
         # torch 2.13 answers wrongly on expanded inputs (SEMANTICS.md)
-        x = x.contiguous()
-    # torch's CPU median(dim) orders by (value, index): the same rule
-    return torch_median(x, dim, keepdim)
+        source = x.contiguous() if 0 in x.stride() else x
+        # torch's CPU median(dim) orders by (value, index): the same rule
+        result = torch_median(source, dim, keepdim)
+    if ignore_nan and x.is_floating_point() and x.dim() > 0:
+        result = _all_nan_rows_first(x, dim, keepdim, *result)
+    return result
+
+
+def _all_nan_rows_first(x, dim, keepdim, values, indices):
+    """nanmedian of an all-NaN row: its first NaN, index 0 (torch, and the
+    native kernel that matches it, return the NaN its selection stops on).
+    Only such rows give a NaN, so the output is all there is to check."""
+    nan_rows = values.isnan()
+    if not nan_rows.any():
+        return values, indices
+    first = x.narrow(dim, 0, 1)
+    if not keepdim:
+        first = first.squeeze(dim)
+    # in place: both outputs are this call's own, and keep their layout
+    torch.where(nan_rows, first, values, out=values)
+    return values, indices.masked_fill_(nan_rows, 0)
 
 
 def median_dim_cpu(x, dim, keepdim=False):
@@ -237,8 +280,11 @@ def unique_dim_any(x, dim, sorted=True, return_inverse=False, return_counts=Fals
     only the bits of equal zeros and NaNs could depend on an order."""
     values, inverse, counts = torch.unique(
         x, sorted=sorted, return_inverse=True, return_counts=True, dim=dim)
-    empty = x.new_empty((0,), dtype=_INT64)
-    return values, inverse if return_inverse else empty, counts if return_counts else empty
+    if not return_inverse:
+        inverse = x.new_empty((0,), dtype=_INT64)
+    if not return_counts:  # a tensor of its own: outputs must not alias
+        counts = x.new_empty((0,), dtype=_INT64)
+    return values, inverse, counts
 
 
 # op name -> (CPU kernel, kernel for every other device)
