@@ -12,7 +12,10 @@ order); see eager.py for the exact rule per op.  Schemas follow aten's (see
 schemas.py).  A process that loads an exported or AOTInductor-compiled model
 holding these ops must import kwker.torch_ops first.
 """
+import torch
+
 from kwker.torch_ops import autograd, batching, eager, fake, out
+from kwker.torch_ops.autograd import kernel_entry
 from kwker.torch_ops.functions import nanquantile, quantile, unique
 from kwker.torch_ops.schemas import FUNCTIONAL, LIB, OUT
 
@@ -21,19 +24,17 @@ __all__ = ["unique", "quantile", "nanquantile", "FUNCTIONAL", "OUT"]
 
 def _register():
     for name, (cpu, other) in eager.KERNELS.items():
-        # other devices (and Meta-less backends) use torch's own ops; the
-        # CPU registration takes precedence over the composite one on CPU
-        LIB.impl(name, other, "CompositeExplicitAutograd")
-        LIB.impl(name, cpu, "CPU")
+        # other devices use compositions of torch's own ops; the CPU
+        # registration takes precedence over the composite one on CPU
+        LIB.impl(name, kernel_entry(other), "CompositeExplicitAutograd")
+        LIB.impl(name, kernel_entry(cpu), "CPU")
     for name in OUT:
-        LIB.impl(name, out.ANY[name], "CompositeExplicitAutograd")
-        LIB.impl(name, out.CPU[name], "CPU")
+        LIB.impl(name, kernel_entry(out.ANY[name]), "CompositeExplicitAutograd")
+        LIB.impl(name, kernel_entry(out.CPU[name]), "CPU")
         torch.library.register_fake("kwker::" + name, out.FAKE[name], lib=LIB)
     fake.register()
     autograd.register(out.CPU)
     batching.register()
 
-
-import torch  # noqa: E402
 
 _register()

@@ -10,7 +10,9 @@ element at stable rank (n-1)//2, or the row's first NaN, which is what torch
 itself returns (median over all elements returns no index); nanmedian(dim)
 the lower median of a row's non-NaN elements, and for an all-NaN row its
 first NaN, index 0 (torch returns whichever NaN its selection stops on).
-NaN is the largest value.
+NaN is the largest value.  Values are the input's elements at the returned
+indices, bit for bit (NaN payloads, -0.0), in every op and dtype (torch's
+bfloat16 topk alone returns canonical NaNs).
 
 The CPU kernels go to the composition for what the native path does not
 take (dtypes outside support.OPS, 0-dim and empty inputs, a dim or k out of
@@ -79,12 +81,7 @@ def topk_composite(x, k, dim=-1, largest=True, sorted=True):
     if x.dim() == 0:
         return torch.topk(x, k, dim, largest, sorted)
     values, indices = torch.sort(x, dim=dim, descending=largest, stable=True)
-    values = _fresh(values.narrow(dim, 0, k))
-    if x.dtype is torch.bfloat16:
-        # torch's bfloat16 topk (and the native kernel, which matches it)
-        # returns NaNs as the canonical quiet NaN, not with their payloads
-        values = values.masked_fill(values.isnan(), float("nan"))
-    return values, _fresh(indices.narrow(dim, 0, k))
+    return _fresh(values.narrow(dim, 0, k)), _fresh(indices.narrow(dim, 0, k))
 
 
 def kthvalue_composite(x, k, dim=-1, keepdim=False):
@@ -148,7 +145,13 @@ def topk_cpu(x, k, dim=-1, largest=True, sorted=True):
     d = _native_rows(x, dim, _SELECTABLE)
     if d is not None and 0 <= k <= x.shape[d]:
         # sorted=True always: one deterministic answer for both
-        return selection.topk(x, k, d, largest, True, _STABLE)
+        values, indices = selection.topk(x, k, d, largest, True, _STABLE)
+        if x.dtype is torch.bfloat16:
+            # the kernel returns NaNs as the canonical quiet NaN, as
+            # torch.topk on bfloat16 does; kwker's values are the input's
+            # elements bit for bit, as in every other op and dtype
+            values = gather_bits(x, d, indices)
+        return values, indices
     result = torch.topk(x, k, dim, largest, sorted)  # torch's checks
     if _trivial(x):
         return result
