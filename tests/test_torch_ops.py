@@ -837,3 +837,18 @@ def test_compile_of_patched_torch_calls_has_no_graph_break(kw, gen):
                ORIG["quantile"](y, 0.5))
         _assert_all_same(ref, compiled(y))
     torch._dynamo.reset()
+
+
+def test_operators_do_not_call_installed_wrappers(kw, gen):
+    """Inside the kernels torch's own functions run, never the patched
+    torch.sort/topk/...: the results stay kwker's stable ones and kwker's
+    install() counters see nothing."""
+    x = make_values("ties", (6, 40), torch.float32, gen)
+    kwker_stats_before = kw.stats()
+    with composite_path(True):
+        for name in ("sort", "topk", "kthvalue", "median.dim", "nanmedian.dim", "median"):
+            op, ref, arg_lists = OPS[name]
+            for args in arg_lists(x)[:3]:
+                assert_result(ref(x, *args), _canon(op(x, *args)), name)
+        kto.unique(x, return_counts=True, dim=0)
+    assert kw.stats() == kwker_stats_before

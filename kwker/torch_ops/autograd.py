@@ -182,8 +182,8 @@ def register(out_cpu_kernels):
                                     _keepdim_false(1)),
         "sort_values": _sort_values_kernel,
         "argsort": _not_differentiable("argsort", eager.argsort_cpu),
-        "median": _median_all("median", eager.median_all_cpu, torch.median),
-        "nanmedian": _median_all("nanmedian", eager.nanmedian_all_cpu, torch.nanmedian),
+        "median": _median_all("median", eager.median_all_cpu, eager._VF.median),
+        "nanmedian": _median_all("nanmedian", eager.nanmedian_all_cpu, eager._VF.nanmedian),
         # like torch's unique: no derivative (the outputs do not require grad)
         "unique": _not_differentiable("unique", eager.unique_cpu),
         "unique_dim": _not_differentiable("unique_dim", eager.unique_dim_any),

@@ -25,6 +25,8 @@ import torch
 from kwker import _native, support
 from kwker.ops import selection, sorting
 
+# torch's own functions, never kwker.install()'s wrappers around them
+_VF = torch._C._VariableFunctions
 _STABLE = _native.ORDER_STABLE
 _LOADED = _native.available()
 _SORTABLE = support.OPS["sort"].dtypes
@@ -74,20 +76,20 @@ def gather_bits(x, dim, index):
 # Device-generic: sort(stable=True) is the reference order on every device.
 
 def sort_composite(x, dim=-1, descending=False):
-    return torch.sort(x, dim=dim, descending=descending, stable=True)
+    return _VF.sort(x, dim=dim, descending=descending, stable=True)
 
 
 def topk_composite(x, k, dim=-1, largest=True, sorted=True):
     if x.dim() == 0:
-        return torch.topk(x, k, dim, largest, sorted)
-    values, indices = torch.sort(x, dim=dim, descending=largest, stable=True)
+        return _VF.topk(x, k, dim, largest, sorted)
+    values, indices = _VF.sort(x, dim=dim, descending=largest, stable=True)
     return _fresh(values.narrow(dim, 0, k)), _fresh(indices.narrow(dim, 0, k))
 
 
 def kthvalue_composite(x, k, dim=-1, keepdim=False):
     if x.dim() == 0:
-        return torch.kthvalue(x, k, dim, keepdim)
-    values, indices = torch.sort(x, dim=dim, stable=True)
+        return _VF.kthvalue(x, k, dim, keepdim)
+    values, indices = _VF.sort(x, dim=dim, stable=True)
     values, indices = values.narrow(dim, k - 1, 1), indices.narrow(dim, k - 1, 1)
     if not keepdim:
         values, indices = values.squeeze(dim), indices.squeeze(dim)
@@ -99,9 +101,9 @@ def median_dim_composite(x, dim, keepdim=False, ignore_nan=False):
     (median), or the lower median of the non-NaN elements (nanmedian; index
     0 for an all-NaN row, as torch)."""
     if x.dim() == 0:
-        return (torch.nanmedian if ignore_nan else torch.median)(x, dim, keepdim)
+        return (_VF.nanmedian if ignore_nan else _VF.median)(x, dim, keepdim)
     n = x.shape[dim]
-    _, order = torch.sort(x, dim=dim, stable=True)
+    _, order = _VF.sort(x, dim=dim, stable=True)
     nan = torch.isnan(x)
     if ignore_nan:
         count = (~nan).sum(dim, keepdim=True)
@@ -152,7 +154,7 @@ def topk_cpu(x, k, dim=-1, largest=True, sorted=True):
             # elements bit for bit, as in every other op and dtype
             values = gather_bits(x, d, indices)
         return values, indices
-    result = torch.topk(x, k, dim, largest, sorted)  # torch's checks
+    result = _VF.topk(x, k, dim, largest, sorted)  # torch's checks
     if _trivial(x):
         return result
     return topk_composite(x, k, dim, largest, sorted)
@@ -162,7 +164,7 @@ def kthvalue_cpu(x, k, dim=-1, keepdim=False):
     d = _native_rows(x, dim, _SELECTABLE)
     if d is not None and 1 <= k <= x.shape[d]:
         return selection.kthvalue(x, k, d, keepdim, _STABLE)
-    result = torch.kthvalue(x, k, dim, keepdim)
+    result = _VF.kthvalue(x, k, dim, keepdim)
     if _trivial(x):
         return result
     return kthvalue_composite(x, k, dim, keepdim)
@@ -173,7 +175,7 @@ def _median_dim_cpu(x, dim, keepdim, ignore_nan):
     if d is not None:
         result = selection.median_dim(x, d, keepdim, ignore_nan)
     else:
-        torch_median = torch.nanmedian if ignore_nan else torch.median
+        torch_median = _VF.nanmedian if ignore_nan else _VF.median
         # torch 2.13 answers wrongly on expanded inputs (SEMANTICS.md)
         source = x.contiguous() if 0 in x.stride() else x
         # torch's CPU median(dim) orders by (value, index): the same rule
@@ -211,7 +213,7 @@ def _median_all_cpu(x, ignore_nan):
             and not x.is_neg() and not x._is_zerotensor():
         return selection.median_all(x, ignore_nan)
     # a value only: no tie order to keep
-    return (torch.nanmedian if ignore_nan else torch.median)(x)
+    return (_VF.nanmedian if ignore_nan else _VF.median)(x)
 
 
 def median_all_cpu(x):
@@ -225,22 +227,22 @@ def nanmedian_all_cpu(x):
 # --------------------------------------------------------- other devices
 
 def median_dim_any(x, dim, keepdim=False):
-    torch.median(x, dim, keepdim)  # torch's checks (and errors)
+    _VF.median(x, dim, keepdim)  # torch's checks (and errors)
     return median_dim_composite(x, dim, keepdim, False)
 
 
 def nanmedian_dim_any(x, dim, keepdim=False):
-    torch.nanmedian(x, dim, keepdim)
+    _VF.nanmedian(x, dim, keepdim)
     return median_dim_composite(x, dim, keepdim, True)
 
 
 def topk_any(x, k, dim=-1, largest=True, sorted=True):
-    torch.topk(x, k, dim, largest, sorted)
+    _VF.topk(x, k, dim, largest, sorted)
     return topk_composite(x, k, dim, largest, sorted)
 
 
 def kthvalue_any(x, k, dim=-1, keepdim=False):
-    torch.kthvalue(x, k, dim, keepdim)
+    _VF.kthvalue(x, k, dim, keepdim)
     return kthvalue_composite(x, k, dim, keepdim)
 
 
@@ -281,8 +283,7 @@ def unique_any(x, sorted=True, return_inverse=False, return_counts=False):
 def unique_dim_any(x, dim, sorted=True, return_inverse=False, return_counts=False):
     """torch's own unique(dim=): slices are distinct or equal as a whole, so
     only the bits of equal zeros and NaNs could depend on an order."""
-    values, inverse, counts = torch.unique(
-        x, sorted=sorted, return_inverse=True, return_counts=True, dim=dim)
+    values, inverse, counts = torch.ops.aten.unique_dim.default(x, dim, sorted, True, True)
     if not return_inverse:
         inverse = x.new_empty((0,), dtype=_INT64)
     if not return_counts:  # a tensor of its own: outputs must not alias
@@ -296,12 +297,12 @@ KERNELS = {
     "sort_values": (sort_values_cpu, lambda x, dim=-1, descending=False:
                     sort_composite(x, dim, descending)[0]),
     "argsort": (argsort_cpu, lambda x, dim=-1, descending=False:
-                torch.argsort(x, dim=dim, descending=descending, stable=True)),
+                _VF.argsort(x, dim=dim, descending=descending, stable=True)),
     "topk": (topk_cpu, topk_any),
     "kthvalue": (kthvalue_cpu, kthvalue_any),
-    "median": (median_all_cpu, torch.median),
+    "median": (median_all_cpu, _VF.median),
     "median.dim": (median_dim_cpu, median_dim_any),
-    "nanmedian": (nanmedian_all_cpu, torch.nanmedian),
+    "nanmedian": (nanmedian_all_cpu, _VF.nanmedian),
     "nanmedian.dim": (nanmedian_dim_cpu, nanmedian_dim_any),
     "unique": (unique_cpu, unique_any),
     "unique_dim": (unique_dim_any, unique_dim_any),
