@@ -379,6 +379,20 @@ def test_out_form_compiles_and_exports(gen):
     ep = torch.export.export(M(), (x,))
     assert_same(ref, tuple(ep.module()(x)))
 
+    class WritesArguments(torch.nn.Module):
+        def forward(self, x, values, indices):
+            torch.ops.kwker.topk_out(x, 3, values=values, indices=indices)
+            return values * 1, indices
+
+    def transposed_outs():
+        return torch.zeros(3, 5).t(), torch.zeros(3, 5, dtype=torch.int64).t()
+    # non-contiguous outputs given as inputs: torch 2.13 exports them
+    ep = torch.export.export(WritesArguments(), (x,) + transposed_outs())
+    values, indices = transposed_outs()
+    got = ep.module()(x, values, indices)
+    assert torch.equal(got[0], ref[0]) and torch.equal(values, ref[0])
+    assert torch.equal(indices, ref[1]) and values.stride() == (1, 5)
+
 
 # ------------------------------------------------------------- opcheck
 
