@@ -652,6 +652,25 @@ def test_kernels_run_eagerly_under_compile_are_not_traced(gen):
     torch._dynamo.reset()
 
 
+def test_compile_symbolic_k(gen):
+    """k is a SymInt (as in aten's schemas): a k computed from a dynamic
+    size stays symbolic, one graph for every size."""
+    import torch._dynamo
+    torch._dynamo.reset()
+
+    def f(x):
+        n = x.shape[1]
+        return K.topk(x, n // 2)[0], K.kthvalue(x, n // 3 + 1, 1)[1]
+    from torch._dynamo.utils import counters
+    counters.clear()
+    compiled = torch.compile(f, fullgraph=True, dynamic=True, backend="aot_eager")
+    for shape in ((4, 10), (6, 17), (3, 31)):
+        x = make_values("ties", shape, torch.float32, gen)
+        _assert_all_same(f(x), compiled(x))
+    assert counters["stats"]["unique_graphs"] == 1
+    torch._dynamo.reset()
+
+
 def test_compile_inductor_all_ops(gen):
     import torch._dynamo
     torch._dynamo.reset()
