@@ -446,6 +446,19 @@ def test_opcheck_unique(dim, gen):
                 opcheck(K.unique_dim.default, (inp, dim) + flags)
 
 
+def test_meta_tensors_have_torchs_shapes():
+    m = torch.empty(4, 10, device="meta")
+    calls = [("sort", (0, True)), ("topk", (3,)), ("topk", (2, 0, False)),
+             ("kthvalue", (2, 0, True)), ("median", ()), ("median", (1,)),
+             ("nanmedian", (0, True)), ("argsort", (1,))]
+    for name, args in calls:
+        ref, got = getattr(torch, name)(m, *args), getattr(K, name)(m, *args)
+        ref = tuple(ref) if isinstance(ref, tuple) else (ref,)
+        got = got if isinstance(got, tuple) else (got,)
+        assert [(t.shape, t.dtype, t.device) for t in ref] == \
+            [(t.shape, t.dtype, t.device) for t in got], name
+
+
 # ---------------------------------------------------------------- autograd
 
 DIFFERENTIABLE = {
