@@ -1,7 +1,7 @@
 """Per-call overhead of torch.ops.kwker on tiny inputs, next to torch's own
 op and the other ways the same kernel could be registered.
 
-    python -m kwker.torch_ops.overhead [--rounds 40] [--calls 1000]
+    python -m kwker.torch_ops.overhead [--rounds 40] [--calls 1000] [--large]
 
 One thread; per row the minimum over rounds of the mean µs per call.
 """
@@ -10,6 +10,7 @@ import time
 
 import torch
 
+import kwker
 import kwker.torch_ops  # noqa: F401  (registers torch.ops.kwker)
 from kwker.torch_ops import eager
 
@@ -68,10 +69,62 @@ def _best_times(rows, x, calls, rounds):
     return best
 
 
+def _large_inputs(rounds):
+    """torch.ops.kwker and, under install(), a forward+backward step on
+    inputs that require grad, against torch on the same inputs (min of
+    `rounds`, one thread)."""
+    from kwker.torch_ops import quantile, unique
+    K = torch.ops.kwker
+    g = torch.Generator().manual_seed(0)
+    scores, rows, flat = (torch.randn(4096, 256, generator=g), torch.randn(512, 2048, generator=g),
+                          torch.randn(1 << 20, generator=g))
+    ids = (flat * 1000).long()
+    qs = torch.tensor([0.1, 0.5, 0.9])
+    ops = [
+        ("topk 4096x256 k=8", lambda: torch.topk(scores, 8), lambda: K.topk(scores, 8)),
+        ("sort(stable) 512x2048", lambda: torch.sort(rows, stable=True), lambda: K.sort(rows)),
+        ("median(dim) 512x2048", lambda: torch.median(rows, 1), lambda: K.median.dim(rows, 1)),
+        ("quantile 2^20, 3 q", lambda: torch.quantile(flat, qs), lambda: quantile(flat, qs)),
+        ("unique 2^20 int64", lambda: torch.unique(ids), lambda: unique(ids)),
+    ]
+
+    def train_step(fn, x):
+        def step():
+            leaf = x.detach().requires_grad_()
+            fn(leaf).sum().backward()
+        return step
+    steps = [
+        ("topk 4096x256 k=8", lambda t: torch.topk(t, 8).values, scores),
+        ("sort 512x2048", lambda t: torch.sort(t, dim=1).values, rows),
+        ("median(dim) 512x2048", lambda t: torch.median(t, 1).values, rows),
+    ]
+
+    def best(fn):
+        times = []
+        for _ in range(rounds):
+            start = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - start)
+        return min(times) * 1e3
+
+    print(f"large inputs, one thread, min of {rounds} runs")
+    for name, theirs, ours in ops:
+        t, k = best(theirs), best(ours)
+        print(f"  {name:<26} torch {t:8.2f} ms  torch.ops.kwker {k:8.2f} ms  {t / k:5.2f}x")
+    for name, fn, x in steps:
+        t = best(train_step(fn, x))
+        with kwker.installed():
+            k = best(train_step(fn, x))
+        print(f"  {name:<26} forward+backward: torch {t:8.2f} ms  under kwker.install() "
+              f"{k:8.2f} ms  {t / k:5.2f}x")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=40)
     parser.add_argument("--calls", type=int, default=1000)
+    parser.add_argument("--large", action="store_true",
+                        help="also time large inputs and install()'s training step")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     x = torch.randn(8, 8)
@@ -96,6 +149,8 @@ def main(argv=None):
     for name, us in _best_times({**rows, **sorts}, x, args.calls, args.rounds).items():
         print(f"  {name:<48} {us:6.1f} µs")
     del lib
+    if args.large:
+        _large_inputs(rounds=5)
 
 
 if __name__ == "__main__":
