@@ -884,6 +884,25 @@ def test_compile_of_patched_torch_calls_has_no_graph_break(kw, gen):
     torch._dynamo.reset()
 
 
+def test_compiled_training_step_while_installed(kw, gen):
+    import torch._dynamo
+    torch._dynamo.reset()
+
+    def loss(x):
+        return (torch.sort(x, 1)[0][:, :3].sum() + x.topk(2)[0].sum()
+                + torch.median(x, 0)[0].sum())
+    x = make_values("ties", (8, 20), torch.float32, gen).requires_grad_()
+    assert torch._dynamo.explain(loss)(x).graph_break_count == 0
+    expected = (ORIG["sort"](x, 1)[0][:, :3].sum() + ORIG_METHOD["topk"](x, 2)[0].sum()
+                + ORIG["median"](x, 0)[0].sum())
+    expected_grad, = torch.autograd.grad(expected, x)
+    compiled = torch.compile(loss, fullgraph=True, backend="aot_eager")
+    got = compiled(x)
+    got_grad, = torch.autograd.grad(got, x)
+    assert torch.equal(got, expected) and torch.equal(got_grad, expected_grad)
+    torch._dynamo.reset()
+
+
 def test_operators_do_not_call_installed_wrappers(kw, gen):
     """Inside the kernels torch's own functions run, never the patched
     torch.sort/topk/...: the results stay kwker's stable ones and kwker's
