@@ -16,6 +16,7 @@ import torch
 from kwker import _native, support
 from kwker.ops import quantile as quantile_ops
 from kwker.ops import selection, sorting
+from kwker.ops.backward import with_torch_backward
 from kwker.support import ARGUMENTS, DIM, NONEMPTY, TORCH_RAISES, Condition
 
 _ret = torch.return_types
@@ -60,6 +61,7 @@ _SORT_DTYPES = support.OPS["sort"].dtypes
 # bound once: looked up on every call
 _context_failure = support.context_failure
 _tensor_failure = support.tensor_failure
+_grad_enabled = torch.is_grad_enabled
 _torch_raises_unsigned_radix = support.torch_raises_unsigned_radix
 _torch_sort_is_stable = support.torch_sort_is_stable
 _row_shape_failure = support.row_shape_failure
@@ -281,7 +283,7 @@ def _sort_common(op, wrapped, instance, args, kwargs, finish):
             failure = ARGUMENTS
         else:
             x, dim, descending, stable = call
-            failure = _tensor_failure(x, _SORT_DTYPES)
+            failure = _tensor_failure(x, _SORT_DTYPES, grad_ok=True)
             if failure is None:
                 d = _wrap_dim(x, dim)
                 failure = _rows_failure(op, x, d)
@@ -292,6 +294,9 @@ def _sort_common(op, wrapped, instance, args, kwargs, finish):
                     if stable or _torch_sort_is_stable(x, d, descending):
                         order = _ORDER_STABLE
                     STATS.fast[op] += 1
+                    if x.requires_grad and op != "argsort" and _grad_enabled():
+                        return finish(with_torch_backward(
+                            x, d, True, lambda: sorting.sort(x, d, descending, order)))
                     return finish(sorting.sort(x, d, descending, order, op != "argsort"))
     return _fallback(op, failure, wrapped, args, kwargs)
 
@@ -327,12 +332,15 @@ def topk_entry(wrapped, instance, args, kwargs):
             failure = ARGUMENTS
         else:
             x, k, dim, largest, sorted_ = call
-            failure = _tensor_failure(x, _SELECT_DTYPES)
+            failure = _tensor_failure(x, _SELECT_DTYPES, grad_ok=True)
             if failure is None:
                 d = _wrap_dim(x, dim)
                 failure = _rows_failure("topk", x, d, k)
                 if failure is None:
                     STATS.fast["topk"] += 1
+                    if x.requires_grad and _grad_enabled():
+                        return _ret.topk(with_torch_backward(x, d, True, lambda: selection.topk(
+                            x, k, d, largest, sorted_, Policy.order)))
                     return _ret.topk(selection.topk(x, k, d, largest, sorted_, Policy.order))
     return _fallback("topk", failure, wrapped, args, kwargs)
 
@@ -348,7 +356,8 @@ def _median_common(op, ignore_nan, result_type, wrapped, instance, args, kwargs)
             failure = ARGUMENTS
         else:
             x, dim, keepdim = call
-            failure = _tensor_failure(x, _SELECT_DTYPES)
+            # the all-elements form has no indices to scatter a gradient to
+            failure = _tensor_failure(x, _SELECT_DTYPES, grad_ok=dim is not None)
             if failure is None:
                 if x.numel() == 0:
                     failure = NONEMPTY
@@ -360,6 +369,10 @@ def _median_common(op, ignore_nan, result_type, wrapped, instance, args, kwargs)
                     failure = _rows_failure(op, x, d)
                     if failure is None:
                         STATS.fast[op] += 1
+                        if x.requires_grad and _grad_enabled():
+                            return result_type(with_torch_backward(
+                                x, d, keepdim,
+                                lambda: selection.median_dim(x, d, keepdim, ignore_nan)))
                         return result_type(selection.median_dim(x, d, keepdim, ignore_nan))
     return _fallback(op, failure, wrapped, args, kwargs)
 
@@ -383,12 +396,15 @@ def kthvalue_entry(wrapped, instance, args, kwargs):
             failure = ARGUMENTS
         else:
             x, k, dim, keepdim = call
-            failure = _tensor_failure(x, _SELECT_DTYPES)
+            failure = _tensor_failure(x, _SELECT_DTYPES, grad_ok=True)
             if failure is None:
                 d = _wrap_dim(x, dim)
                 failure = _rows_failure("kthvalue", x, d, k, k_min=1)
                 if failure is None:
                     STATS.fast["kthvalue"] += 1
+                    if x.requires_grad and _grad_enabled():
+                        return _ret.kthvalue(with_torch_backward(x, d, keepdim, lambda: (
+                            selection.kthvalue(x, k, d, keepdim, Policy.order))))
                     return _ret.kthvalue(selection.kthvalue(x, k, d, keepdim, Policy.order))
     return _fallback("kthvalue", failure, wrapped, args, kwargs)
 

@@ -36,8 +36,9 @@ PLAIN_TENSOR = Condition("plain_tensor", "input is not a plain torch.Tensor (sub
 CPU_DENSE = Condition(
     "cpu_dense", "input is not a dense CPU tensor (other device, sparse, nested, "
     "negative or zero view)")
-NO_GRAD = Condition("no_grad", "input requires grad while grad mode is on "
-                    "(autograd comes with torch.ops.kwker)")
+NO_GRAD = Condition("no_grad", "input requires grad while grad mode is on, for a form "
+                    "without Kwker's backward (median/nanmedian over all elements; "
+                    "torch.ops.kwker has them)")
 DTYPE = Condition("dtype", "dtype not handled by this op's kernel")
 DIM = Condition("dim", "0-dim input, or dim/k out of range; torch handles or rejects it")
 NONEMPTY = Condition("nonempty", "empty input or reduced dim; torch handles or rejects it")
@@ -79,14 +80,17 @@ class OpSupport:
 _TENSOR_CHECKS = (SMALL, NATIVE, NO_TRANSFORM, ARGUMENTS, PLAIN_TENSOR, CPU_DENSE, NO_GRAD, DTYPE, DIM,
                   NONEMPTY)
 
+# ops whose every form has torch's backward through kwker.ops.backward
+_GRAD_CHECKS = tuple(c for c in _TENSOR_CHECKS if c is not NO_GRAD)
+
 OPS: Dict[str, OpSupport] = {
-    "sort": OpSupport(_ALL_SORTABLE, _TENSOR_CHECKS + (TORCH_RAISES,)),
-    "argsort": OpSupport(_ALL_SORTABLE, _TENSOR_CHECKS + (TORCH_RAISES,)),
-    "msort": OpSupport(_ALL_SORTABLE, _TENSOR_CHECKS + (TORCH_RAISES,)),
-    "topk": OpSupport(_SELECTABLE, _TENSOR_CHECKS),
+    "sort": OpSupport(_ALL_SORTABLE, _GRAD_CHECKS + (TORCH_RAISES,)),
+    "argsort": OpSupport(_ALL_SORTABLE, _GRAD_CHECKS + (TORCH_RAISES,)),
+    "msort": OpSupport(_ALL_SORTABLE, _GRAD_CHECKS + (TORCH_RAISES,)),
+    "topk": OpSupport(_SELECTABLE, _GRAD_CHECKS),
     "median": OpSupport(_SELECTABLE, _TENSOR_CHECKS, "with dim, and over all elements"),
     "nanmedian": OpSupport(_SELECTABLE, _TENSOR_CHECKS, "with dim, and over all elements"),
-    "kthvalue": OpSupport(_SELECTABLE, _TENSOR_CHECKS),
+    "kthvalue": OpSupport(_SELECTABLE, _GRAD_CHECKS),
     "unique": OpSupport(frozenset(), (NO_KERNEL,)),
     "quantile": OpSupport(_QUANTILE, _TENSOR_CHECKS + (TORCH_RAISES, TIE_BITS),
                           "q a float or a 0/1-D tensor of the input's dtype; out= goes to torch"),
@@ -165,14 +169,15 @@ def context_failure() -> Optional[Condition]:
     return None
 
 
-def tensor_failure(x, dtypes) -> Optional[Condition]:
-    """The input tensor itself: plain, dense, CPU, no autograd, dtype."""
+def tensor_failure(x, dtypes, grad_ok=False) -> Optional[Condition]:
+    """The input tensor itself: plain, dense, CPU, no autograd (unless the
+    caller attaches torch's backward: grad_ok), dtype."""
     if type(x) is not _Tensor:
         return PLAIN_TENSOR
     if (not x.is_cpu or x.layout is not _strided or x.is_nested or x.is_neg()
             or x._is_zerotensor()):
         return CPU_DENSE
-    if x.requires_grad and _grad_enabled():
+    if x.requires_grad and not grad_ok and _grad_enabled():
         return NO_GRAD
     if x.dtype not in dtypes:
         return DTYPE

@@ -14,7 +14,7 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 import kwker
 from kwker import support
-from kwker_testing import ORIG, ORIG_METHOD, assert_same, run, compare, fallbacks, fast_count, make_values
+from kwker_testing import ORIG, ORIG_METHOD, assert_same, bits, run, compare, fallbacks, fast_count, make_values
 
 
 @pytest.fixture
@@ -34,20 +34,29 @@ def test_condition_keys_are_unique_and_documented():
 
 # ---------------------------------------------------------------- autograd
 
+@pytest.mark.parametrize("dtype", [torch.float64, torch.bfloat16])
 @pytest.mark.parametrize("op,args", [
     ("sort", (1,)), ("sort", (0, True)), ("topk", (3,)), ("topk", (2, 0, False)),
     ("median", (1,)), ("median", ()), ("nanmedian", (0, True)), ("nanmedian", ()),
-    ("msort", ()), ("argsort", (1,)),
+    ("msort", ()), ("argsort", (1,)), ("kthvalue", (4, 1)), ("kthvalue", (2, 0, True)),
 ])
-def test_requires_grad_falls_back_and_backward_matches(kw, gen, op, args):
-    base = make_values("bf16ties", (5, 16), torch.float64, gen)
+def test_requires_grad_backward_matches(kw, gen, op, args, dtype):
+    """Inputs that require grad take the fast path (with torch's backward
+    formula attached), except median()/nanmedian() over all elements, which
+    go to torch; values and gradients are torch's, bit for bit, and so is
+    the double backward."""
+    base = make_values("bf16ties", (5, 16), torch.float64, gen).to(dtype)
     base[1, 3] = float("nan") if op == "nanmedian" else base[1, 3]
     x_ref = base.clone().requires_grad_()
     x_got = base.clone().requires_grad_()
     ref = ORIG[op](x_ref, *args)
     kwker.reset_stats()
     got = getattr(torch, op)(x_got, *args)
-    assert fallbacks(op) == {"no_grad": 1} and fast_count(op) == 0
+    all_elements = op in ("median", "nanmedian") and not args
+    if all_elements:
+        assert fallbacks(op) == {"no_grad": 1} and fast_count(op) == 0
+    else:
+        assert fallbacks(op) == {} and fast_count(op) == 1
     assert_same(ref, got)
     out_ref = ref[0] if isinstance(ref, tuple) else ref
     out_got = got[0] if isinstance(got, tuple) else got
@@ -55,11 +64,43 @@ def test_requires_grad_falls_back_and_backward_matches(kw, gen, op, args):
         assert not out_got.requires_grad
         return
     assert out_got.requires_grad and out_got.grad_fn is not None
-    assert type(out_got.grad_fn) is type(out_ref.grad_fn)
-    w = torch.randn(out_ref.shape, generator=gen, dtype=torch.float64)
-    (out_ref * w).nansum().backward()
-    (out_got * w).nansum().backward()
+    if all_elements:
+        assert type(out_got.grad_fn) is type(out_ref.grad_fn)
+    w = torch.randn(out_ref.shape, generator=gen, dtype=torch.float64).to(dtype)
+    w.view(-1)[::3] = -0.0  # torch's backward writes the gradient: -0.0 stays -0.0
+    w_ref, w_got = w.clone().requires_grad_(), w.clone().requires_grad_()
+    grad_ref, = torch.autograd.grad(out_ref, x_ref, w_ref, create_graph=True)
+    grad_got, = torch.autograd.grad(out_got, x_got, w_got, create_graph=True)
+    assert_same(grad_ref, grad_got)
+    if not all_elements:
+        assert not torch.equal(bits(grad_got), bits(grad_got.abs()))  # -0.0 came through
+    # double backward: the gradient's own derivative (with respect to w)
+    v = torch.randn(grad_ref.shape, generator=gen, dtype=torch.float64).to(dtype)
+    assert_same(torch.autograd.grad(grad_ref, w_ref, v), torch.autograd.grad(grad_got, w_got, v))
+    (out_ref.float() * w.float()).nansum().backward()
+    (out_got.float() * w.float()).nansum().backward()
     assert_same(x_ref.grad, x_got.grad)
+
+
+@pytest.mark.parametrize("ties", ["torch", "stable"])
+def test_requires_grad_keeps_the_tie_order(gen, ties):
+    """Under ties="torch" the indices (and so the gradient) are torch's on
+    tie-heavy rows; under ties="stable" the gradient goes to the stable
+    indices."""
+    kwker.install(ties=ties)
+    try:
+        x = make_values("ties", (6, 50), torch.float32, gen)
+        for op, args in (("sort", (1,)), ("topk", (7,)), ("kthvalue", (9, 1))):
+            xg = x.clone().requires_grad_()
+            values, indices = getattr(torch, op)(xg, *args)
+            if ties == "torch":
+                assert torch.equal(indices, ORIG[op](x, *args)[1])
+            grad, = torch.autograd.grad(values.sum(), xg)
+            expected = torch.zeros_like(x).scatter(
+                1, indices if indices.dim() == 2 else indices[:, None], 1.0)
+            assert torch.equal(grad, expected)
+    finally:
+        kwker.uninstall()
 
 
 def test_requires_grad_without_grad_mode_is_fast(kw, gen):
@@ -560,7 +601,7 @@ def _trigger(key, x, monkeypatch):
         "plain_tensor": lambda: compare("topk", big.as_subclass(MyTensor), 2,
                                         fast={"plain_tensor"}),
         "cpu_dense": lambda: compare("sort", big.to("meta"), fast="cpu_dense"),
-        "no_grad": lambda: compare("median", big.clone().requires_grad_(), 1, fast="no_grad"),
+        "no_grad": lambda: compare("median", big.clone().requires_grad_(), fast="no_grad"),
         "dtype": lambda: compare("topk", big > 0, 1, fast="dtype"),
         "dim": lambda: compare("sort", big, 3, fast="dim"),
         "nonempty": lambda: compare("sort", big[:, :0], fast="nonempty"),
