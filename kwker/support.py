@@ -45,10 +45,12 @@ TORCH_RAISES = Condition("torch_raises", "torch 2.13 raises NotImplementedError 
                          "dtype and shape (1-D unsigned sort through its radix path)")
 NO_KERNEL = Condition("kernel", "no fast kernel for this op yet")
 SMALL = Condition("small", "input size or row length where torch was measured faster "
-                  "(see SIZE_RULES)")
+                  "(see SIZE_RULES; install(use_fast=True) turns the size rules off)")
+USE_FAST = Condition("use_fast", "install(use_fast=False): every call goes to torch "
+                     "(the reference)")
 
 ALL_CONDITIONS: Tuple[Condition, ...] = (
-    SMALL, NATIVE, NO_TRANSFORM, ARGUMENTS, PLAIN_TENSOR, CPU_DENSE, NO_GRAD, DTYPE, DIM,
+    USE_FAST, SMALL, NATIVE, NO_TRANSFORM, ARGUMENTS, PLAIN_TENSOR, CPU_DENSE, NO_GRAD, DTYPE, DIM,
     NONEMPTY, TORCH_RAISES, NO_KERNEL,
 )
 
@@ -72,8 +74,8 @@ class OpSupport:
     note: str = ""
 
 
-_TENSOR_CHECKS = (SMALL, NATIVE, NO_TRANSFORM, ARGUMENTS, PLAIN_TENSOR, CPU_DENSE, NO_GRAD, DTYPE, DIM,
-                  NONEMPTY)
+_TENSOR_CHECKS = (USE_FAST, SMALL, NATIVE, NO_TRANSFORM, ARGUMENTS, PLAIN_TENSOR, CPU_DENSE,
+                  NO_GRAD, DTYPE, DIM, NONEMPTY)
 
 OPS: Dict[str, OpSupport] = {
     "sort": OpSupport(_ALL_SORTABLE, _TENSOR_CHECKS + (TORCH_RAISES,)),
@@ -83,9 +85,9 @@ OPS: Dict[str, OpSupport] = {
     "median": OpSupport(_SELECTABLE, _TENSOR_CHECKS, "with dim, and over all elements"),
     "nanmedian": OpSupport(_SELECTABLE, _TENSOR_CHECKS, "with dim, and over all elements"),
     "kthvalue": OpSupport(_SELECTABLE, _TENSOR_CHECKS),
-    "unique": OpSupport(frozenset(), (NO_KERNEL,)),
-    "quantile": OpSupport(frozenset(), (NO_KERNEL,)),
-    "nanquantile": OpSupport(frozenset(), (NO_KERNEL,)),
+    "unique": OpSupport(frozenset(), (USE_FAST, NO_KERNEL)),
+    "quantile": OpSupport(frozenset(), (USE_FAST, NO_KERNEL)),
+    "nanquantile": OpSupport(frozenset(), (USE_FAST, NO_KERNEL)),
 }
 
 @dataclass(frozen=True)
@@ -115,6 +117,9 @@ SIZE_RULES: Dict[str, SizeRule] = {
     "nanmedian": SizeRule(4096, 16, 8192),
     "kthvalue": SizeRule(65536, 64, 65536, max_row=64),
 }
+#: the rules as shipped (SIZE_RULES may be updated from this machine's
+#: `python -m kwker calibrate` measurements: kwker.thresholds)
+DEFAULT_SIZE_RULES: Dict[str, SizeRule] = dict(SIZE_RULES)
 # the cheap first check, read on every call
 MIN_FAST_NUMEL: Dict[str, int] = {op: rule.min_numel for op, rule in SIZE_RULES.items()}
 

@@ -1,0 +1,26 @@
+"""Kwker's warnings and errors (re-exported by kwker)."""
+
+
+class KwkerWarning(UserWarning):
+    """Kwker could not do what was asked; torch runs unchanged."""
+
+
+class KwkerFallbackError(RuntimeError):
+    """Strict mode: a call went to torch instead of Kwker's kernel."""
+
+    def __init__(self, op: str, condition):
+        self.op = op
+        self.condition = condition
+        hint = ""
+        if condition.key == "small":
+            hint = " (install(use_fast=True) / KWKER_USE_FAST=1 turns the size rules off)"
+        super().__init__(f"kwker strict mode: torch.{op} fell back to torch: "
+                         f"{condition.key}: {condition.reason}{hint}")
+
+
+class KwkerMismatchError(RuntimeError):
+    """Verify mode ("raise"): Kwker's result differs from torch's."""
+
+
+class KwkerMismatchWarning(KwkerWarning):
+    """Verify mode ("warn"): Kwker's result differs from torch's."""
