@@ -39,8 +39,10 @@ def difference(got, expected) -> Optional[str]:
         for i, (g, e) in enumerate(zip(got, expected)):
             problem = difference(g, e)
             if problem is not None:
-                name = getattr(expected, "_fields", None)
-                return f"{name[i] if name else f'result {i}'}: {problem}"
+                # torch.return_types are structseqs: their field names
+                names = getattr(expected, "__match_args__", None) or \
+                    getattr(expected, "_fields", None)
+                return f"{names[i] if names else f'result {i}'}: {problem}"
         return None
     if not isinstance(expected, torch.Tensor):
         return None if got == expected else f"{got!r} != {expected!r}"
@@ -71,7 +73,7 @@ def _verify(op, result, wrapped, args, kwargs, mode) -> None:
     message = f"kwker verify: torch.{op} differs from torch's own result: {problem}"
     if mode == "raise":
         raise KwkerMismatchError(message)
-    warnings.warn(message, KwkerMismatchWarning, stacklevel=4)
+    warnings.warn(message, KwkerMismatchWarning, stacklevel=3)
 
 
 def observing(op, entry, strict: bool, verify: Optional[str], timing: bool):

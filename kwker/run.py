@@ -107,10 +107,11 @@ def _print_report_at_exit(pid):
     kwker.report(file=sys.stderr)
 
 
-def _user_traceback(tb):
-    """The traceback from the program's first frame on, as python shows it
-    (without this module's and runpy's frames)."""
-    while tb is not None and tb.tb_frame.f_globals.get("__name__") in (__name__, "runpy"):
+def _user_traceback(tb, kind):
+    """The traceback as python shows it: without this module's frames, and
+    without runpy's except under -m (where python shows them too)."""
+    ours = (__name__,) if kind == "module" else (__name__, "runpy")
+    while tb is not None and tb.tb_frame.f_globals.get("__name__") in ours:
         tb = tb.tb_next
     return tb
 
@@ -129,11 +130,19 @@ def _exec_as_main(source, filename, **attributes) -> None:
 def run(kind: str, target: str, args) -> None:
     """Run the program in this process (exceptions propagate)."""
     if kind == "module":
-        sys.argv = [target] + list(args)  # run_module puts the module's file in argv[0]
-        runpy.run_module(target, run_name="__main__", alter_sys=True)
+        sys.argv = [target] + list(args)  # replaced by the module's file, as python -m does
+        run_as_main = getattr(runpy, "_run_module_as_main", None)
+        if run_as_main is None:
+            runpy.run_module(target, run_name="__main__", alter_sys=True)
+            return
+        # python -m's own code path (so tracebacks show the same frames); it
+        # runs the module in sys.modules["__main__"], which must be fresh
+        sys.modules["__main__"] = types.ModuleType("__main__")
+        run_as_main(target, alter_argv=True)
         return
     if kind == "code":
         sys.argv = ["-c"] + list(args)
+        sys.path[0] = ""  # as python -c has it
         _exec_as_main(target, "<string>")
         return
     path = os.path.abspath(target)  # python gives the script an absolute __file__
@@ -151,33 +160,45 @@ def run(kind: str, target: str, args) -> None:
     _exec_as_main(source, path, __file__=path, __cached__=None)
 
 
+def _checked(command: Command):
+    """(ops, environment) for the program; UsageError for bad option
+    values, before anything is changed."""
+    import kwker_install
+    from kwker import patching, policy
+    environ = dict(os.environ)
+    environ.update(command.env)
+    environ.setdefault("KWKER_INSTALL", "1")
+    ops = kwker_install.requested_ops(environ["KWKER_INSTALL"])
+    unknown = [op for op in ops or () if op not in patching.PATCH_TABLE]
+    if unknown:
+        raise UsageError(f"unknown op(s) {unknown} in --ops/KWKER_INSTALL; "
+                         f"choose from {list(patching.ALL_OPS)}")
+    try:
+        policy.resolve(environ)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
+    return ops, environ
+
+
 def main(argv) -> int:
     try:
         command = parse(argv)
+        ops, environ = _checked(command)
     except UsageError as exc:
         print(f"python -m kwker: {exc}\n\n{USAGE}", file=sys.stderr)
         return 2
-    report = command.report
-    os.environ.update(command.env)
-    os.environ.setdefault("KWKER_INSTALL", "1")
-    import kwker_install
+    # the program's children inherit the settings through the start-up hook
+    os.environ.update(environ)
     import kwker
-    try:
-        kwker.install(kwker_install.requested_ops(os.environ["KWKER_INSTALL"]),
-                      timing=True if report else None)
-    except ValueError as exc:
-        print(f"python -m kwker: {exc}", file=sys.stderr)
-        return 2
-    if report:
+    kwker.install(ops, timing=True if command.report else None)
+    if command.report:
         atexit.register(_print_report_at_exit, os.getpid())
     try:
         run(command.kind, command.target, command.args)
-    except SystemExit:
-        raise
-    except KeyboardInterrupt:
+    except (SystemExit, KeyboardInterrupt):
         raise
     except BaseException as exc:
-        tb = _user_traceback(exc.__traceback__)
+        tb = _user_traceback(exc.__traceback__, command.kind)
         sys.excepthook(type(exc), exc.with_traceback(tb), tb)
         return 1
     return 0
