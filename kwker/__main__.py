@@ -20,7 +20,8 @@ def _info(argv):
     import kwker
     from kwker import support, thresholds
     info = kwker.info()
-    info["calibration"] = thresholds.cache_path()
+    path = thresholds.cache_path()
+    info["calibration"] = f"{path} ({'used' if thresholds.load() else 'none'})"
     if "--json" in argv:
         print(json.dumps(info, indent=2))
         return 0

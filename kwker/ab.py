@@ -68,7 +68,8 @@ def same_objects(a, b, where="") -> Optional[str]:
     from kwker.observe import difference
     if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
         if not (isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor)):
-            return f"{where}: a tensor and a {type(b if isinstance(a, torch.Tensor) else a).__name__}"
+            other = b if isinstance(a, torch.Tensor) else a
+            return f"{where}: a tensor and a {type(other).__name__}"
         if a.device != b.device or a.layout != b.layout:
             return f"{where}: device/layout differ"
         problem = difference(a.detach().cpu(), b.detach().cpu())

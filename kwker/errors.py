@@ -11,11 +11,8 @@ class KwkerFallbackError(RuntimeError):
     def __init__(self, op: str, condition):
         self.op = op
         self.condition = condition
-        hint = ""
-        if condition.key == "small":
-            hint = " (install(use_fast=True) / KWKER_USE_FAST=1 turns the size rules off)"
         super().__init__(f"kwker strict mode: torch.{op} fell back to torch: "
-                         f"{condition.key}: {condition.reason}{hint}")
+                         f"{condition.key}: {condition.reason}")
 
 
 class KwkerMismatchError(RuntimeError):

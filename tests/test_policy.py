@@ -372,3 +372,18 @@ def test_explain_under_a_transform(kw, x):
         assert kwker.explain(torch.sort, x).condition is support.NO_TRANSFORM
     assert kwker.explain(torch.sort, x).fast
     assert fallbacks("sort") == {}
+
+
+def test_kwker_log_variable(clean_env, x, capfd):
+    """KWKER_LOG=1: the kwker logger at DEBUG on stderr (observing entries)."""
+    logger = logging.getLogger("kwker")
+    saved = (logger.level, list(logger.handlers), logger.propagate)
+    clean_env.setenv("KWKER_LOG", "1")
+    try:
+        kwker.install()
+        torch.sort(x)
+        assert "kwker: sort float32[6, 50]: fast" in capfd.readouterr().err
+    finally:
+        logger.setLevel(saved[0])
+        logger.handlers[:] = saved[1]
+        logger.propagate = saved[2]
