@@ -9,7 +9,6 @@ including the order torch gives equal elements; calls the fast path does not
 support go to torch unchanged (see kwker.explain and compat_matrix/).
 """
 import contextlib
-import os
 import threading
 import warnings
 
@@ -70,7 +69,7 @@ def install(ops=None, *, ties=None, use_fast=None, strict=None, verify=None,
             warnings.warn(f"kwker.install: {_native.LOAD_ERROR}; torch is left unchanged",
                           KwkerWarning, stacklevel=2)
         return False
-    if policy._flag(policy.LOG_ENV_VAR, os.environ.get(policy.LOG_ENV_VAR, "0")):
+    if policy.log_requested():
         from kwker import observe
         observe.log_to_stderr()
     policy.apply(names, settings)

@@ -101,6 +101,12 @@ def resolve(environ=None, **given) -> Settings:
     return settings
 
 
+def log_requested(environ=None) -> bool:
+    """KWKER_LOG set to 1 (or true, yes, on, debug)."""
+    value = (os.environ if environ is None else environ).get(LOG_ENV_VAR, "")
+    return value.strip().lower() in _TRUE | {"debug"}
+
+
 # ------------------------------------------------------------------ apply
 
 _current = DEFAULT
