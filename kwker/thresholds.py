@@ -117,7 +117,7 @@ def load() -> Optional[Dict[str, int]]:
         _warned.add(path)
         warnings.warn(f"kwker: ignoring the calibration in {path} ({problem}); the shipped "
                       "thresholds are used (run python -m kwker calibrate again)",
-                      KwkerWarning, stacklevel=4)
+                      KwkerWarning, stacklevel=5)
     return None
 
 

@@ -137,10 +137,16 @@ def test_hook_installs_with_the_environments_settings(tmp_path):
     assert "KWKER_INSTALL is set but kwker.install() failed" in run.stderr
 
 
-@pytest.mark.parametrize("context", ["fork", "spawn"])
-def test_dataloader_workers(tmp_path, context):
+@pytest.mark.parametrize("context,launch", [("fork", "env"), ("spawn", "env"),
+                                            ("spawn", "python -m kwker")])
+def test_dataloader_workers(tmp_path, context, launch):
+    """Under spawn the workers re-import the main script: also when
+    python -m kwker ran it."""
     (tmp_path / "loader.py").write_text(DATALOADER)
-    run = _run(["loader.py", context], tmp_path, KWKER_INSTALL="1")
+    if launch == "env":
+        run = _run(["loader.py", context], tmp_path, KWKER_INSTALL="1")
+    else:
+        run = _run(["-m", "kwker", "loader.py", context], tmp_path)
     assert run.returncode == 0, run.stdout + run.stderr
     assert run.stdout.split() == ["OK", "8" if context == "fork" else "4"]
 
