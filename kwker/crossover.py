@@ -3,7 +3,7 @@
     python -m kwker crossover [--threads N]
 
 For each op and input size it times torch's own function against the same
-call while Kwker is installed with the size threshold switched off, and
+call while Kwker is installed with the size rules switched off, and
 prints the smallest element count from which Kwker is at least as fast at
 every larger size measured.  kwker.support.MIN_FAST_NUMEL holds the values
 chosen from this table (1 row, and rows of 8, float32, one thread).
@@ -48,25 +48,22 @@ def _per_call_us(fn, repeats=7, min_time=0.02):
     return statistics.median(samples)
 
 
-def measure(ops=tuple(CALLS), sizes=SIZES):
-    """{op: [(numel, row_len, torch_us, kwker_us), ...]}"""
-    saved = dict(support.MIN_FAST_NUMEL)
-    originals = {op: getattr(torch, op) for op in ops}
+def measure(ops=tuple(CALLS), sizes=SIZES, rows=(None, 8), repeats=7, min_time=0.02):
+    """{op: [(numel, row_len, torch_us, kwker_us), ...]}: torch's function
+    against the same call with Kwker installed with the size rules off
+    (use_fast=True), for rows of the whole size (None) or of a fixed length."""
+    originals = {op: patching.original(op) for op in ops}
     results = {op: [] for op in ops}
-    try:
-        kwker.install(list(ops))
+    with kwker.installed(list(ops), use_fast=True, strict=False, verify=False, timing=False):
         for op in ops:
-            support.MIN_FAST_NUMEL[op] = 0
             patched = getattr(torch, op)
             for numel in sizes:
-                for row in sorted({numel, 8}):
+                for row in sorted({numel if r is None else min(r, numel) for r in rows}):
                     x = torch.randn(numel // row, row)
-                    t_torch = _per_call_us(lambda: CALLS[op](originals[op], x))
-                    t_kwker = _per_call_us(lambda: CALLS[op](patched, x))
+                    t_torch = _per_call_us(lambda: CALLS[op](originals[op], x), repeats,
+                                           min_time)
+                    t_kwker = _per_call_us(lambda: CALLS[op](patched, x), repeats, min_time)
                     results[op].append((numel, row, t_torch, t_kwker))
-    finally:
-        support.MIN_FAST_NUMEL.update(saved)
-        patching.uninstall()
     return results
 
 

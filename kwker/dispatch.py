@@ -5,7 +5,10 @@ original with the caller's arguments untouched.
 
 Entry functions have wrapt's wrapper signature (wrapped, instance, args,
 kwargs): `wrapped` is the torch original (bound to the tensor for Tensor
-methods, with `instance` the tensor).
+methods, with `instance` the tensor).  With decide_only=True an entry runs
+nothing: it returns None where the call would take the fast path, else the
+Condition that sends it to torch (kwker.explain and the observing wrappers
+of kwker.observe use this, so the decision has one implementation).
 """
 import threading
 from collections import Counter
@@ -28,12 +31,14 @@ class Policy:
 
 
 class Stats:
-    """Per-op counts of fast and fallback calls (fallbacks by reason)."""
+    """Per-op counts of fast and fallback calls (fallbacks by reason), and
+    the time spent in each path where it is measured (kwker.observe)."""
 
     def __init__(self):
         self.lock = threading.Lock()
         self.fast: Counter = Counter()
         self.fallback: Dict[str, Counter] = {}
+        self.time_ns: Dict[str, list] = {}  # op -> [fast ns, fallback ns]
 
     def record_fallback(self, op: str, condition: Condition) -> None:
         # no lock: counters only need to be approximately right under races,
@@ -43,16 +48,27 @@ class Stats:
             counts = self.fallback.setdefault(op, Counter())
         counts[condition.key] += 1
 
+    def record_time(self, op: str, fast: bool, ns: int) -> None:
+        times = self.time_ns.get(op)
+        if times is None:
+            times = self.time_ns.setdefault(op, [0, 0])
+        times[0 if fast else 1] += ns
+
     def snapshot(self) -> dict:
         with self.lock:
             ops = set(self.fast) | set(self.fallback)
-            return {op: {"fast": self.fast.get(op, 0),
+            snap = {op: {"fast": self.fast.get(op, 0),
                          "fallback": dict(self.fallback.get(op, {}))} for op in sorted(ops)}
+            for op, (fast_ns, fallback_ns) in list(self.time_ns.items()):
+                if op in snap:
+                    snap[op]["time_s"] = {"fast": fast_ns / 1e9, "fallback": fallback_ns / 1e9}
+            return snap
 
     def reset(self) -> None:
         with self.lock:
             self.fast.clear()
             self.fallback.clear()
+            self.time_ns.clear()
 
 
 STATS = Stats()
@@ -90,6 +106,24 @@ def _is_small(op, full, kwargs) -> bool:
     below the op's crossover size goes straight to torch."""
     x = full[0] if full else kwargs.get("input")
     return type(x) is _Tensor and x.numel() < _MIN_NUMEL[op]
+
+
+_NO_MIN_NUMEL = dict.fromkeys(support.MIN_FAST_NUMEL, 0)
+
+
+def _no_row_shape_failure(op, numel, row):
+    return None
+
+
+def use_size_rules(enabled: bool) -> None:
+    """install(use_fast="auto") (enabled) or use_fast=True (the fast path at
+    every size): rebinds the two names the size checks read, so the choice
+    costs nothing per call."""
+    global _MIN_NUMEL, _row_shape_failure
+    if enabled:
+        _MIN_NUMEL, _row_shape_failure = support.MIN_FAST_NUMEL, support.row_shape_failure
+    else:
+        _MIN_NUMEL, _row_shape_failure = _NO_MIN_NUMEL, _no_row_shape_failure
 
 
 # --------------------------------------------------------- argument parsing
@@ -267,12 +301,12 @@ def _rows_failure(op, x, d, k=None, k_min=0) -> Optional[Condition]:
 
 # ------------------------------------------------------------- entry points
 
-def _sort_common(op, wrapped, instance, args, kwargs, finish):
+def _sort_common(op, wrapped, instance, args, kwargs, finish, decide_only):
     """sort/argsort/msort; `finish` turns the kernel's (values, indices) into
     the op's result (fallback results pass through untouched)."""
     full = _full_args(instance, args)
     if _is_small(op, full, kwargs):
-        return _fallback(op, _SMALL, wrapped, args, kwargs)
+        return _SMALL if decide_only else _fallback(op, _SMALL, wrapped, args, kwargs)
     failure = _context_failure()
     if failure is None:
         if op == "msort":
@@ -293,16 +327,18 @@ def _sort_common(op, wrapped, instance, args, kwargs, finish):
                     order = Policy.order
                     if stable or _torch_sort_is_stable(x, d, descending):
                         order = _ORDER_STABLE
+                    if decide_only:
+                        return None
                     STATS.fast[op] += 1
                     if x.requires_grad and op != "argsort" and _grad_enabled():
                         return finish(with_torch_backward(
                             x, d, True, lambda: sorting.sort(x, d, descending, order)))
                     return finish(sorting.sort(x, d, descending, order, op != "argsort"))
-    return _fallback(op, failure, wrapped, args, kwargs)
+    return failure if decide_only else _fallback(op, failure, wrapped, args, kwargs)
 
 
-def sort_entry(wrapped, instance, args, kwargs):
-    return _sort_common("sort", wrapped, instance, args, kwargs, _ret.sort)
+def sort_entry(wrapped, instance, args, kwargs, decide_only=False):
+    return _sort_common("sort", wrapped, instance, args, kwargs, _ret.sort, decide_only)
 
 
 def _second(pair):
@@ -313,18 +349,18 @@ def _first(pair):
     return pair[0]
 
 
-def argsort_entry(wrapped, instance, args, kwargs):
-    return _sort_common("argsort", wrapped, instance, args, kwargs, _second)
+def argsort_entry(wrapped, instance, args, kwargs, decide_only=False):
+    return _sort_common("argsort", wrapped, instance, args, kwargs, _second, decide_only)
 
 
-def msort_entry(wrapped, instance, args, kwargs):
-    return _sort_common("msort", wrapped, instance, args, kwargs, _first)
+def msort_entry(wrapped, instance, args, kwargs, decide_only=False):
+    return _sort_common("msort", wrapped, instance, args, kwargs, _first, decide_only)
 
 
-def topk_entry(wrapped, instance, args, kwargs):
+def topk_entry(wrapped, instance, args, kwargs, decide_only=False):
     full = _full_args(instance, args)
     if _is_small("topk", full, kwargs):
-        return _fallback("topk", _SMALL, wrapped, args, kwargs)
+        return _SMALL if decide_only else _fallback("topk", _SMALL, wrapped, args, kwargs)
     failure = _context_failure()
     if failure is None:
         call = _parse_topk(full, kwargs)
@@ -337,18 +373,20 @@ def topk_entry(wrapped, instance, args, kwargs):
                 d = _wrap_dim(x, dim)
                 failure = _rows_failure("topk", x, d, k)
                 if failure is None:
+                    if decide_only:
+                        return None
                     STATS.fast["topk"] += 1
                     if x.requires_grad and _grad_enabled():
                         return _ret.topk(with_torch_backward(x, d, True, lambda: selection.topk(
                             x, k, d, largest, sorted_, Policy.order)))
                     return _ret.topk(selection.topk(x, k, d, largest, sorted_, Policy.order))
-    return _fallback("topk", failure, wrapped, args, kwargs)
+    return failure if decide_only else _fallback("topk", failure, wrapped, args, kwargs)
 
 
-def _median_common(op, ignore_nan, result_type, wrapped, instance, args, kwargs):
+def _median_common(op, ignore_nan, result_type, wrapped, instance, args, kwargs, decide_only):
     full = _full_args(instance, args)
     if _is_small(op, full, kwargs):
-        return _fallback(op, _SMALL, wrapped, args, kwargs)
+        return _SMALL if decide_only else _fallback(op, _SMALL, wrapped, args, kwargs)
     failure = _context_failure()
     if failure is None:
         call = _parse_median(full, kwargs)
@@ -362,33 +400,39 @@ def _median_common(op, ignore_nan, result_type, wrapped, instance, args, kwargs)
                 if x.numel() == 0:
                     failure = NONEMPTY
                 elif dim is None:
+                    if decide_only:
+                        return None
                     STATS.fast[op] += 1
                     return selection.median_all(x, ignore_nan)
                 else:
                     d = _wrap_dim(x, dim)
                     failure = _rows_failure(op, x, d)
                     if failure is None:
+                        if decide_only:
+                            return None
                         STATS.fast[op] += 1
                         if x.requires_grad and _grad_enabled():
                             return result_type(with_torch_backward(
                                 x, d, keepdim,
                                 lambda: selection.median_dim(x, d, keepdim, ignore_nan)))
                         return result_type(selection.median_dim(x, d, keepdim, ignore_nan))
-    return _fallback(op, failure, wrapped, args, kwargs)
+    return failure if decide_only else _fallback(op, failure, wrapped, args, kwargs)
 
 
-def median_entry(wrapped, instance, args, kwargs):
-    return _median_common("median", False, _ret.median, wrapped, instance, args, kwargs)
+def median_entry(wrapped, instance, args, kwargs, decide_only=False):
+    return _median_common("median", False, _ret.median, wrapped, instance, args, kwargs,
+                          decide_only)
 
 
-def nanmedian_entry(wrapped, instance, args, kwargs):
-    return _median_common("nanmedian", True, _ret.nanmedian, wrapped, instance, args, kwargs)
+def nanmedian_entry(wrapped, instance, args, kwargs, decide_only=False):
+    return _median_common("nanmedian", True, _ret.nanmedian, wrapped, instance, args, kwargs,
+                          decide_only)
 
 
-def kthvalue_entry(wrapped, instance, args, kwargs):
+def kthvalue_entry(wrapped, instance, args, kwargs, decide_only=False):
     full = _full_args(instance, args)
     if _is_small("kthvalue", full, kwargs):
-        return _fallback("kthvalue", _SMALL, wrapped, args, kwargs)
+        return _SMALL if decide_only else _fallback("kthvalue", _SMALL, wrapped, args, kwargs)
     failure = _context_failure()
     if failure is None:
         call = _parse_kthvalue(full, kwargs)
@@ -401,18 +445,20 @@ def kthvalue_entry(wrapped, instance, args, kwargs):
                 d = _wrap_dim(x, dim)
                 failure = _rows_failure("kthvalue", x, d, k, k_min=1)
                 if failure is None:
+                    if decide_only:
+                        return None
                     STATS.fast["kthvalue"] += 1
                     if x.requires_grad and _grad_enabled():
                         return _ret.kthvalue(with_torch_backward(x, d, keepdim, lambda: (
                             selection.kthvalue(x, k, d, keepdim, Policy.order))))
                     return _ret.kthvalue(selection.kthvalue(x, k, d, keepdim, Policy.order))
-    return _fallback("kthvalue", failure, wrapped, args, kwargs)
+    return failure if decide_only else _fallback("kthvalue", failure, wrapped, args, kwargs)
 
 
-def _quantile_common(op, ignore_nan, wrapped, instance, args, kwargs):
+def _quantile_common(op, ignore_nan, wrapped, instance, args, kwargs, decide_only):
     full = _full_args(instance, args)
     if _is_small(op, full, kwargs):
-        return _fallback(op, _SMALL, wrapped, args, kwargs)
+        return _SMALL if decide_only else _fallback(op, _SMALL, wrapped, args, kwargs)
     failure = _context_failure()
     if failure is None:
         call = _parse_quantile(full, kwargs)
@@ -435,30 +481,36 @@ def _quantile_common(op, ignore_nan, wrapped, instance, args, kwargs):
                 if failure is None and length > _QUANTILE_MAX_ROW:
                     failure = TORCH_RAISES
                 if failure is None:
+                    if decide_only:
+                        # tie_bits is known only once the kernel has run
+                        return None
                     result = quantile_ops.quantile(x, qs[0], qs[1], dim, keepdim, interpolation,
                                                    ignore_nan)
                     if result is not None:
                         STATS.fast[op] += 1
                         return result
                     failure = support.TIE_BITS
-    return _fallback(op, failure, wrapped, args, kwargs)
+    return failure if decide_only else _fallback(op, failure, wrapped, args, kwargs)
 
 
-def quantile_entry(wrapped, instance, args, kwargs):
-    return _quantile_common("quantile", False, wrapped, instance, args, kwargs)
+def quantile_entry(wrapped, instance, args, kwargs, decide_only=False):
+    return _quantile_common("quantile", False, wrapped, instance, args, kwargs, decide_only)
 
 
-def nanquantile_entry(wrapped, instance, args, kwargs):
-    return _quantile_common("nanquantile", True, wrapped, instance, args, kwargs)
+def nanquantile_entry(wrapped, instance, args, kwargs, decide_only=False):
+    return _quantile_common("nanquantile", True, wrapped, instance, args, kwargs, decide_only)
 
 
-def _no_kernel_entry(op):
-    condition = support.NO_KERNEL
+def _torch_entry(op, condition):
+    """An entry sending every call to torch for `condition`: ops without a
+    kernel, and every op under install(use_fast=False)."""
 
-    def entry(wrapped, instance, args, kwargs):
+    def entry(wrapped, instance, args, kwargs, decide_only=False):
+        if decide_only:
+            return condition
         STATS.record_fallback(op, condition)
         return wrapped(*args, **kwargs)
-    entry.__name__ = f"{op}_entry"
+    entry.__name__ = f"{op}_{condition.key}_entry"
     return entry
 
 
@@ -470,7 +522,9 @@ ENTRIES = {
     "median": median_entry,
     "nanmedian": nanmedian_entry,
     "kthvalue": kthvalue_entry,
-    "unique": _no_kernel_entry("unique"),
+    "unique": _torch_entry("unique", support.NO_KERNEL),
     "quantile": quantile_entry,
     "nanquantile": nanquantile_entry,
 }
+#: install(use_fast=False): torch for every call, still counted per op
+TORCH_ENTRIES = {op: _torch_entry(op, support.USE_FAST) for op in ENTRIES}

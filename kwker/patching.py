@@ -81,14 +81,15 @@ class KwkerFunctionWrapper(wrapt.FunctionWrapper):
 
 
 class _Patch:
-    __slots__ = ("owner", "name", "original", "had_own_attr", "wrapper")
+    __slots__ = ("owner", "name", "original", "had_own_attr", "wrapper", "entry")
 
-    def __init__(self, owner, name, wrapper):
+    def __init__(self, owner, name, entry):
         self.owner = owner
         self.name = name
         self.had_own_attr = name in vars(owner)
         self.original = vars(owner)[name] if self.had_own_attr else getattr(owner, name)
-        self.wrapper = wrapper
+        self.entry = entry
+        self.wrapper = KwkerFunctionWrapper(self.original, entry)
 
     def apply(self):
         setattr(self.owner, self.name, self.wrapper)
@@ -102,7 +103,7 @@ class _Patch:
             delattr(self.owner, self.name)
 
 
-_lock = threading.RLock()
+lock = threading.RLock()
 _applied: List[_Patch] = []
 
 
@@ -117,56 +118,60 @@ def _register_torchscript_builtin(wrapper, aten_name):
         pass
 
 
-def _make_patches(ops: Iterable[str]) -> List[_Patch]:
+def _make_patches(ops: Iterable[str], entries) -> List[_Patch]:
     patches = []
     for op in ops:
         on_torch, on_tensor, aten_name = PATCH_TABLE[op]
-        entry = dispatch.ENTRIES[op]
         if on_torch:
-            patch = _Patch(torch, op, None)
-            patch.wrapper = KwkerFunctionWrapper(patch.original, entry)
+            patch = _Patch(torch, op, entries[op])
             _register_torchscript_builtin(patch.wrapper, aten_name)
             patches.append(patch)
         if on_tensor:
-            patch = _Patch(torch.Tensor, op, None)
-            patch.wrapper = KwkerFunctionWrapper(patch.original, entry)
-            patches.append(patch)
+            patches.append(_Patch(torch.Tensor, op, entries[op]))
     return patches
 
 
-def install(ops: Iterable[str]) -> None:
-    """Patch `ops` (all or nothing; ops already patched stay as they are)."""
-    with _lock:
-        done = {p.name for p in _applied if p.owner is torch} | \
-               {p.name for p in _applied if p.owner is torch.Tensor}
-        wanted = [op for op in ops if op not in done]
-        patches = _make_patches(wanted)
+def install(ops: Iterable[str], entries=None) -> None:
+    """Patch `ops` to call `entries[op]` (default: dispatch.ENTRIES).  All
+    or nothing; an op already patched with the same entry keeps its
+    wrapper, one patched with another entry is re-wrapped."""
+    entries = dispatch.ENTRIES if entries is None else entries
+    with lock:
+        ops = list(dict.fromkeys(ops))
+        replaced = [p for p in _applied if p.name in ops and p.entry is not entries[p.name]]
+        for p in reversed(replaced):
+            p.undo()
+            _applied.remove(p)
+        done = {p.name for p in _applied}
         applied = []
         try:
-            for p in patches:
+            for p in _make_patches([op for op in ops if op not in done], entries):
                 p.apply()
                 applied.append(p)
         except BaseException:
             for p in reversed(applied):
                 p.undo()
+            for p in replaced:
+                p.apply()
+                _applied.append(p)
             raise
         _applied.extend(applied)
 
 
 def uninstall() -> None:
-    with _lock:
+    with lock:
         while _applied:
             _applied.pop().undo()
 
 
 def installed_ops() -> Tuple[str, ...]:
-    with _lock:
+    with lock:
         return tuple(dict.fromkeys(p.name for p in _applied))
 
 
 def original(op: str):
     """The torch function `op` as it was before install()."""
-    with _lock:
+    with lock:
         for p in _applied:
             if p.owner is torch and p.name == op:
                 return p.original

@@ -49,10 +49,12 @@ TIE_BITS = Condition("tie_bits", "the result is one of several equal values with
                      "between; torch computes it")
 NO_KERNEL = Condition("kernel", "no fast kernel for this op yet")
 SMALL = Condition("small", "input size or row length where torch was measured faster "
-                  "(see SIZE_RULES)")
+                  "(see SIZE_RULES; install(use_fast=True) turns the size rules off)")
+USE_FAST = Condition("use_fast", "install(use_fast=False): every call goes to torch "
+                     "(the reference)")
 
 ALL_CONDITIONS: Tuple[Condition, ...] = (
-    SMALL, NATIVE, NO_TRANSFORM, ARGUMENTS, PLAIN_TENSOR, CPU_DENSE, NO_GRAD, DTYPE, DIM,
+    USE_FAST, SMALL, NATIVE, NO_TRANSFORM, ARGUMENTS, PLAIN_TENSOR, CPU_DENSE, NO_GRAD, DTYPE, DIM,
     NONEMPTY, TORCH_RAISES, TIE_BITS, NO_KERNEL,
 )
 
@@ -77,8 +79,8 @@ class OpSupport:
     note: str = ""
 
 
-_TENSOR_CHECKS = (SMALL, NATIVE, NO_TRANSFORM, ARGUMENTS, PLAIN_TENSOR, CPU_DENSE, NO_GRAD, DTYPE, DIM,
-                  NONEMPTY)
+_TENSOR_CHECKS = (USE_FAST, SMALL, NATIVE, NO_TRANSFORM, ARGUMENTS, PLAIN_TENSOR, CPU_DENSE,
+                  NO_GRAD, DTYPE, DIM, NONEMPTY)
 
 # ops whose every form has torch's backward through kwker.ops.backward
 _GRAD_CHECKS = tuple(c for c in _TENSOR_CHECKS if c is not NO_GRAD)
@@ -91,7 +93,7 @@ OPS: Dict[str, OpSupport] = {
     "median": OpSupport(_SELECTABLE, _TENSOR_CHECKS, "with dim, and over all elements"),
     "nanmedian": OpSupport(_SELECTABLE, _TENSOR_CHECKS, "with dim, and over all elements"),
     "kthvalue": OpSupport(_SELECTABLE, _GRAD_CHECKS),
-    "unique": OpSupport(frozenset(), (NO_KERNEL,)),
+    "unique": OpSupport(frozenset(), (USE_FAST, NO_KERNEL)),
     "quantile": OpSupport(_QUANTILE, _TENSOR_CHECKS + (TORCH_RAISES, TIE_BITS),
                           "q a float or a 0/1-D tensor of the input's dtype; out= goes to torch"),
     "nanquantile": OpSupport(_QUANTILE, _TENSOR_CHECKS + (TORCH_RAISES, TIE_BITS),
@@ -130,6 +132,9 @@ SIZE_RULES: Dict[str, SizeRule] = {
     "quantile": SizeRule(0, 0),
     "nanquantile": SizeRule(0, 0),
 }
+#: the rules as shipped (SIZE_RULES may be updated from this machine's
+#: `python -m kwker calibrate` measurements: kwker.thresholds)
+DEFAULT_SIZE_RULES: Dict[str, SizeRule] = dict(SIZE_RULES)
 # the cheap first check, read on every call
 MIN_FAST_NUMEL: Dict[str, int] = {op: rule.min_numel for op, rule in SIZE_RULES.items()}
 

@@ -7,6 +7,9 @@ module imported.  It stays light: it imports neither torch nor kwker (nor
 wrapt); it puts a finder on sys.meta_path that lets torch import normally
 and then calls kwker.install().  Child processes (DataLoader workers under
 spawn, torchrun ranks) inherit the variable and so the behaviour.
+install() takes its other settings from KWKER_TIES, KWKER_USE_FAST,
+KWKER_STRICT, KWKER_VERIFY, KWKER_TIMING and KWKER_LOG (kwker.policy); a
+bad value gives one warning and leaves torch unchanged.
 """
 import importlib.machinery
 import os

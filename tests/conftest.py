@@ -1,6 +1,18 @@
 """pytest fixtures and hooks for Kwker's tests; the helpers live in
 kwker_testing.py."""
-import pytest
+import os
+import tempfile
+
+# The suite does not depend on the caller's environment: no install()
+# defaults from KWKER_* variables, and no calibration file from the user's
+# cache (a directory that does not exist).
+for _var in ("KWKER_TIES", "KWKER_USE_FAST", "KWKER_STRICT", "KWKER_VERIFY", "KWKER_TIMING",
+             "KWKER_LOG"):
+    os.environ.pop(_var, None)
+os.environ["KWKER_CACHE_DIR"] = os.path.join(tempfile.gettempdir(),
+                                             f"kwker-tests-no-calibration-{os.getpid()}")
+
+import pytest  # noqa: E402
 
 import kwker
 from kwker import support

@@ -596,6 +596,13 @@ def _trigger(key, x, monkeypatch):
             with Recorder():
                 compare("sort", big, fast="no_transform")
         return call
+    if key == "use_fast":
+        def call():
+            with kwker.installed(use_fast=False):
+                compare("sort", big, fast="use_fast")
+                compare("topk", big, 2, method=True, fast="use_fast")
+                compare("unique", big, fast="use_fast")
+        return call
     return {
         "arguments": lambda: compare("sort", big, np.int64(0), fast="arguments"),
         "plain_tensor": lambda: compare("topk", big.as_subclass(MyTensor), 2,
