@@ -19,6 +19,7 @@ import torch
 from kwker import _native, support
 from kwker.ops import quantile as quantile_ops
 from kwker.ops import selection, sorting
+from kwker.ops import unique as unique_ops
 from kwker.ops.backward import with_torch_backward
 from kwker.support import ARGUMENTS, DIM, NONEMPTY, TORCH_RAISES, Condition
 
@@ -280,6 +281,32 @@ def _quantile_q(x, q):
     return qd, q.ndim == 1
 
 
+_UNIQUE_NAMES = ("sorted", "return_inverse", "return_counts", "dim")
+
+
+def _parse_unique(args, kwargs):
+    """(x, return_inverse, return_counts) from torch.unique arguments in the
+    flattened form (dim=None; `sorted` is ignored on the CPU, as by torch)."""
+    n = len(args)
+    if n < 1 or n > 5:
+        return None
+    params = [True, False, False, None]  # sorted, return_inverse, return_counts, dim
+    params[:n - 1] = args[1:]
+    for key, value in kwargs.items():
+        try:
+            pos = _UNIQUE_NAMES.index(key)
+        except ValueError:
+            return None
+        if pos < n - 1:
+            return None
+        params[pos] = value
+    sorted_, return_inverse, return_counts, dim = params
+    if type(sorted_) is not bool or type(return_inverse) is not bool \
+            or type(return_counts) is not bool or dim is not None:
+        return None
+    return args[0], return_inverse, return_counts
+
+
 def _wrap_dim(x, dim) -> Optional[int]:
     nd = x.ndim
     if nd == 0 or not -nd <= dim < nd:
@@ -501,6 +528,36 @@ def nanquantile_entry(wrapped, instance, args, kwargs, decide_only=False):
     return _quantile_common("nanquantile", True, wrapped, instance, args, kwargs, decide_only)
 
 
+def unique_entry(wrapped, instance, args, kwargs, decide_only=False):
+    full = _full_args(instance, args)
+    if _is_small("unique", full, kwargs):
+        return _SMALL if decide_only else _fallback("unique", _SMALL, wrapped, args, kwargs)
+    failure = _context_failure()
+    if failure is None:
+        call = _parse_unique(full, kwargs)
+        if call is None:
+            failure = ARGUMENTS
+        else:
+            x, return_inverse, return_counts = call
+            failure = _tensor_failure(x, _SORT_DTYPES)
+            if failure is None and x.numel() == 0:
+                failure = NONEMPTY
+            if failure is None and _torch_raises_unsigned_radix(x.reshape(-1), False):
+                failure = TORCH_RAISES
+            if failure is None:
+                if decide_only:
+                    return None  # tie_bits is known only once the data is read
+                result = unique_ops.unique(x, return_inverse, return_counts)
+                if result is not None:
+                    STATS.fast["unique"] += 1
+                    output, inverse, counts = result
+                    if not (return_inverse or return_counts):
+                        return output
+                    return tuple(t for t in result if t is not None)
+                failure = support.TIE_BITS
+    return failure if decide_only else _fallback("unique", failure, wrapped, args, kwargs)
+
+
 def _torch_entry(op, condition):
     """An entry sending every call to torch for `condition`: ops without a
     kernel, and every op under install(use_fast=False)."""
@@ -522,7 +579,7 @@ ENTRIES = {
     "median": median_entry,
     "nanmedian": nanmedian_entry,
     "kthvalue": kthvalue_entry,
-    "unique": _torch_entry("unique", support.NO_KERNEL),
+    "unique": unique_entry,
     "quantile": quantile_entry,
     "nanquantile": nanquantile_entry,
 }

@@ -331,7 +331,7 @@ def test_sort_stable_positional_is_rejected_like_torch(kw, x):
 def test_unusual_arguments_go_to_torch(kw, x, call):
     """Forms the fast path does not parse (numpy ints, non-bool flags, None,
     unknown keywords, too many arguments): torch's exact result or exception,
-    and an 'arguments' (or 'kernel') fallback."""
+    and an 'arguments' fallback."""
     op, args, kwargs = call
     compare(op, x, *args, fast="arguments", **kwargs)
 
@@ -486,18 +486,6 @@ def test_jit_trace(kw, gen):
 
 # ------------------------------------------------------- ops with no kernel
 
-def test_ops_without_kernel(kw, gen):
-    xi = make_values("ties", (6, 40), torch.int64, gen)
-    x = make_values("bf16ties", (6, 40), torch.float32, gen)
-    calls = [
-        ("unique", x, (), {}), ("unique", xi, (), {"return_inverse": True, "return_counts": True}),
-        ("unique", xi, (), {"dim": 0}), ("unique", x, (), {"sorted": False}),
-    ]
-    for op, t, args, kwargs in calls:
-        compare(op, t, *args, fast="kernel", **kwargs)
-        compare(op, t, *args, method=True, fast="kernel", **kwargs)
-
-
 def test_quantile_call_forms(kw, gen):
     """The argument forms of quantile/nanquantile (positional, keyword,
     Tensor method) reach the kernel; a bad q goes to torch, which raises."""
@@ -523,7 +511,8 @@ def test_quantile_call_forms(kw, gen):
 # ------------------------------------------------------ small-input crossover
 
 _ARGS = {"sort": (0,), "argsort": (0, True), "msort": (), "topk": (1,), "median": (0,),
-         "nanmedian": (0, True), "kthvalue": (1,), "quantile": (0.5,), "nanquantile": (0.5,)}
+         "nanmedian": (0, True), "kthvalue": (1,), "quantile": (0.5,), "nanquantile": (0.5,),
+         "unique": ()}
 
 
 _SHORT_ROW_ARGS = {"sort": (-1,), "argsort": (-1, True), "topk": (1,), "median": (-1,),
@@ -614,7 +603,6 @@ def _trigger(key, x, monkeypatch):
         "nonempty": lambda: compare("sort", big[:, :0], fast="nonempty"),
         "torch_raises": lambda: compare("sort", torch.zeros(40000, dtype=torch.uint32),
                                         fast="torch_raises"),
-        "kernel": lambda: compare("unique", big, fast="kernel"),
         "tie_bits": lambda: compare("quantile", torch.tensor([0.0, -0.0, 0.0, -0.0, 1.0]), 0.25,
                                     interpolation="lower", fast="tie_bits"),
         # the library missing: test_patching.test_native_library_missing_subprocess

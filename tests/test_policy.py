@@ -137,7 +137,7 @@ def test_strict_raises_on_fallback_naming_op_and_reason(clean_env, x):
     for call, op, key in [
         (lambda: torch.median(x.clone().requires_grad_()), "median", "no_grad"),
         (lambda: x.to("meta").topk(2), "topk", "cpu_dense"),
-        (lambda: torch.unique(x), "unique", "kernel"),
+        (lambda: torch.unique(x, dim=0), "unique", "arguments"),
         (lambda: torch.sort(x[:, :0], 1), "sort", "nonempty"),
         (lambda: torch.median(x[:, :0], 0), "median", "nonempty"),
     ]:
@@ -238,7 +238,7 @@ def test_timing_and_report(clean_env, x, capsys):
     kwker.reset_stats()
     torch.sort(x)
     x.topk(2)
-    torch.unique(x)
+    torch.unique(x, dim=0)
     stats = kwker.stats()
     assert stats["sort"]["fast"] == 1 and stats["sort"]["time_s"]["fast"] > 0
     assert stats["unique"]["time_s"]["fallback"] > 0 and stats["unique"]["time_s"]["fast"] == 0
@@ -247,7 +247,7 @@ def test_timing_and_report(clean_env, x, capsys):
     lines = out.splitlines()
     assert lines[1].split()[:3] == ["op", "fast", "torch"] and "fast ms" in lines[1]
     rows = {line.split()[0]: line.split() for line in lines[3:] if line and line[0] != "t"}
-    assert rows["sort"][1:3] == ["1", "0"] and rows["unique"][1:4] == ["0", "1", "kernel"]
+    assert rows["sort"][1:3] == ["1", "0"] and rows["unique"][1:4] == ["0", "1", "arguments"]
     assert "total: 2 fast, 1 to torch" in out
 
 
@@ -289,7 +289,8 @@ _CALLS = [
     ("function", "topk", (1000,), {}),                   # k
     ("function", "topk", (2.0,), {}),                    # arguments
     ("function", "sort", (), {"dim": np.int64(0)}),      # arguments
-    ("function", "unique", (), {}),                      # kernel
+    ("function", "unique", (), {}),
+    ("function", "unique", (), {"dim": 0}),              # arguments
     ("function", "quantile", (0.5,), {}),
     (lambda x: x.int(), "quantile", (0.5,), {}),         # dtype
     (lambda x: x.bool(), "topk", (2,), {}),              # dtype
@@ -336,8 +337,7 @@ def test_explain_agrees_with_the_call(clean_env, x, use_fast):
     if use_fast is False:
         assert seen == {"use_fast"}
     else:
-        assert seen == {"fast", "dim", "arguments", "kernel", "dtype", "no_grad", "nonempty",
-                        "cpu_dense"}
+        assert seen == {"fast", "dim", "arguments", "dtype", "no_grad", "nonempty", "cpu_dense"}
 
 
 @pytest.mark.real_thresholds

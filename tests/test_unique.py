@@ -1,0 +1,76 @@
+"""torch.unique (flattened form) from Kwker's sort: torch's exact output,
+inverse and counts for every dtype, value kind and layout; the calls whose
+answer depends on torch's unstable sort order (+0.0 beside -0.0, several
+NaNs with return_inverse or with different payloads) go to torch."""
+import pytest
+import torch
+
+from kwker_testing import (LAYOUTS, SORT_DTYPES, VALUE_KINDS, _nan_payloads, compare, layout,
+                           make_values)
+
+FLAGS = [(False, False), (True, False), (False, True), (True, True)]
+
+
+def _fast_expected(x, kind):
+    """True where the fast path must run; None (unchecked) for float kinds
+    that hold -0.0 or several NaNs, which may go to torch (tie_bits)."""
+    if x.dtype.is_floating_point and kind in ("bf16ties", "special", "nan"):
+        return None
+    return True
+
+
+@pytest.mark.parametrize("kind", VALUE_KINDS)
+@pytest.mark.parametrize("dtype", SORT_DTYPES, ids=str)
+def test_unique_flags(kw, gen, dtype, kind):
+    for shape in [(1,), (7,), (3, 20), (4, 5, 6), (5000,)]:
+        x = make_values(kind, shape, dtype, gen)
+        for ri, rc in FLAGS:
+            fast = _fast_expected(x, kind)
+            if dtype in (torch.uint16, torch.uint32, torch.uint64) and x.numel() >= 32768:
+                fast = None
+            compare("unique", x, return_inverse=ri, return_counts=rc, fast=fast)
+            compare("unique", x, True, ri, rc, fast=fast)  # positionally
+            compare("unique", x, method=True, sorted=False, return_inverse=ri,
+                    return_counts=rc, fast=fast)
+
+
+@pytest.mark.parametrize("lay", LAYOUTS)
+def test_unique_layouts(kw, gen, lay):
+    for dtype in (torch.float32, torch.int64, torch.int8):
+        x = layout(make_values("ties", (3, 5, 4, 7), dtype, gen), lay)
+        compare("unique", x, return_inverse=True, return_counts=True)
+
+
+def test_unique_long_and_0dim(kw, gen):
+    x = make_values("ties", (200_000,), torch.int64, gen) * 1000
+    compare("unique", x, return_inverse=True, return_counts=True)
+    compare("unique", make_values("random", (100_000,), torch.float32, gen), return_counts=True)
+    compare("unique", torch.tensor(2.5), return_inverse=True)
+    compare("unique", torch.tensor(7), return_inverse=True, return_counts=True)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.float16],
+                         ids=str)
+def test_unique_equal_keys_with_different_bits_go_to_torch(kw, dtype):
+    zeros = torch.tensor([0.0, -0.0, 1.0, 0.0], dtype=dtype)
+    compare("unique", zeros, fast="tie_bits")
+    compare("unique", zeros.abs(), return_inverse=True, fast=True)
+    compare("unique", -zeros.abs(), return_counts=True, fast=True)  # only -0.0
+    nan = float("nan")
+    one_nan = torch.tensor([2.0, nan, 1.0, 2.0], dtype=dtype)
+    compare("unique", one_nan, return_inverse=True, return_counts=True, fast=True)
+    two_nans = torch.tensor([nan, 2.0, nan, 1.0], dtype=dtype)
+    compare("unique", two_nans, return_counts=True, fast=True)  # same payload
+    compare("unique", two_nans, return_inverse=True, fast="tie_bits")
+    mixed = torch.cat([_nan_payloads(dtype)[:2], two_nans[1:2]])  # two NaN bit patterns
+    compare("unique", mixed, fast="tie_bits")
+
+
+def test_unique_forms_left_to_torch(kw, gen):
+    x = make_values("ties", (6, 40), torch.int64, gen)
+    compare("unique", x, dim=0, fast="arguments")
+    compare("unique", x, return_counts=True, dim=1, fast="arguments")
+    compare("unique", x, sorted=1, fast="arguments")
+    compare("unique", torch.empty(0), fast="nonempty")
+    compare("unique", x.float().requires_grad_(), fast="no_grad")
+    compare("unique", torch.zeros(40_000, dtype=torch.uint32), fast="torch_raises")
