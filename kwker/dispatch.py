@@ -360,7 +360,8 @@ def _sort_common(op, wrapped, instance, args, kwargs, finish, decide_only):
                     if x.requires_grad and op != "argsort" and _grad_enabled():
                         return finish(with_torch_backward(
                             x, d, True, lambda: sorting.sort(x, d, descending, order)))
-                    return finish(sorting.sort(x, d, descending, order, op != "argsort"))
+                    return finish(sorting.sort(x, d, descending, order, op != "argsort",
+                                                op != "msort"))
     return failure if decide_only else _fallback(op, failure, wrapped, args, kwargs)
 
 

@@ -175,8 +175,8 @@ def test_strict_small_inputs_and_use_fast_true(clean_env, gen):
 def _wrong_sort(monkeypatch):
     real = sorting.sort
 
-    def wrong(x, dim, descending, order, want_values=True):
-        values, indices = real(x, dim, descending, order, want_values)
+    def wrong(x, dim, descending, order, want_values=True, want_indices=True):
+        values, indices = real(x, dim, descending, order, want_values, want_indices)
         if values is not None:
             values.view(-1)[0] += 1
         return values, indices

@@ -29,6 +29,7 @@
 
 #include <math.h>
 #include "compress_lut.h"
+#include "key_radix.h"
 #if defined(__AVX2__)
 #include <immintrin.h>
 #endif
@@ -52,37 +53,6 @@ static int qk_cmp_i64(const void *a, const void *b)
     const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
     return (x > y) - (x < y);
 }
-
-/* LSD radix sort of bare keys (no indices: equal keys are
- * indistinguishable here), 11-bit digits, digits all keys share skipped. */
-#define QK_RADIX_BITS 8
-#define QK_DEFINE_RADIX(UT, SUF)                                              \
-    static void qk_radix_##SUF(UT *a, UT *tmp, int64_t n, UT lo, int bits)    \
-    {                                                                         \
-        enum { B = 1 << QK_RADIX_BITS };                                      \
-        enum { PASSES_MAX = (sizeof(UT) * 8 + QK_RADIX_BITS - 1) / QK_RADIX_BITS }; \
-        int64_t count[PASSES_MAX][B];                                         \
-        int passes = (bits + QK_RADIX_BITS - 1) / QK_RADIX_BITS;              \
-        if (passes > PASSES_MAX) passes = PASSES_MAX;                         \
-        memset(count, 0, sizeof(int64_t) * B * (size_t)passes);               \
-        for (int64_t j = 0; j < n; ++j) {                                     \
-            a[j] = (UT)(a[j] - lo);                                           \
-            for (int p = 0; p < passes; ++p)                                  \
-                count[p][(a[j] >> (p * QK_RADIX_BITS)) & (B - 1)]++;          \
-        }                                                                     \
-        UT *from = a, *to = tmp;                                              \
-        for (int p = 0; p < passes; ++p) {                                    \
-            int64_t *c = count[p], sum = 0;                                   \
-            const int shift = p * QK_RADIX_BITS;                              \
-            if (c[(from[0] >> shift) & (B - 1)] == n) continue;               \
-            for (int b = 0; b < B; ++b) { const int64_t t = c[b]; c[b] = sum; sum += t; } \
-            for (int64_t j = 0; j < n; ++j) to[c[(from[j] >> shift) & (B - 1)]++] = from[j]; \
-            UT *t = from; from = to; to = t;                                  \
-        }                                                                     \
-        for (int64_t j = 0; j < n; ++j) a[j] = (UT)(from[j] + lo);            \
-    }
-QK_DEFINE_RADIX(uint32_t, u32)
-QK_DEFINE_RADIX(uint64_t, u64)
 
 /* Short arrays (short rows, the ranks of a few q) are insertion-sorted: a
  * radix sort's histograms and a qsort call cost more there. */
@@ -290,7 +260,7 @@ static int64_t qk_groups(const int64_t *want, int64_t m)
                 smin = sample[i] < smin ? sample[i] : smin;                   \
                 smax = sample[i] > smax ? sample[i] : smax;                   \
             }                                                                 \
-            qk_radix_##SUF(sample, buf, ns, smin, kwk_bits_for((uint64_t)(UT)(smax - smin))); \
+            key_radix_##SUF(sample, buf, ns, smin, kwk_bits_for((uint64_t)(UT)(smax - smin))); \
         }                                                                     \
         for (int64_t t = 0; t < m; ++t) {                                     \
             if (t > 0 && group[t] == group[t - 1]) continue;                  \
@@ -315,7 +285,7 @@ static int64_t qk_groups(const int64_t *want, int64_t m)
         int missed = 0;                                                       \
         for (int64_t u = 0; u < ng; ++u)                                      \
             if (!over[u] && cnt[u] > 1)                                       \
-                qk_radix_##SUF(share + u * cap, (UT *)s->kb, cnt[u], lo[u],  \
+                key_radix_##SUF(share + u * cap, (UT *)s->kb, cnt[u], lo[u],  \
                                kwk_bits_for((uint64_t)span[u]));              \
         for (int64_t t = 0; t < m; ++t) {                                     \
             const int64_t u = group[t], rr = want[t] - below[u];              \
@@ -351,7 +321,7 @@ static int64_t qk_groups(const int64_t *want, int64_t m)
                 lo = key[j] < lo ? key[j] : lo;                               \
                 hi = key[j] > hi ? key[j] : hi;                               \
             }                                                                 \
-            qk_radix_##SUF(key, tmp, n, lo, kwk_bits_for((uint64_t)(UT)(hi - lo))); \
+            key_radix_##SUF(key, tmp, n, lo, kwk_bits_for((uint64_t)(UT)(hi - lo))); \
         }                                                                     \
         for (int64_t t = 0; t < m; ++t) got[t] = key[want[t]];                \
         return KWK_OK;                                                        \

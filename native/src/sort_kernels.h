@@ -19,6 +19,7 @@
 #define KWK_SORT_KERNELS_H
 
 #include "row_io.h"
+#include "values_sort.h"
 
 /* ---------------------------------------------------------------- sort */
 
@@ -248,12 +249,18 @@ static int impl_sort(int dtype, const void *src, int64_t outer, int64_t len,
     int status = workspace_init(&ws, len);
     /* a third row of words, for the keys of rows too wide to pack */
     uint64_t *keys = NULL;
+    /* values only: bare keys sorted when they map back to single bit
+     * patterns (values_sort.h); ws.words and ws.tmp hold them */
+    const int values_only = indices == NULL && len >= VS_MIN_LEN;
     for (int64_t o = 0; status == KWK_OK && o < outer; ++o) {
         for (int64_t i = 0; i < inner; ++i) {
             out_row out = {
                 (const char *)src + (o * src_so + i * src_si) * es, src_sl * es,
                 values ? (char *)values + (o * dst_so + i * dst_si) * es : NULL,
                 indices ? indices + o * dst_so + i * dst_si : NULL, dst_sl, es, 0};
+            if (values_only && vs_sort_values(dtype, out.row, out.step, len, out.vals,
+                                              dst_sl * es, descending, ws.words, ws.tmp))
+                continue;
             sort_row r;
             sort_load(dtype, out.row, len, out.step, flip, ws.words, &r);
             if (!r.packed) {

@@ -1,0 +1,102 @@
+/*
+ * values_sort.h - sorts that return values only (msort; the values of
+ * unique), without index work.
+ *
+ * A row is sorted as bare order keys (key_radix.h) and the keys are mapped
+ * back to element bits.  That is exact when every key has one bit pattern in
+ * the row, so then the order of equal elements cannot show (stable and torch
+ * order give the same values).  Float rows holding both +0.0 and -0.0, or
+ * NaNs with different bits, are left to the indexed sort (vs_row returns 0).
+ */
+#ifndef KWK_VALUES_SORT_H
+#define KWK_VALUES_SORT_H
+
+#include "key_radix.h"
+#include "keys.h"
+
+/* Rows shorter than this take the indexed sort: the radix histograms cost
+ * more than they save there. */
+enum { VS_MIN_LEN = 256 };
+
+/* KIND: 0 unsigned (key = bits), 1 signed (key = bits ^ SIGN), 2 float. */
+#define VS_DEFINE(NAME, UT, SUF, KIND, SIGN, KEYFN)                           \
+    static int vs_row_##NAME(const char *row, int64_t step, int64_t n, char *dst, \
+                             int64_t dstep, int descending, UT *key, UT *tmp) \
+    {                                                                         \
+        const UT flip = descending ? (UT)~(UT)0 : (UT)0;                      \
+        const UT nan_key = (UT)~(UT)0, sign = (UT)(SIGN);                     \
+        UT lo = (UT)~(UT)0, hi = 0, pz = 0, nz = 0, nan_bits = 0;             \
+        int have_nan = 0, nan_mixed = 0;                                      \
+        for (int64_t j = 0; j < n; ++j) {                                     \
+            UT b;                                                             \
+            memcpy(&b, row + j * step, sizeof(UT));                           \
+            UT k = KIND == 0 ? b : KIND == 1 ? (UT)(b ^ sign) : (UT)KEYFN(b); \
+            if (KIND == 2) {                                                  \
+                pz |= b == 0;                                                 \
+                nz |= b == sign;                                              \
+                if (k == nan_key) { /* rare: a branch is fine */              \
+                    nan_mixed |= have_nan && b != nan_bits;                   \
+                    nan_bits = b;                                             \
+                    have_nan = 1;                                             \
+                }                                                             \
+            }                                                                 \
+            k ^= flip;                                                        \
+            key[j] = k;                                                       \
+            lo = k < lo ? k : lo;                                             \
+            hi = k > hi ? k : hi;                                             \
+        }                                                                     \
+        if (KIND == 2 && ((pz && nz) || nan_mixed)) return 0;                 \
+        key_radix_##SUF(key, tmp, n, lo, kwk_bits_for((uint64_t)(UT)(hi - lo))); \
+        for (int64_t j = 0; j < n; ++j) {                                     \
+            const UT k = key[j] ^ flip;                                       \
+            UT b;                                                             \
+            if (KIND == 0) b = k;                                             \
+            else if (KIND == 1) b = (UT)(k ^ sign);                           \
+            else if (k == nan_key) b = nan_bits;                              \
+            else if (k == sign) b = nz ? sign : (UT)0; /* the zeros' key */   \
+            else b = (k & sign) ? (UT)(k ^ sign) : (UT)~k;                    \
+            memcpy(dst + j * dstep, &b, sizeof(UT));                          \
+        }                                                                     \
+        return 1;                                                             \
+    }
+
+#define VS_NO_KEY(b) (b)
+VS_DEFINE(u8, uint8_t, u8, 0, 0, VS_NO_KEY)
+VS_DEFINE(i8, uint8_t, u8, 1, 0x80u, VS_NO_KEY)
+VS_DEFINE(u16, uint16_t, u16, 0, 0, VS_NO_KEY)
+VS_DEFINE(i16, uint16_t, u16, 1, 0x8000u, VS_NO_KEY)
+VS_DEFINE(f16, uint16_t, u16, 2, 0x8000u, kwk_key_f16)
+VS_DEFINE(bf16, uint16_t, u16, 2, 0x8000u, kwk_key_bf16)
+VS_DEFINE(u32, uint32_t, u32, 0, 0, VS_NO_KEY)
+VS_DEFINE(i32, uint32_t, u32, 1, 0x80000000u, VS_NO_KEY)
+VS_DEFINE(f32, uint32_t, u32, 2, 0x80000000u, kwk_key_f32)
+VS_DEFINE(u64, uint64_t, u64, 0, 0, VS_NO_KEY)
+VS_DEFINE(i64, uint64_t, u64, 1, 0x8000000000000000ull, VS_NO_KEY)
+VS_DEFINE(f64, uint64_t, u64, 2, 0x8000000000000000ull, kwk_key_f64)
+#undef VS_NO_KEY
+
+/* Sort one row's values into dst (step in bytes) if vs_row can do it
+ * exactly; returns 1 when done, 0 to use the indexed sort.  key and tmp
+ * hold len elements of the widest key (8 bytes).  bool (any nonzero byte is
+ * true; its bits are copied as they are) takes the indexed sort. */
+static int vs_sort_values(int dtype, const char *row, int64_t step, int64_t n, char *dst,
+                          int64_t dstep, int descending, void *key, void *tmp)
+{
+    switch (dtype) {
+    case KWK_UINT8: return vs_row_u8(row, step, n, dst, dstep, descending, key, tmp);
+    case KWK_INT8: return vs_row_i8(row, step, n, dst, dstep, descending, key, tmp);
+    case KWK_UINT16: return vs_row_u16(row, step, n, dst, dstep, descending, key, tmp);
+    case KWK_INT16: return vs_row_i16(row, step, n, dst, dstep, descending, key, tmp);
+    case KWK_FLOAT16: return vs_row_f16(row, step, n, dst, dstep, descending, key, tmp);
+    case KWK_BFLOAT16: return vs_row_bf16(row, step, n, dst, dstep, descending, key, tmp);
+    case KWK_UINT32: return vs_row_u32(row, step, n, dst, dstep, descending, key, tmp);
+    case KWK_INT32: return vs_row_i32(row, step, n, dst, dstep, descending, key, tmp);
+    case KWK_FLOAT32: return vs_row_f32(row, step, n, dst, dstep, descending, key, tmp);
+    case KWK_UINT64: return vs_row_u64(row, step, n, dst, dstep, descending, key, tmp);
+    case KWK_INT64: return vs_row_i64(row, step, n, dst, dstep, descending, key, tmp);
+    case KWK_FLOAT64: return vs_row_f64(row, step, n, dst, dstep, descending, key, tmp);
+    default: return 0;
+    }
+}
+
+#endif
