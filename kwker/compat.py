@@ -29,8 +29,10 @@ def matrix() -> dict:
                                 if c is not support.DTYPE],
             "note": sup.note,
         }
+    frameworks = [{"name": f.name, "under_install": f.under_install, "torch_ops": f.torch_ops,
+                   "tests": list(f.tests)} for f in support.FRAMEWORKS]
     return {"generated_from": "kwker/support.py", "torch": torch.__version__.split("+")[0],
-            "ops": ops}
+            "ops": ops, "frameworks": frameworks}
 
 
 def markdown(m: dict) -> str:
@@ -49,6 +51,11 @@ def markdown(m: dict) -> str:
     ]
     for op, row in m["ops"].items():
         lines.append(f"| {op} | " + " | ".join(row["dtypes"][n] for n in names) + " |")
+    lines += ["", "## Frameworks", "",
+              "| feature | under install() | torch.ops.kwker | tests |", "|---|---|---|---|"]
+    for f in m["frameworks"]:
+        tests = "<br>".join(f"`{t}`" for t in f["tests"])
+        lines.append(f"| {f['name']} | {f['under_install']} | {f['torch_ops']} | {tests} |")
     lines += ["", "## When a supported call still goes to torch", ""]
     for op, row in m["ops"].items():
         note = f" ({row['note']})" if row["note"] else ""

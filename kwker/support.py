@@ -206,3 +206,57 @@ def torch_sort_is_stable(x, dim: int, descending: bool) -> bool:
         return True
     return (x.ndim == 1 and not descending and x.numel() >= 32768
             and not x.dtype.is_floating_point and x.dtype is not torch.bool)
+
+
+# --------------------------------------------------------------- frameworks
+@dataclass(frozen=True)
+class Framework:
+    """How Kwker behaves inside a framework feature, under install() and
+    for torch.ops.kwker, and the tests that exercise it (file::test)."""
+    name: str
+    under_install: str
+    torch_ops: str
+    tests: Tuple[str, ...]
+
+
+FRAMEWORKS: Tuple[Framework, ...] = (
+    Framework("autograd (inputs requiring grad)",
+              "fast for sort/argsort/msort/topk/kthvalue/median(dim) with torch's own "
+              "backward, bit-identical; median()/nanmedian() over all elements and "
+              "quantile: torch (`no_grad`)",
+              "hand-written autograd kernels; gradcheck and double backward",
+              ("tests/test_dispatch.py::test_requires_grad_backward_matches",
+               "tests/test_torch_ops.py::test_gradients")),
+    Framework("forward-mode AD", "torch (`no_transform`)", "supported",
+              ("tests/test_dispatch.py::test_forward_ad", "tests/test_torch_ops.py::test_gradients")),
+    Framework("torch.func (vmap, grad)", "torch (`no_transform`)",
+              "vmap rules, torch.func.grad",
+              ("tests/test_dispatch.py::test_vmap", "tests/test_torch_ops.py::test_vmap",
+               "tests/test_torch_ops.py::test_vmap_of_grad")),
+    Framework("torch.compile", "compiles with no graph break; the graph holds torch's "
+              "own ops (`no_transform` while tracing)",
+              "fullgraph=True, dynamic shapes, Inductor",
+              ("tests/test_torch_ops.py::test_compile_of_patched_torch_calls_has_no_graph_break",
+               "tests/test_torch_ops.py::test_compile_fullgraph_dynamic")),
+    Framework("torch.export / AOTInductor", "the exported graph holds torch's ops",
+              "exported and AOTInductor-packaged; the package runs in a fresh process",
+              ("tests/test_torch_ops.py::test_export", "tests/test_torch_ops.py::test_aoti_round_trip")),
+    Framework("TorchScript", "torch.jit.script of code calling the patched functions works "
+              "(scripted code calls aten)", "not registered for TorchScript",
+              ("tests/test_patching.py::test_jit_script_while_installed",)),
+    Framework("DataLoader workers (fork, spawn)", "installed in every worker by "
+              "KWKER_INSTALL=1 (fork and spawn); fast path in workers", "-",
+              ("tests/test_processes.py::test_dataloader_workers",)),
+    Framework("torch.distributed (torchrun, gloo)", "installed in every rank by "
+              "KWKER_INSTALL=1", "-",
+              ("tests/test_processes.py::test_torchrun_two_ranks_all_gather",)),
+    Framework("threads", "8 Python threads at once, install()/uninstall() racing with calls",
+              "-", ("tests/test_patching.py::test_threads_concurrent_calls",
+                    "tests/test_patching.py::test_install_uninstall_racing_with_calls")),
+    Framework("tensor subclasses", "torch (`plain_tensor`)", "dispatched by torch",
+              ("tests/test_dispatch.py::test_tensor_subclass",)),
+    Framework("other devices (CUDA, meta, ...)", "torch (`cpu_dense`)",
+              "torch's own ops for non-CPU tensors",
+              ("tests/test_dispatch.py::test_meta_device",
+               "tests/test_torch_ops.py::test_meta_tensors_have_torchs_shapes")),
+)

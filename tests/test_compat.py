@@ -15,3 +15,20 @@ def test_matrix_lists_every_op_and_condition():
         assert keys == {c.key for c in sup.conditions if c is not support.DTYPE}
         fast = {d for d, path in m["ops"][op]["dtypes"].items() if path == "fast"}
         assert fast == {str(d).replace("torch.", "") for d in sup.dtypes}
+
+
+def test_framework_rows_name_real_tests():
+    """Every framework row of the matrix names tests that exist, so no row
+    is a claim without a test behind it."""
+    import ast
+    import os
+    from kwker import support
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for framework in support.FRAMEWORKS:
+        assert framework.tests, framework.name
+        for ref in framework.tests:
+            path, name = ref.split("::")
+            with open(os.path.join(root, path)) as f:
+                tree = ast.parse(f.read())
+            names = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+            assert name in names, f"{framework.name}: {ref} does not exist"
