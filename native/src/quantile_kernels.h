@@ -344,9 +344,11 @@ static int64_t qk_groups(const int64_t *want, int64_t m)
         qk_ranks *rk = (qk_ranks *)malloc((size_t)nq * sizeof(qk_ranks));     \
         int64_t *want = (int64_t *)malloc((size_t)(2 * nq) * sizeof(int64_t)); \
         UT *got = (UT *)malloc((size_t)(2 * nq) * sizeof(UT));                \
+        int64_t *slot = (int64_t *)malloc((size_t)nq * sizeof(int64_t));      \
+        int64_t m = 0, ranks_nnan = -1; /* no ranks computed yet */           \
         sw_rank_scratch s;                                                    \
         int status = sw_rank_scratch_init(&s, len);                           \
-        if ((!stream && (!key || !tmp)) || !rk || !want || !got) status = KWK_E_NOMEM; \
+        if ((!stream && (!key || !tmp)) || !rk || !want || !got || !slot) status = KWK_E_NOMEM; \
         for (int64_t o = 0; status == KWK_OK && o < outer; ++o) {             \
             for (int64_t i = 0; status == KWK_OK && i < inner; ++i) {         \
                 const char *row = (const char *)src + (o * src_so + i * src_si) * es; \
@@ -362,19 +364,33 @@ static int64_t qk_groups(const int64_t *want, int64_t m)
                 } else {                                                      \
                     qk_gather_##SUF(row, step, len, key, &info);              \
                 }                                                             \
-                /* the ranks every q needs, sorted and distinct */            \
-                int64_t m = 0;                                                \
-                for (int64_t t = 0; t < nq; ++t) {                            \
-                    rk[t] = qk_ranks_##SUF((FT)q[t], len, &info, mode, ignore_nan); \
-                    want[m++] = rk[t].below;                                  \
-                    if (rk[t].above != rk[t].below) want[m++] = rk[t].above;  \
+                /* the ranks every q needs, sorted and distinct, and each q's  \
+                 * slot among them: the same for every row with as many NaNs  \
+                 * as the previous one, so computed again only when that      \
+                 * count changes */                                           \
+                if (info.nnan != ranks_nnan) {                                \
+                    ranks_nnan = info.nnan;                                   \
+                    m = 0;                                                    \
+                    for (int64_t t = 0; t < nq; ++t) {                        \
+                        rk[t] = qk_ranks_##SUF((FT)q[t], len, &info, mode, ignore_nan); \
+                        want[m++] = rk[t].below;                              \
+                        if (rk[t].above != rk[t].below) want[m++] = rk[t].above; \
+                    }                                                         \
+                    if (m <= QK_INSERTION_MAX) qk_insertion_i64(want, m);     \
+                    else qsort(want, (size_t)m, sizeof(int64_t), qk_cmp_i64); \
+                    int64_t d = 0;                                            \
+                    for (int64_t t = 0; t < m; ++t)                           \
+                        if (d == 0 || want[t] != want[d - 1]) want[d++] = want[t]; \
+                    m = d;                                                    \
+                    for (int64_t t = 0; t < nq; ++t) {                        \
+                        int64_t lo = 0, hi = m - 1;                           \
+                        while (lo < hi) {                                     \
+                            const int64_t mid = (lo + hi) / 2;                \
+                            if (want[mid] < rk[t].below) lo = mid + 1; else hi = mid; \
+                        }                                                     \
+                        slot[t] = lo;                                         \
+                    }                                                         \
                 }                                                             \
-                if (m <= QK_INSERTION_MAX) qk_insertion_i64(want, m);         \
-                else qsort(want, (size_t)m, sizeof(int64_t), qk_cmp_i64);     \
-                int64_t d = 0;                                                \
-                for (int64_t t = 0; t < m; ++t)                               \
-                    if (d == 0 || want[t] != want[d - 1]) want[d++] = want[t]; \
-                m = d;                                                        \
                 status = qk_select_##SUF(g, row, step, stream ? NULL : key, tmp, len, want, \
                                          m, got, &s);                         \
                 if (status != KWK_OK) break;                                  \
@@ -391,12 +407,7 @@ static int64_t qk_groups(const int64_t *want, int64_t m)
                 }                                                             \
                 if (status != KWK_OK) break;                                  \
                 for (int64_t t = 0; t < nq; ++t) {                            \
-                    /* want[] is sorted: find each rank's slot */             \
-                    int64_t lo = 0, hi = m - 1;                               \
-                    while (lo < hi) {                                         \
-                        const int64_t mid = (lo + hi) / 2;                    \
-                        if (want[mid] < rk[t].below) lo = mid + 1; else hi = mid; \
-                    }                                                         \
+                    const int64_t lo = slot[t];                               \
                     UT ab = got[lo], bb = got[lo + (rk[t].above != rk[t].below)]; \
                     char *dst = (char *)out + (t * dst_sq + o * dst_so + i * dst_si) * es; \
                     if (mode == KWK_QUANTILE_LINEAR || mode == KWK_QUANTILE_MIDPOINT) { \
@@ -416,6 +427,7 @@ static int64_t qk_groups(const int64_t *want, int64_t m)
         free(rk);                                                             \
         free(want);                                                           \
         free(got);                                                            \
+        free(slot);                                                           \
         sw_rank_scratch_free(&s);                                             \
         return status;                                                        \
     }
