@@ -120,7 +120,8 @@ fi
 work=${FUZZ_WORK:-$build/work}
 mkdir -p "$work/findings"
 ntargets=$(echo $targets | wc -w)
-per_target=$(( budget * jobs / ntargets ))
+rounds=$(( (ntargets + jobs - 1) / jobs ))
+per_target=$(( budget / rounds ))
 [ "$per_target" -ge 1 ] || per_target=1
 echo "fuzzing $ntargets targets, ${per_target}s each, $jobs at a time"
 
