@@ -40,8 +40,7 @@ settings.register_profile(
     "long",
     parent=settings.get_profile("kwker"),
     max_examples=LONG_EXAMPLES,
-    # fresh random draws in every run, and no shrinking time limit lost to
-    # the health checks the fixtures trip
+    # fresh random draws in every run: repeated long runs cover new cases
     derandomize=False,
 )
 settings.load_profile(os.environ.get("KWKER_HYPOTHESIS_PROFILE", "kwker"))
