@@ -46,12 +46,19 @@ class NativeError(RuntimeError):
     """The native library refused a call the dispatcher judged valid: a bug."""
 
 
+class NativeMemoryError(RuntimeError, MemoryError):
+    """A native workspace allocation failed.  A RuntimeError, as torch's own
+    "DefaultCPUAllocator: can't allocate memory" is, so code that handles
+    torch running out of memory handles Kwker's too; and a MemoryError, as
+    it is one."""
+
+
 def check(status: int, what: str) -> None:
     if status == 0:
         return
     message = ffi.string(lib.kwk_strerror(status)).decode()
     if status == lib.KWK_E_NOMEM:
-        raise MemoryError(f"kwker {what}: {message}")
+        raise NativeMemoryError(f"kwker {what}: can't allocate memory: {message}")
     raise NativeError(f"kwker {what}: {message} (status {status}); please report this")
 
 

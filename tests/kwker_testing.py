@@ -6,8 +6,10 @@ import time, before anything is patched: the reference is always what torch
 itself returns, never a value taken from Kwker.
 
 Hypothesis: the "kwker" profile keeps the default run short; set
-KWKER_HYPOTHESIS_EXAMPLES=N (e.g. 2000) for a deep run.  KWKER_TEST_SEED=N
-reseeds every generated input of the non-hypothesis tests.
+KWKER_HYPOTHESIS_EXAMPLES=N (e.g. 2000) for a deep run, or
+KWKER_HYPOTHESIS_PROFILE=long for the reliability job (LONG_EXAMPLES per
+property test, over a million cases in all; README "Reliability jobs").
+KWKER_TEST_SEED=N reseeds every generated input of the non-hypothesis tests.
 """
 import os
 
@@ -30,6 +32,16 @@ settings.register_profile(
     # the fixtures only install kwker, which holds for every example
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
                            HealthCheck.function_scoped_fixture],
+)
+# test_properties.py has 7 property tests: 150_000 examples each is over 10^6
+# cases in all (KWKER_HYPOTHESIS_EXAMPLES overrides it here too)
+LONG_EXAMPLES = int(os.environ.get("KWKER_HYPOTHESIS_EXAMPLES", "150000"))
+settings.register_profile(
+    "long",
+    parent=settings.get_profile("kwker"),
+    max_examples=LONG_EXAMPLES,
+    # fresh random draws in every run: repeated long runs cover new cases
+    derandomize=False,
 )
 settings.load_profile(os.environ.get("KWKER_HYPOTHESIS_PROFILE", "kwker"))
 

@@ -1,9 +1,12 @@
 """Hypothesis: random shapes, dims, dtypes, layouts, values (heavy ties, NaN
 payloads, -0.0, infinities, integer extremes) and argument forms for
-sort/argsort/msort/topk/median/nanmedian, against torch's originals.
+sort/argsort/msort/topk/kthvalue/median/nanmedian, against torch's
+originals (compare() also checks that every input is left bit-identical).
 
 Examples per test: the "kwker" profile (kwker_testing.py), raised with
-KWKER_HYPOTHESIS_EXAMPLES=N for a deep run.
+KWKER_HYPOTHESIS_EXAMPLES=N, or KWKER_HYPOTHESIS_PROFILE=long for the
+reliability job (over 10^6 cases; add --hypothesis-show-statistics to see
+the counts).
 """
 import os
 
@@ -13,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import kwker
-from kwker_testing import (SELECT_DTYPES, SORT_DTYPES, _nan_payloads, compare, layout)
+from kwker_testing import ORIG, SELECT_DTYPES, SORT_DTYPES, _nan_payloads, compare, layout
 
 # applied explicitly: importing torch.testing._internal (test_opinfo.py)
 # loads PyTorch's own hypothesis profile
@@ -153,6 +156,21 @@ def test_median_property(kw, xd, data):
         compare(op, x, dim, True, method=True)
 
 
+@PROFILE
+@given(inputs(SELECT_DTYPES), st.data())
+def test_kthvalue_property(kw, xd, data):
+    x, dim = xd
+    n = x.shape[dim]
+    k = data.draw(st.one_of(st.integers(1, n), st.sampled_from(sorted({1, (n + 1) // 2, n}))))
+    form = data.draw(st.sampled_from(["pos", "kw", "method"]))
+    if form == "pos":
+        compare("kthvalue", x, k, dim, data.draw(st.booleans()))
+    elif form == "kw":
+        compare("kthvalue", x, k=k, dim=dim, keepdim=data.draw(st.booleans()))
+    else:
+        compare("kthvalue", x, k, dim, method=True)
+
+
 @pytest.fixture
 def kw_stable_each():
     assert kwker.install(ties="stable")
@@ -161,7 +179,6 @@ def kw_stable_each():
 
 
 def _stable_reference(op):
-    from kwker_testing import ORIG
 
     def reference(x, *args, **kwargs):
         kwargs.pop("stable", None)
@@ -178,3 +195,28 @@ def test_sort_stable_ties_property(kw_stable_each, xd, descending):
                     and x.numel() >= 32768)
     compare("sort", x, dim, descending, reference=_stable_reference("sort"),
             fast=None if big_unsigned else True)
+
+
+@PROFILE
+@given(inputs(SELECT_DTYPES), st.data())
+def test_topk_stable_ties_property(kw_stable_each, xd, data):
+    """ties="stable": the first k of torch's stable sort."""
+    x, dim = xd
+    n = x.shape[dim]
+    k = data.draw(st.integers(0, n))
+    largest = data.draw(st.booleans())
+
+    def reference(x, k, dim, largest):
+        # torch's own result for the layout, the stable sort's first k for
+        # the contents
+        shaped = ORIG["topk"](x, k, dim, largest)
+        order = ORIG["sort"](x, dim=dim, descending=largest, stable=True)
+        values, indices = torch.empty_like(shaped.values), torch.empty_like(shaped.indices)
+        values.copy_(order.values.narrow(dim, 0, k))
+        indices.copy_(order.indices.narrow(dim, 0, k))
+        if x.dtype == torch.bfloat16:
+            # torch's topk returns bfloat16 NaN as 0x7FC0 (sort keeps payloads)
+            values.masked_fill_(values.isnan(), float("nan"))
+        return torch.return_types.topk((values, indices))
+
+    compare("topk", x, k, dim, largest, reference=reference)

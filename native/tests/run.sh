@@ -22,6 +22,7 @@ ci_args() {
         test_sort_san) echo "16 0" ;;
         test_select_san) echo "quick" ;;
         test_emu_words_san) echo "2000" ;;
+        test_nomem_san) echo "quick" ;;
         *) echo "" ;;
     esac
 }
@@ -29,13 +30,16 @@ ci_args() {
 runs=()
 for test in native/tests/test_*.c; do
     name=$(basename "$test" .c)
+    # a first line "/* link: FLAGS */" adds link flags (test_nomem wraps malloc)
+    link=$(sed -n '1s|^/\* link: \(.*\) \*/$|\1|p' "$test")
+    # shellcheck disable=SC2086
     $cc -O2 -std=c11 -ffp-contract=off -D_GNU_SOURCE -Wall -Wextra -Wno-unused-function -Inative/include \
-        -o "$out/$name" "$test" $sources -lm
+        -o "$out/$name" "$test" $sources -lm $link
     runs+=("$name")
     if [ "${1:-}" != "--fast" ]; then
         $cc -O1 -g -std=c11 -ffp-contract=off -D_GNU_SOURCE -fno-omit-frame-pointer \
             -fsanitize=address,undefined -fno-sanitize-recover=undefined \
-            -Inative/include -o "$out/${name}_san" "$test" $sources -lm
+            -Inative/include -o "$out/${name}_san" "$test" $sources -lm $link
         runs+=("${name}_san")
     fi
 done
