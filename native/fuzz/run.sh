@@ -34,10 +34,10 @@ case "${1:-}" in
     "") ;;
     *) budget=$1 ;;
 esac
-targets=${FUZZ_TARGETS:-"sort topk kthvalue median_dim median_all"}
+targets=${FUZZ_TARGETS:-"sort topk kthvalue median_dim median_all quantile"}
 jobs=${FUZZ_JOBS:-1}
 lib_sources="native/src/dispatch.c native/src/targets/portable.c native/src/targets/avx2.c"
-common="-O1 -g -std=c11 -D_GNU_SOURCE -fno-omit-frame-pointer -fno-sanitize-recover=undefined -Inative/include"
+common="-O1 -g -std=c11 -ffp-contract=off -D_GNU_SOURCE -fno-omit-frame-pointer -fno-sanitize-recover=undefined -Inative/include"
 
 build=$(mktemp -d)
 trap 'rm -rf "$build"' EXIT
