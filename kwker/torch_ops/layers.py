@@ -1,0 +1,182 @@
+"""torch.ops.kwker layers built on sorting: median_pool2d.
+
+    values, positions = torch.ops.kwker.median_pool2d(x, [3, 3], [1, 1], [1, 1, 1, 1], "reflect")
+
+Arguments are resolved (kwker.nn.functional.median_pool2d does that from
+the usual int / pair / "same" forms): kernel_size and stride as pairs,
+padding as F.pad's (left, right, top, bottom), padding_mode one of "zeros",
+"reflect", "replicate", "circular".  The semantics and the gradient are
+those of kwker.nn.reference.median_pool2d_windows (pad, unfold, median),
+bit for bit; the CPU kernel reads float32/float64 in one native pass, every
+other case (dtype, device, circular padding) runs the reference itself.
+
+Autograd: when a gradient may be needed, an autograd.Function whose backward
+is the registered median_pool2d_backward op (native on the CPU), which sums
+the gradient in the reference's order and so gives its bits exactly.  It is
+once differentiable (double backward raises).
+"""
+import torch
+
+from kwker.nn import reference
+from kwker.ops import median_pool as native
+from kwker.torch_ops.autograd import _below_autograd, _direct, _may_need_grad, kernel_entry
+from kwker.torch_ops.schemas import LIB
+
+_ARGS = "int[2] kernel_size, int[2] stride, int[4] padding, str padding_mode"
+LIB.define(f"median_pool2d(Tensor self, {_ARGS}) -> (Tensor values, Tensor indices)")
+LIB.define(f"median_pool2d_backward(Tensor grad_output, Tensor self, Tensor indices, {_ARGS}) "
+           "-> Tensor")
+
+PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
+_LOADED = native.lib is not None
+
+
+def _native_takes(x, padding_mode):
+    return (_LOADED and x.dtype in native.DTYPES and padding_mode in native.MODES
+            and x.layout is torch.strided and not x.is_neg() and x.dim() >= 2
+            and x.numel() > 0 and x.shape[-2] > 0 and x.shape[-1] > 0)
+
+
+def _check(x, kernel_size, stride, padding, padding_mode):
+    """The errors the native path would otherwise meet as status codes;
+    torch's own (from F.pad / F.unfold) come from the reference path."""
+    torch._check_value(padding_mode in PADDING_MODES, lambda: (
+        f"padding_mode must be one of {PADDING_MODES}, got {padding_mode!r}"))
+    torch._check_value(len(kernel_size) == 2 and len(stride) == 2 and len(padding) == 4,
+                       lambda: "kernel_size and stride need 2 values, padding 4")
+    torch._check_value(all(k > 0 for k in kernel_size) and all(s > 0 for s in stride),
+                       lambda: "kernel_size and stride must be positive")
+    torch._check_value(all(p >= 0 for p in padding), lambda: "padding must be non-negative")
+    torch._check(x.dim() >= 2, lambda: "median_pool2d expects an input of at least 2 dims")
+    h, w = x.shape[-2:]
+    left, right, top, bottom = padding
+    torch._check(h + top + bottom >= kernel_size[0] and w + left + right >= kernel_size[1],
+                 lambda: "kernel size can't be greater than the padded input size")
+
+
+def _fits_reflect(x, padding, padding_mode):
+    h, w = x.shape[-2:]
+    left, right, top, bottom = padding
+    return padding_mode != "reflect" or (max(top, bottom) < h and max(left, right) < w)
+
+
+def median_pool2d_cpu(x, kernel_size, stride, padding, padding_mode):
+    _check(x, kernel_size, stride, padding, padding_mode)
+    if _native_takes(x, padding_mode) and _fits_reflect(x, padding, padding_mode):
+        return native.forward(x, kernel_size, stride, padding, padding_mode)
+    return median_pool2d_any(x, kernel_size, stride, padding, padding_mode)
+
+
+def median_pool2d_any(x, kernel_size, stride, padding, padding_mode):
+    _check(x, kernel_size, stride, padding, padding_mode)
+    values, indices = reference.median_pool2d_windows(x, kernel_size, stride, padding,
+                                                      padding_mode)
+    return values.contiguous(), indices.contiguous()
+
+
+def median_pool2d_backward_cpu(grad, x, indices, kernel_size, stride, padding, padding_mode):
+    if _native_takes(x, padding_mode) and grad.dtype == x.dtype \
+            and _fits_reflect(x, padding, padding_mode):
+        return native.backward(grad, indices, x.shape, kernel_size, stride, padding,
+                               padding_mode)
+    return median_pool2d_backward_any(grad, x, indices, kernel_size, stride, padding,
+                                      padding_mode)
+
+
+def median_pool2d_backward_any(grad, x, indices, kernel_size, stride, padding, padding_mode):
+    """The reference's own backward: the windows' gradient is zero but at
+    the given positions, then unfold's and pad's backward (torch's)."""
+    import torch.nn.functional as F
+    h, w = x.shape[-2:]
+    with torch.enable_grad():
+        planes = x.detach().reshape(-1, 1, h, w).requires_grad_()
+        mode = "constant" if padding_mode == "zeros" else padding_mode
+        windows = F.unfold(F.pad(planes, tuple(padding), mode=mode), tuple(kernel_size),
+                           stride=tuple(stride))
+        picked = windows.gather(1, indices.reshape(planes.shape[0], 1, -1))
+        (grad_planes,) = torch.autograd.grad(picked, planes,
+                                             grad.reshape(planes.shape[0], 1, -1))
+    return grad_planes.view(x.shape)
+
+
+# ---------------------------------------------------------------- fake
+
+def median_pool2d_fake(x, kernel_size, stride, padding, padding_mode):
+    _check(x, kernel_size, stride, padding, padding_mode)
+    h, w = x.shape[-2:]
+    left, right, top, bottom = padding
+    oh = (h + top + bottom - kernel_size[0]) // stride[0] + 1
+    ow = (w + left + right - kernel_size[1]) // stride[1] + 1
+    shape = tuple(x.shape[:-2]) + (oh, ow)
+    return x.new_empty(shape), x.new_empty(shape, dtype=torch.int64)
+
+
+def median_pool2d_backward_fake(grad, x, indices, kernel_size, stride, padding, padding_mode):
+    return x.new_empty(x.shape, dtype=grad.dtype)
+
+
+# ------------------------------------------------------------ autograd
+
+class _MedianPool2d(torch.autograd.Function):
+    @staticmethod
+    def forward(x, kernel_size, stride, padding, padding_mode):
+        with _below_autograd():
+            return torch.ops.kwker.median_pool2d.default(x, kernel_size, stride, padding,
+                                                         padding_mode)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        x, *ctx.arguments = inputs
+        ctx.mark_non_differentiable(output[1])
+        ctx.save_for_backward(x, output[1])
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_values, grad_indices):
+        x, indices = ctx.saved_tensors
+        grad = torch.ops.kwker.median_pool2d_backward.default(grad_values, x, indices,
+                                                              *ctx.arguments)
+        return grad, None, None, None, None
+
+
+def median_pool2d_autograd(x, kernel_size, stride, padding, padding_mode):
+    if _direct(x):
+        return median_pool2d_cpu(x, kernel_size, stride, padding, padding_mode)
+    if (x.is_floating_point() or x.is_complex()) and _may_need_grad(x):
+        return _MedianPool2d.apply(x, kernel_size, stride, padding, padding_mode)
+    with _below_autograd():
+        return torch.ops.kwker.median_pool2d.default(x, kernel_size, stride, padding,
+                                                     padding_mode)
+
+
+def median_pool2d_backward_autograd(grad, x, indices, *args):
+    with _below_autograd():
+        return torch.ops.kwker.median_pool2d_backward.default(grad, x, indices, *args)
+
+
+# ---------------------------------------------------------------- vmap
+
+def median_pool2d_vmap(info, in_dims, x, *args):
+    """Every dim before the last two is a batch of planes: the vmapped dim
+    joins them."""
+    if in_dims[0] is None:
+        return torch.ops.kwker.median_pool2d.default(x, *args), (None, None)
+    torch._check(x.dim() >= 3, lambda: "median_pool2d expects an input of at least 2 dims")
+    return torch.ops.kwker.median_pool2d.default(x.movedim(in_dims[0], 0), *args), (0, 0)
+
+
+def _register():
+    for name, cpu, other, fake, autograd in (
+            ("median_pool2d", median_pool2d_cpu, median_pool2d_any, median_pool2d_fake,
+             median_pool2d_autograd),
+            ("median_pool2d_backward", median_pool2d_backward_cpu,
+             median_pool2d_backward_any, median_pool2d_backward_fake,
+             median_pool2d_backward_autograd)):
+        LIB.impl(name, kernel_entry(other), "CompositeExplicitAutograd")
+        LIB.impl(name, kernel_entry(cpu), "CPU")
+        LIB.impl(name, kernel_entry(autograd), "Autograd")
+        torch.library.register_fake("kwker::" + name, fake, lib=LIB)
+    torch.library.register_vmap("kwker::median_pool2d", median_pool2d_vmap, lib=LIB)
+
+
+_register()
