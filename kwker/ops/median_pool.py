@@ -10,7 +10,10 @@ _forward = lib.kwk_median_pool2d_addr if lib is not None else None
 _backward = lib.kwk_median_pool2d_backward_addr if lib is not None else None
 
 # padding_mode -> the kernel's code; the modes the kernel reads itself
-MODES = {"zeros": 0, "constant": 0, "reflect": 1, "replicate": 2}
+MODES = {"zeros": 0, "reflect": 1, "replicate": 2, "circular": 3}
+# the modes whose backward the kernel sums in torch's order: circular
+# padding's backward (slices of slices in torch) adds in another order
+BACKWARD_MODES = frozenset({"zeros", "reflect", "replicate"})
 DTYPES = frozenset({torch.float32, torch.float64})
 
 

@@ -8,12 +8,14 @@ padding as F.pad's (left, right, top, bottom), padding_mode one of "zeros",
 "reflect", "replicate", "circular".  The semantics and the gradient are
 those of kwker.nn.reference.median_pool2d_windows (pad, unfold, median),
 bit for bit; the CPU kernel reads float32/float64 in one native pass, every
-other case (dtype, device, circular padding) runs the reference itself.
+other case (dtype, device) runs the reference itself.
 
 Autograd: when a gradient may be needed, an autograd.Function whose backward
 is the registered median_pool2d_backward op (native on the CPU), which sums
 the gradient in the reference's order and so gives its bits exactly.  It is
-once differentiable (double backward raises).
+once differentiable (double backward raises).  Where that op cannot promise
+the reference's bits (circular padding, dtypes other than float32/float64)
+the autograd kernel differentiates the reference itself.
 """
 import torch
 
@@ -54,15 +56,22 @@ def _check(x, kernel_size, stride, padding, padding_mode):
                  lambda: "kernel size can't be greater than the padded input size")
 
 
-def _fits_reflect(x, padding, padding_mode):
+def _fits_padding(x, padding, padding_mode):
+    """F.pad's limits, which the kernel shares (beyond them the reference
+    path raises F.pad's error): reflect pads below the size, circular up
+    to it."""
     h, w = x.shape[-2:]
     left, right, top, bottom = padding
-    return padding_mode != "reflect" or (max(top, bottom) < h and max(left, right) < w)
+    if padding_mode == "reflect":
+        return max(top, bottom) < h and max(left, right) < w
+    if padding_mode == "circular":
+        return max(top, bottom) <= h and max(left, right) <= w
+    return True
 
 
 def median_pool2d_cpu(x, kernel_size, stride, padding, padding_mode):
     _check(x, kernel_size, stride, padding, padding_mode)
-    if _native_takes(x, padding_mode) and _fits_reflect(x, padding, padding_mode):
+    if _native_takes(x, padding_mode) and _fits_padding(x, padding, padding_mode):
         return native.forward(x, kernel_size, stride, padding, padding_mode)
     return median_pool2d_any(x, kernel_size, stride, padding, padding_mode)
 
@@ -75,28 +84,46 @@ def median_pool2d_any(x, kernel_size, stride, padding, padding_mode):
 
 
 def median_pool2d_backward_cpu(grad, x, indices, kernel_size, stride, padding, padding_mode):
-    if _native_takes(x, padding_mode) and grad.dtype == x.dtype \
-            and _fits_reflect(x, padding, padding_mode):
+    if _native_takes(x, padding_mode) and padding_mode in native.BACKWARD_MODES \
+            and grad.dtype == x.dtype and _fits_padding(x, padding, padding_mode):
         return native.backward(grad, indices, x.shape, kernel_size, stride, padding,
                                padding_mode)
     return median_pool2d_backward_any(grad, x, indices, kernel_size, stride, padding,
                                       padding_mode)
 
 
+_PAD_BACKWARD = {"reflect": torch.ops.aten.reflection_pad2d_backward.default,
+                 "replicate": torch.ops.aten.replication_pad2d_backward.default}
+
+
 def median_pool2d_backward_any(grad, x, indices, kernel_size, stride, padding, padding_mode):
-    """The reference's own backward: the windows' gradient is zero but at
-    the given positions, then unfold's and pad's backward (torch's)."""
+    """The reference's backward spelled out with the same aten kernels (it
+    runs below autograd): the windows' gradient zero but at the given
+    positions (median's backward), F.fold (col2im, unfold's backward), then
+    the pad's backward.  Circular padding's backward is torch's composite of
+    slices; summed here in another order, it can differ in rounding, so the
+    autograd kernel never comes here for it (it differentiates the
+    reference itself)."""
     import torch.nn.functional as F
     h, w = x.shape[-2:]
-    with torch.enable_grad():
-        planes = x.detach().reshape(-1, 1, h, w).requires_grad_()
-        mode = "constant" if padding_mode == "zeros" else padding_mode
-        windows = F.unfold(F.pad(planes, tuple(padding), mode=mode), tuple(kernel_size),
-                           stride=tuple(stride))
-        picked = windows.gather(1, indices.reshape(planes.shape[0], 1, -1))
-        (grad_planes,) = torch.autograd.grad(picked, planes,
-                                             grad.reshape(planes.shape[0], 1, -1))
-    return grad_planes.view(x.shape)
+    left, right, top, bottom = padding
+    planes = x.reshape(-1, 1, h, w)
+    count = planes.shape[0]
+    windows = grad.new_zeros((count, kernel_size[0] * kernel_size[1], grad.shape[-2] * grad.shape[-1]))
+    windows.scatter_(1, indices.reshape(count, 1, -1), grad.reshape(count, 1, -1))
+    padded = F.fold(windows, (h + top + bottom, w + left + right), tuple(kernel_size),
+                    stride=tuple(stride))
+    if padding_mode in _PAD_BACKWARD:
+        grad_planes = _PAD_BACKWARD[padding_mode](padded, planes, list(padding))
+    elif padding_mode == "zeros":
+        grad_planes = padded[..., top:top + h, left:left + w]
+    else:  # circular: the central copy plus the wrapped borders
+        grad_planes = padded.new_zeros(planes.shape)
+        rows = (torch.arange(h + top + bottom, device=x.device) - top) % h
+        cols = (torch.arange(w + left + right, device=x.device) - left) % w
+        flat = (rows[:, None] * w + cols[None, :]).reshape(-1)
+        grad_planes.view(count, -1).index_add_(1, flat, padded.reshape(count, -1))
+    return grad_planes.reshape(x.shape).contiguous()
 
 
 # ---------------------------------------------------------------- fake
@@ -143,7 +170,13 @@ def median_pool2d_autograd(x, kernel_size, stride, padding, padding_mode):
     if _direct(x):
         return median_pool2d_cpu(x, kernel_size, stride, padding, padding_mode)
     if (x.is_floating_point() or x.is_complex()) and _may_need_grad(x):
-        return _MedianPool2d.apply(x, kernel_size, stride, padding, padding_mode)
+        if x.dtype in native.DTYPES and padding_mode in native.BACKWARD_MODES:
+            return _MedianPool2d.apply(x, kernel_size, stride, padding, padding_mode)
+        # the reference under torch's autograd: its gradient by definition
+        _check(x, kernel_size, stride, padding, padding_mode)
+        values, indices = reference.median_pool2d_windows(x, kernel_size, stride, padding,
+                                                          padding_mode)
+        return values.contiguous(), indices.contiguous()
     with _below_autograd():
         return torch.ops.kwker.median_pool2d.default(x, kernel_size, stride, padding,
                                                      padding_mode)

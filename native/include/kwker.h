@@ -126,7 +126,7 @@ int kwk_quantile(int dtype, const void *src,
                  int interpolation, int ignore_nan);
 
 /* Padding modes of median_pool2d (as torch.nn.functional.pad's). */
-enum { KWK_PAD_ZEROS = 0, KWK_PAD_REFLECT = 1, KWK_PAD_REPLICATE = 2 };
+enum { KWK_PAD_ZEROS = 0, KWK_PAD_REFLECT = 1, KWK_PAD_REPLICATE = 2, KWK_PAD_CIRCULAR = 3 };
 /* Median filter over `planes` contiguous h x w planes (float32/float64).
  * geometry[12] = kernel h, w; stride h, w; padding top, bottom, left, right;
  * padded h, w; output h, w (the caller's sizes, checked for consistency).
@@ -134,7 +134,7 @@ enum { KWK_PAD_ZEROS = 0, KWK_PAD_REFLECT = 1, KWK_PAD_REPLICATE = 2 };
  * (n-1)//2 by (value, position in the window, row-major), or the window's
  * first NaN; index gets that position (0 .. kh*kw-1).  Outputs are
  * contiguous (planes, out h, out w).  Reflect padding needs each pad < the
- * input's size along it. */
+ * input's size along it, circular each pad <= it. */
 int kwk_median_pool2d(int dtype, const void *src, int64_t planes, int64_t h, int64_t w,
                       const int64_t *geometry, int mode, void *out, int64_t *index);
 /* The gradient of kwk_median_pool2d: grad (planes, out h, out w) goes to the

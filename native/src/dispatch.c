@@ -243,7 +243,8 @@ static int check_median_pool2d(int dtype, const void *src, int64_t planes, int64
     if (dtype != KWK_FLOAT32 && dtype != KWK_FLOAT64) return KWK_E_DTYPE;
     if (!src || !g || !out || !index) return KWK_E_ARG;
     if (planes < 0 || h < 1 || w < 1) return KWK_E_ARG;
-    if (mode != KWK_PAD_ZEROS && mode != KWK_PAD_REFLECT && mode != KWK_PAD_REPLICATE)
+    if (mode != KWK_PAD_ZEROS && mode != KWK_PAD_REFLECT && mode != KWK_PAD_REPLICATE &&
+        mode != KWK_PAD_CIRCULAR)
         return KWK_E_ARG;
     for (int i = 0; i < 4; i++)
         if (g[i] < 1) return KWK_E_ARG;      /* kernel and stride */
@@ -251,6 +252,8 @@ static int check_median_pool2d(int dtype, const void *src, int64_t planes, int64
         if (g[i] < 0 || g[i] > (int64_t)1 << 30) return KWK_E_ARG; /* padding */
     if (g[0] > 4096 || g[1] > 4096 || g[0] * g[1] > ((int64_t)1 << 24)) return KWK_E_ARG;
     if (mode == KWK_PAD_REFLECT && (g[4] >= h || g[5] >= h || g[6] >= w || g[7] >= w))
+        return KWK_E_ARG;
+    if (mode == KWK_PAD_CIRCULAR && (g[4] > h || g[5] > h || g[6] > w || g[7] > w))
         return KWK_E_ARG;
     if (g[8] != h + g[4] + g[5] || g[9] != w + g[6] + g[7]) return KWK_E_ARG;
     if (g[8] < g[0] || g[9] < g[1]) return KWK_E_ARG;

@@ -54,6 +54,7 @@ static void mp_axis_map(int64_t *map, int64_t padded, int64_t before, int64_t n,
         if (s < 0 || s >= n) {
             if (mode == KWK_PAD_REFLECT) s = s < 0 ? -s : 2 * (n - 1) - s;
             else if (mode == KWK_PAD_REPLICATE) s = s < 0 ? 0 : n - 1;
+            else if (mode == KWK_PAD_CIRCULAR) s = (s % n + n) % n;
             else s = -1;
         }
         map[i] = s;
