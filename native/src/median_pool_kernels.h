@@ -18,34 +18,128 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MP_LANES 16 /* outputs per block of the 3x3 network: one cache line of
-                       float32 values, enough lanes for 256-bit vectors */
+/* A median-of-9 selection network on values alone (19 compare-exchanges,
+ * Paeth's); wire 4 ends holding the median value.  Equal values are
+ * interchangeable here: which of them is the stable-rank element is found
+ * afterwards by counting.  Checked on all 2^9 zero-one windows by
+ * tests/test_nn.py (by the zero-one principle it then selects the median
+ * of any totally ordered input). */
+#define MP_CE(T, a, b)                                                        \
+    do {                                                                      \
+        T lo_ = b < a ? b : a, hi_ = b < a ? a : b;                             \
+        a = lo_;                                                              \
+        b = hi_;                                                              \
+    } while (0)
+#define MP_MEDIAN9(T, s)                                                      \
+    MP_CE(T, s[1], s[2]); MP_CE(T, s[4], s[5]); MP_CE(T, s[7], s[8]);         \
+    MP_CE(T, s[0], s[1]); MP_CE(T, s[3], s[4]); MP_CE(T, s[6], s[7]);         \
+    MP_CE(T, s[1], s[2]); MP_CE(T, s[4], s[5]); MP_CE(T, s[7], s[8]);         \
+    MP_CE(T, s[0], s[3]); MP_CE(T, s[5], s[8]); MP_CE(T, s[4], s[7]);         \
+    MP_CE(T, s[3], s[6]); MP_CE(T, s[1], s[4]); MP_CE(T, s[2], s[5]);         \
+    MP_CE(T, s[4], s[7]); MP_CE(T, s[4], s[2]); MP_CE(T, s[6], s[4]);         \
+    MP_CE(T, s[4], s[2])
 
-/* One compare-exchange of the 3x3 network over a block of lanes: the
- * smaller (value, position) pair to wire i.  Equal values order by
- * position, so the network selects the element the stable rank names. */
-#define MP_CE(T, v, p, i, j)                                                  \
-    for (int l = 0; l < MP_LANES; l++) {                                       \
-        T a_ = v[i][l], b_ = v[j][l];                                           \
-        int32_t pa_ = p[i][l], pb_ = p[j][l];                                   \
-        int s_ = (b_ < a_) | ((b_ == a_) & (pb_ < pa_));                       \
-        v[i][l] = s_ ? b_ : a_;                                                 \
-        v[j][l] = s_ ? a_ : b_;                                                 \
-        p[i][l] = s_ ? pb_ : pa_;                                               \
-        p[j][l] = s_ ? pa_ : pb_;                                               \
+#if defined(__AVX2__)
+#include <immintrin.h>
+
+/* The 3x3 row at stride 1, 8 float32 outputs a step: the same steps as
+ * mp_row3x3 (network on values, stable-rank position by counting, first
+ * NaN), lane-parallel.  min/max may swap the signs of equal zeros inside
+ * the network; only comparisons read its result, and the value written is
+ * re-read from the input at the chosen position. */
+#define MP_VCE(MIN, MAX, a, b)                                                \
+    do {                                                                      \
+        __typeof__(a) lo_ = MIN(a, b);                                        \
+        b = MAX(a, b);                                                        \
+        a = lo_;                                                              \
+    } while (0)
+#define MP_VMEDIAN9(MIN, MAX, s)                                              \
+    MP_VCE(MIN, MAX, s[1], s[2]); MP_VCE(MIN, MAX, s[4], s[5]);               \
+    MP_VCE(MIN, MAX, s[7], s[8]); MP_VCE(MIN, MAX, s[0], s[1]);               \
+    MP_VCE(MIN, MAX, s[3], s[4]); MP_VCE(MIN, MAX, s[6], s[7]);               \
+    MP_VCE(MIN, MAX, s[1], s[2]); MP_VCE(MIN, MAX, s[4], s[5]);               \
+    MP_VCE(MIN, MAX, s[7], s[8]); MP_VCE(MIN, MAX, s[0], s[3]);               \
+    MP_VCE(MIN, MAX, s[5], s[8]); MP_VCE(MIN, MAX, s[4], s[7]);               \
+    MP_VCE(MIN, MAX, s[3], s[6]); MP_VCE(MIN, MAX, s[1], s[4]);               \
+    MP_VCE(MIN, MAX, s[2], s[5]); MP_VCE(MIN, MAX, s[4], s[7]);               \
+    MP_VCE(MIN, MAX, s[4], s[2]); MP_VCE(MIN, MAX, s[6], s[4]);               \
+    MP_VCE(MIN, MAX, s[4], s[2])
+
+static int64_t mp_row3x3_f32_avx2(const float *r0, const float *r1, const float *r2,
+                                  int64_t ow, float *out, int64_t *index)
+{
+    const float *rows[3] = {r0, r1, r2};
+    int64_t x = 0;
+    for (; x + 8 <= ow; x += 8) {
+        __m256 a[9], s[9];
+        for (int k = 0; k < 9; k++) s[k] = a[k] = _mm256_loadu_ps(rows[k / 3] + x + k % 3);
+        MP_VMEDIAN9(_mm256_min_ps, _mm256_max_ps, s);
+        __m256i need = _mm256_set1_epi32(4), seen = _mm256_setzero_si256();
+        __m256i none = _mm256_set1_epi32(9), pick = none, first_nan = none;
+        for (int k = 0; k < 9; k++) /* a true comparison is -1 */
+            need = _mm256_add_epi32(need, _mm256_castps_si256(_mm256_cmp_ps(a[k], s[4], _CMP_LT_OQ)));
+        for (int k = 0; k < 9; k++) {
+            __m256i eq = _mm256_castps_si256(_mm256_cmp_ps(a[k], s[4], _CMP_EQ_OQ));
+            __m256i hit = _mm256_and_si256(_mm256_and_si256(eq, _mm256_cmpeq_epi32(seen, need)),
+                                           _mm256_cmpeq_epi32(pick, none));
+            pick = _mm256_blendv_epi8(pick, _mm256_set1_epi32(k), hit);
+            seen = _mm256_sub_epi32(seen, eq);
+        }
+        for (int k = 8; k >= 0; k--)
+            first_nan = _mm256_blendv_epi8(first_nan, _mm256_set1_epi32(k),
+                _mm256_castps_si256(_mm256_cmp_ps(a[k], a[k], _CMP_UNORD_Q)));
+        pick = _mm256_blendv_epi8(pick, first_nan, _mm256_cmpgt_epi32(none, first_nan));
+        __m256 v = a[0];
+        for (int k = 1; k < 9; k++)
+            v = _mm256_blendv_ps(v, a[k], _mm256_castsi256_ps(
+                _mm256_cmpeq_epi32(pick, _mm256_set1_epi32(k))));
+        _mm256_storeu_ps(out + x, v);
+        _mm256_storeu_si256((__m256i *)(index + x),
+                            _mm256_cvtepi32_epi64(_mm256_castsi256_si128(pick)));
+        _mm256_storeu_si256((__m256i *)(index + x + 4),
+                            _mm256_cvtepi32_epi64(_mm256_extracti128_si256(pick, 1)));
     }
+    return x;
+}
 
-/* A median-of-9 selection network (19 compare-exchanges, Paeth's); wire 4
- * ends holding the median.  Checked on all 2^9 zero-one inputs by
- * tests/test_nn.py (the zero-one principle covers every total order). */
-#define MP_MEDIAN9(T, v, p)                                                   \
-    MP_CE(T, v, p, 1, 2) MP_CE(T, v, p, 4, 5) MP_CE(T, v, p, 7, 8)            \
-    MP_CE(T, v, p, 0, 1) MP_CE(T, v, p, 3, 4) MP_CE(T, v, p, 6, 7)            \
-    MP_CE(T, v, p, 1, 2) MP_CE(T, v, p, 4, 5) MP_CE(T, v, p, 7, 8)            \
-    MP_CE(T, v, p, 0, 3) MP_CE(T, v, p, 5, 8) MP_CE(T, v, p, 4, 7)            \
-    MP_CE(T, v, p, 3, 6) MP_CE(T, v, p, 1, 4) MP_CE(T, v, p, 2, 5)            \
-    MP_CE(T, v, p, 4, 7) MP_CE(T, v, p, 4, 2) MP_CE(T, v, p, 6, 4)            \
-    MP_CE(T, v, p, 4, 2)
+static int64_t mp_row3x3_f64_avx2(const double *r0, const double *r1, const double *r2,
+                                  int64_t ow, double *out, int64_t *index)
+{
+    const double *rows[3] = {r0, r1, r2};
+    int64_t x = 0;
+    for (; x + 4 <= ow; x += 4) {
+        __m256d a[9], s[9];
+        for (int k = 0; k < 9; k++) s[k] = a[k] = _mm256_loadu_pd(rows[k / 3] + x + k % 3);
+        MP_VMEDIAN9(_mm256_min_pd, _mm256_max_pd, s);
+        __m256i need = _mm256_set1_epi64x(4), seen = _mm256_setzero_si256();
+        __m256i none = _mm256_set1_epi64x(9), pick = none, first_nan = none;
+        for (int k = 0; k < 9; k++)
+            need = _mm256_add_epi64(need, _mm256_castpd_si256(_mm256_cmp_pd(a[k], s[4], _CMP_LT_OQ)));
+        for (int k = 0; k < 9; k++) {
+            __m256i eq = _mm256_castpd_si256(_mm256_cmp_pd(a[k], s[4], _CMP_EQ_OQ));
+            __m256i hit = _mm256_and_si256(_mm256_and_si256(eq, _mm256_cmpeq_epi64(seen, need)),
+                                           _mm256_cmpeq_epi64(pick, none));
+            pick = _mm256_blendv_epi8(pick, _mm256_set1_epi64x(k), hit);
+            seen = _mm256_sub_epi64(seen, eq);
+        }
+        for (int k = 8; k >= 0; k--)
+            first_nan = _mm256_blendv_epi8(first_nan, _mm256_set1_epi64x(k),
+                _mm256_castpd_si256(_mm256_cmp_pd(a[k], a[k], _CMP_UNORD_Q)));
+        pick = _mm256_blendv_epi8(pick, first_nan, _mm256_cmpgt_epi64(none, first_nan));
+        __m256d v = a[0];
+        for (int k = 1; k < 9; k++)
+            v = _mm256_blendv_pd(v, a[k], _mm256_castsi256_pd(
+                _mm256_cmpeq_epi64(pick, _mm256_set1_epi64x(k))));
+        _mm256_storeu_pd(out + x, v);
+        _mm256_storeu_si256((__m256i *)(index + x), pick);
+    }
+    return x;
+}
+#define MP_ROW3X3_VECTOR(S, r0, r1, r2, ow, out, index)                       \
+    mp_row3x3_##S##_avx2(r0, r1, r2, ow, out, index)
+#else
+#define MP_ROW3X3_VECTOR(S, r0, r1, r2, ow, out, index) ((void)(out), (int64_t)0)
+#endif
 
 static void mp_axis_map(int64_t *map, int64_t padded, int64_t before, int64_t n, int mode)
 {
@@ -78,39 +172,37 @@ static void mp_fill_padded_##S(const T *plane, T *pad, const int64_t *rows,    \
     }                                                                          \
 }                                                                              \
                                                                                \
-/* One output row of a 3x3 window: r0..r2 are the window's padded rows. */    \
+/* One output row of a 3x3 window: r0..r2 are the window's padded rows.   \
+ * Straight-line work per output, so the loop over outputs vectorizes: the  \
+ * median value from the network, then its stable-rank position (the        \
+ * (4 - #smaller)-th element equal to it, in window order), then the first  \
+ * NaN's position when the window has one.  The value written is the input  \
+ * element at that position, bits and all. */                               \
 static void mp_row3x3_##S(const T *r0, const T *r1, const T *r2, int64_t ow,   \
                           int64_t sw, T *out, int64_t *index)                  \
 {                                                                              \
-    T v[9][MP_LANES];                                                          \
-    int32_t p[9][MP_LANES];                                                    \
-    for (int64_t o0 = 0; o0 < ow; o0 += MP_LANES) {                            \
-        int64_t n = ow - o0 < MP_LANES ? ow - o0 : MP_LANES;                   \
-        int nan_seen = 0;                                                      \
+    int64_t x0 = sw == 1 ? MP_ROW3X3_VECTOR(S, r0, r1, r2, ow, out, index) : 0; \
+    for (int64_t x = x0; x < ow; x++) {                                        \
+        const int64_t c = x * sw;                                              \
+        const T a[9] = {r0[c], r0[c + 1], r0[c + 2], r1[c], r1[c + 1],        \
+                        r1[c + 2], r2[c], r2[c + 1], r2[c + 2]};               \
+        T s[9];                                                                \
+        for (int k = 0; k < 9; k++) s[k] = a[k];                               \
+        MP_MEDIAN9(T, s);                                                      \
+        const T m = s[4];                                                      \
+        int32_t need = 4, seen = 0, pick = 9, first_nan = 9;                   \
+        for (int k = 0; k < 9; k++) need -= a[k] < m;                          \
         for (int k = 0; k < 9; k++) {                                          \
-            const T *r = (k < 3 ? r0 : k < 6 ? r1 : r2) + o0 * sw + k % 3;     \
-            for (int l = 0; l < MP_LANES; l++) {                               \
-                T x = l < n ? r[l * sw] : (T)0; /* unused lanes: any value */  \
-                v[k][l] = x;                                                   \
-                p[k][l] = k;                                                   \
-                nan_seen |= x != x;                                            \
-            }                                                                  \
+            int32_t eq = a[k] == m;                                            \
+            pick = (eq & (seen == need) & (pick == 9)) ? k : pick;             \
+            seen += eq;                                                        \
         }                                                                      \
-        MP_MEDIAN9(T, v, p)                                                    \
-        for (int64_t l = 0; l < n; l++) {                                      \
-            out[o0 + l] = v[4][l];                                             \
-            index[o0 + l] = p[4][l];                                           \
-        }                                                                      \
-        if (!nan_seen) continue;                                               \
-        for (int64_t l = 0; l < n; l++) /* a NaN window: its first NaN */      \
-            for (int k = 0; k < 9; k++) {                                      \
-                T x = (k < 3 ? r0 : k < 6 ? r1 : r2)[(o0 + l) * sw + k % 3];   \
-                if (x != x) {                                                  \
-                    out[o0 + l] = x;                                           \
-                    index[o0 + l] = k;                                         \
-                    break;                                                     \
-                }                                                              \
-            }                                                                  \
+        for (int k = 8; k >= 0; k--) first_nan = a[k] != a[k] ? k : first_nan; \
+        pick = first_nan < 9 ? first_nan : pick;                               \
+        T v = a[0];                                                            \
+        for (int k = 1; k < 9; k++) v = pick == k ? a[k] : v;                  \
+        out[x] = v;                                                            \
+        index[x] = pick;                                                       \
     }                                                                          \
 }                                                                              \
                                                                                \
@@ -198,6 +290,33 @@ static int mp_backward_##S(const T *grad, const int64_t *index,                \
         const T *gr = grad + c * oh * ow;                                      \
         const int64_t *ix = index + c * oh * ow;                               \
         T *gi = grad_input + c * h * w;                                        \
+        for (int64_t i = 0; i < h * w; i++) gi[i] = (T)0;                      \
+        if (sh == 1 && sw == 1) {                                              \
+            /* stride 1: one padded row at a time, each element gathering its \
+             * windows' gradients in window-offset order (col2im's); adding  \
+             * the zeros col2im adds too changes nothing */                   \
+            for (int64_t ph = 0; ph < hp; ph++) {                              \
+                T *acc = pad;                                                  \
+                for (int64_t pw = 0; pw < wp; pw++) acc[pw] = (T)0;            \
+                for (int64_t ki = 0; ki < kh; ki++) {                          \
+                    int64_t y = ph - ki;                                       \
+                    if (y < 0 || y >= oh) continue;                            \
+                    const int64_t *ixr = ix + y * ow;                          \
+                    const T *grr = gr + y * ow;                                \
+                    for (int64_t kj = 0; kj < kw; kj++) {                      \
+                        const int64_t off = ki * kw + kj;                      \
+                        T *dst = acc + kj; /* output x feeds padded x + kj */  \
+                        for (int64_t x = 0; x < ow; x++)                       \
+                            dst[x] += ixr[x] == off ? grr[x] : (T)0;           \
+                    }                                                          \
+                }                                                              \
+                if (rows[ph] < 0) continue;                                    \
+                T *dst = gi + rows[ph] * w;                                    \
+                for (int64_t pw = 0; pw < wp; pw++)                            \
+                    if (cols[pw] >= 0) dst[cols[pw]] += acc[pw];               \
+            }                                                                  \
+            continue;                                                          \
+        }                                                                      \
         for (int64_t i = 0; i < hp * wp; i++) pad[i] = (T)0;                   \
         for (int64_t off = 0; off < kh * kw; off++) {                          \
             T *base = pad + (off / kw) * wp + off % kw;                        \
@@ -206,7 +325,6 @@ static int mp_backward_##S(const T *grad, const int64_t *index,                \
                     if (ix[y * ow + x] == off)                                 \
                         base[y * sh * wp + x * sw] += gr[y * ow + x];          \
         }                                                                      \
-        for (int64_t i = 0; i < h * w; i++) gi[i] = (T)0;                      \
         for (int64_t ph = 0; ph < hp; ph++) {                                  \
             if (rows[ph] < 0) continue;                                        \
             T *dst = gi + rows[ph] * w;                                        \
