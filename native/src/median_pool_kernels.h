@@ -17,6 +17,7 @@
  */
 #include <stdlib.h>
 #include <string.h>
+#include "keys.h"
 
 /* A median-of-9 selection network on values alone (19 compare-exchanges,
  * Paeth's); wire 4 ends holding the median value.  Equal values are
@@ -24,20 +25,22 @@
  * afterwards by counting.  Checked on all 2^9 zero-one windows by
  * tests/test_nn.py (by the zero-one principle it then selects the median
  * of any totally ordered input). */
-#define MP_CE(T, a, b)                                                        \
-    do {                                                                      \
-        T lo_ = b < a ? b : a, hi_ = b < a ? a : b;                             \
-        a = lo_;                                                              \
-        b = hi_;                                                              \
-    } while (0)
+#define MP_LANES 16 /* outputs per block of the portable 3x3 path: 64 bytes of
+                       float32, whole vectors for every common width */
+#define MP_CE(T, s, i, j)                                                     \
+    for (int l_ = 0; l_ < MP_LANES; l_++) {                                    \
+        T a_ = s[i][l_], b_ = s[j][l_];                                         \
+        s[i][l_] = b_ < a_ ? b_ : a_;                                           \
+        s[j][l_] = b_ < a_ ? a_ : b_;                                           \
+    }
 #define MP_MEDIAN9(T, s)                                                      \
-    MP_CE(T, s[1], s[2]); MP_CE(T, s[4], s[5]); MP_CE(T, s[7], s[8]);         \
-    MP_CE(T, s[0], s[1]); MP_CE(T, s[3], s[4]); MP_CE(T, s[6], s[7]);         \
-    MP_CE(T, s[1], s[2]); MP_CE(T, s[4], s[5]); MP_CE(T, s[7], s[8]);         \
-    MP_CE(T, s[0], s[3]); MP_CE(T, s[5], s[8]); MP_CE(T, s[4], s[7]);         \
-    MP_CE(T, s[3], s[6]); MP_CE(T, s[1], s[4]); MP_CE(T, s[2], s[5]);         \
-    MP_CE(T, s[4], s[7]); MP_CE(T, s[4], s[2]); MP_CE(T, s[6], s[4]);         \
-    MP_CE(T, s[4], s[2])
+    MP_CE(T, s, 1, 2) MP_CE(T, s, 4, 5) MP_CE(T, s, 7, 8)                     \
+    MP_CE(T, s, 0, 1) MP_CE(T, s, 3, 4) MP_CE(T, s, 6, 7)                     \
+    MP_CE(T, s, 1, 2) MP_CE(T, s, 4, 5) MP_CE(T, s, 7, 8)                     \
+    MP_CE(T, s, 0, 3) MP_CE(T, s, 5, 8) MP_CE(T, s, 4, 7)                     \
+    MP_CE(T, s, 3, 6) MP_CE(T, s, 1, 4) MP_CE(T, s, 2, 5)                     \
+    MP_CE(T, s, 4, 7) MP_CE(T, s, 4, 2) MP_CE(T, s, 6, 4)                     \
+    MP_CE(T, s, 4, 2)
 
 #if defined(__AVX2__)
 #include <immintrin.h>
@@ -155,7 +158,7 @@ static void mp_axis_map(int64_t *map, int64_t padded, int64_t before, int64_t n,
     }
 }
 
-#define MP_DEFINE(T, S)                                                        \
+#define MP_DEFINE(T, S, UT, KEY)                                                      \
 static void mp_fill_padded_##S(const T *plane, T *pad, const int64_t *rows,    \
                                const int64_t *cols, int64_t hp, int64_t wp,    \
                                int64_t w)                                      \
@@ -173,36 +176,53 @@ static void mp_fill_padded_##S(const T *plane, T *pad, const int64_t *rows,    \
 }                                                                              \
                                                                                \
 /* One output row of a 3x3 window: r0..r2 are the window's padded rows.   \
- * Straight-line work per output, so the loop over outputs vectorizes: the  \
- * median value from the network, then its stable-rank position (the        \
- * (4 - #smaller)-th element equal to it, in window order), then the first  \
- * NaN's position when the window has one.  The value written is the input  \
- * element at that position, bits and all. */                               \
+ * Outputs go in blocks of MP_LANES, each step a loop over the block's     \
+ * lanes, on order keys (keys.h: -0.0 as +0.0, NaN largest), whose integer \
+ * min/max compile without branches: the median key from the network, then \
+ * its stable-rank position (the (4 - #smaller)-th element of equal key, in \
+ * window order), then the first NaN's position when the window has one.   \
+ * The value written is the input element at that position, bits and all.  \
+ * The AVX2 target does stride-1 rows with intrinsics first. */             \
 static void mp_row3x3_##S(const T *r0, const T *r1, const T *r2, int64_t ow,   \
                           int64_t sw, T *out, int64_t *index)                  \
 {                                                                              \
+    UT key[9][MP_LANES], s[9][MP_LANES];                                       \
+    int32_t need[MP_LANES], seen[MP_LANES], pick[MP_LANES], nan_at[MP_LANES];  \
     int64_t x0 = sw == 1 ? MP_ROW3X3_VECTOR(S, r0, r1, r2, ow, out, index) : 0; \
-    for (int64_t x = x0; x < ow; x++) {                                        \
-        const int64_t c = x * sw;                                              \
-        const T a[9] = {r0[c], r0[c + 1], r0[c + 2], r1[c], r1[c + 1],        \
-                        r1[c + 2], r2[c], r2[c + 1], r2[c + 2]};               \
-        T s[9];                                                                \
-        for (int k = 0; k < 9; k++) s[k] = a[k];                               \
-        MP_MEDIAN9(T, s);                                                      \
-        const T m = s[4];                                                      \
-        int32_t need = 4, seen = 0, pick = 9, first_nan = 9;                   \
-        for (int k = 0; k < 9; k++) need -= a[k] < m;                          \
-        for (int k = 0; k < 9; k++) {                                          \
-            int32_t eq = a[k] == m;                                            \
-            pick = (eq & (seen == need) & (pick == 9)) ? k : pick;             \
-            seen += eq;                                                        \
+    for (int64_t o0 = x0; o0 < ow; o0 += MP_LANES) {                           \
+        int64_t n = ow - o0 < MP_LANES ? ow - o0 : MP_LANES;                   \
+        for (int l = 0; l < MP_LANES; l++) nan_at[l] = 9;                      \
+        for (int k = 8; k >= 0; k--) {                                         \
+            const T *r = (k < 3 ? r0 : k < 6 ? r1 : r2) + o0 * sw + k % 3;     \
+            for (int64_t l = 0; l < n; l++) {                                  \
+                T e = r[l * sw];                                               \
+                UT b;                                                          \
+                memcpy(&b, &e, sizeof b);                                      \
+                key[k][l] = KEY(b);                                            \
+                nan_at[l] = e != e ? k : nan_at[l];                            \
+            }                                                                  \
+            for (int64_t l = n; l < MP_LANES; l++) key[k][l] = 0; /* unused */ \
         }                                                                      \
-        for (int k = 8; k >= 0; k--) first_nan = a[k] != a[k] ? k : first_nan; \
-        pick = first_nan < 9 ? first_nan : pick;                               \
-        T v = a[0];                                                            \
-        for (int k = 1; k < 9; k++) v = pick == k ? a[k] : v;                  \
-        out[x] = v;                                                            \
-        index[x] = pick;                                                       \
+        memcpy(s, key, sizeof key);                                            \
+        MP_MEDIAN9(UT, s);                                                     \
+        for (int l = 0; l < MP_LANES; l++) {                                   \
+            need[l] = 4;                                                       \
+            seen[l] = 0;                                                       \
+            pick[l] = 9;                                                       \
+        }                                                                      \
+        for (int k = 0; k < 9; k++)                                            \
+            for (int l = 0; l < MP_LANES; l++) need[l] -= key[k][l] < s[4][l]; \
+        for (int k = 0; k < 9; k++)                                            \
+            for (int l = 0; l < MP_LANES; l++) {                               \
+                int32_t eq = key[k][l] == s[4][l];                             \
+                pick[l] = (eq & (seen[l] == need[l]) & (pick[l] == 9)) ? k : pick[l]; \
+                seen[l] += eq;                                                 \
+            }                                                                  \
+        for (int64_t l = 0; l < n; l++) {                                      \
+            int32_t p = nan_at[l] < 9 ? nan_at[l] : pick[l];                   \
+            out[o0 + l] = (p < 3 ? r0 : p < 6 ? r1 : r2)[(o0 + l) * sw + p % 3]; \
+            index[o0 + l] = p;                                                 \
+        }                                                                      \
     }                                                                          \
 }                                                                              \
                                                                                \
@@ -336,8 +356,8 @@ static int mp_backward_##S(const T *grad, const int64_t *index,                \
     return KWK_OK;                                                             \
 }
 
-MP_DEFINE(float, f32)
-MP_DEFINE(double, f64)
+MP_DEFINE(float, f32, uint32_t, kwk_key_f32)
+MP_DEFINE(double, f64, uint64_t, kwk_key_f64)
 
 static int impl_median_pool2d(int dtype, const void *src, int64_t planes, int64_t h,
                               int64_t w, const int64_t *geometry, int mode, void *out,
