@@ -130,6 +130,23 @@ def test_gradcheck(mode, gen):
         assert torch.autograd.gradcheck(fn, (x,))
 
 
+def test_func_transforms_and_forward_ad(gen):
+    """torch.func.grad, vmap(grad) and forward-mode AD take the reference's
+    own derivatives: the same numbers."""
+    import torch.autograd.forward_ad as fwAD
+    x = make_values("ties", (2, 5, 6), torch.float64, gen)
+    fast = lambda t: KF.median_pool2d(t).pow(2).sum()  # noqa: E731
+    ref = lambda t: R.median_pool2d(t, (3, 3), (1, 1), (1, 1, 1, 1), "reflect").pow(2).sum()  # noqa: E731
+    _assert_same(torch.func.grad(ref)(x), torch.func.grad(fast)(x))
+    _assert_same(torch.vmap(torch.func.grad(ref))(x), torch.vmap(torch.func.grad(fast))(x))
+    tangent = torch.randn(x.shape, generator=gen, dtype=x.dtype)
+    with fwAD.dual_level():
+        got = fwAD.unpack_dual(KF.median_pool2d(fwAD.make_dual(x, tangent))).tangent
+        want = fwAD.unpack_dual(R.median_pool2d(fwAD.make_dual(x, tangent), (3, 3), (1, 1),
+                                                (1, 1, 1, 1), "reflect")).tangent
+    _assert_same(want, got)
+
+
 def test_double_backward_raises(gen):
     x = torch.randn(1, 5, 5, dtype=torch.float64, generator=gen, requires_grad=True)
     y = KF.median_pool2d(x)

@@ -15,13 +15,16 @@ is the registered median_pool2d_backward op (native on the CPU), which sums
 the gradient in the reference's order and so gives its bits exactly.  It is
 once differentiable (double backward raises).  Where that op cannot promise
 the reference's bits (circular padding, dtypes other than float32/float64)
-the autograd kernel differentiates the reference itself.
+the autograd kernel differentiates the reference itself, as it does under
+forward-mode AD and torch.func transforms (grad, jacrev, vmap of grad).
 """
 import torch
+import torch.autograd.forward_ad as _forward_ad
 
 from kwker.nn import reference
 from kwker.ops import median_pool as native
-from kwker.torch_ops.autograd import _below_autograd, _direct, _may_need_grad, kernel_entry
+from kwker.torch_ops.autograd import (_below_autograd, _direct, _functorch_active,
+                                      _may_need_grad, kernel_entry)
 from kwker.torch_ops.schemas import LIB
 
 _ARGS = "int[2] kernel_size, int[2] stride, int[4] padding, str padding_mode"
@@ -170,9 +173,13 @@ def median_pool2d_autograd(x, kernel_size, stride, padding, padding_mode):
     if _direct(x):
         return median_pool2d_cpu(x, kernel_size, stride, padding, padding_mode)
     if (x.is_floating_point() or x.is_complex()) and _may_need_grad(x):
-        if x.dtype in native.DTYPES and padding_mode in native.BACKWARD_MODES:
+        if x.dtype in native.DTYPES and padding_mode in native.BACKWARD_MODES \
+                and _forward_ad._current_level < 0 and not _functorch_active():
             return _MedianPool2d.apply(x, kernel_size, stride, padding, padding_mode)
-        # the reference under torch's autograd: its gradient by definition
+        # the reference under torch's autograd: its gradient by definition.
+        # Also for forward-mode AD and torch.func transforms, which the
+        # autograd.Function (no jvp; custom_function_call has no kernel at
+        # this key) does not serve
         _check(x, kernel_size, stride, padding, padding_mode)
         values, indices = reference.median_pool2d_windows(x, kernel_size, stride, padding,
                                                           padding_mode)
