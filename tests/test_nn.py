@@ -106,6 +106,22 @@ def test_layouts_and_ranks(gen):
         assert torch.equal(ref_index, index)
 
 
+@pytest.mark.parametrize("shape", [(0, 3, 8, 8), (2, 0, 8, 8), (1, 1, 1, 1), (1, 1, 2, 1)])
+def test_empty_and_tiny_inputs(shape, gen):
+    """As the reference: empty batches pass through, reflect padding of a
+    1-pixel side raises F.pad's error."""
+    x = torch.randn(shape, generator=gen)
+    for mode in ("zeros", "replicate", "reflect"):
+        padding = R.resolve_padding(*shape[-2:], (3, 3), (1, 1), None)
+        try:
+            want = R.median_pool2d(x, (3, 3), (1, 1), padding, mode)
+        except RuntimeError:
+            with pytest.raises(RuntimeError):
+                KF.median_pool2d(x, padding_mode=mode)
+            continue
+        _assert_same(want, KF.median_pool2d(x, padding_mode=mode))
+
+
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16, torch.int32])
 def test_other_dtypes_run_the_reference(dtype, gen):
     x = make_values("ties", (2, 6, 7), dtype, gen)
