@@ -14,13 +14,16 @@
  * does, so the sums round identically: first into the padded plane, window
  * offset by window offset (col2im's order), then from the padded plane into
  * the input in the padded plane's row-major order (the pad's backward).
+ * At stride 1 each padded row gathers its windows' gradients (offsets in
+ * ascending order, the same sums) instead of scattering them.
  */
 #include <stdlib.h>
 #include <string.h>
 #include "keys.h"
 
-/* A median-of-9 selection network on values alone (19 compare-exchanges,
- * Paeth's); wire 4 ends holding the median value.  Equal values are
+/* A median-of-9 selection network (19 compare-exchanges, Paeth's) over
+ * MP_LANES windows at once, on order keys (the AVX2 path below runs the same
+ * network on float vectors); wire 4 ends holding the median.  Equal values are
  * interchangeable here: which of them is the stable-rank element is found
  * afterwards by counting.  Checked on all 2^9 zero-one windows by
  * tests/test_nn.py (by the zero-one principle it then selects the median
