@@ -6,7 +6,7 @@ use it falls back to torch.
 """
 import torch
 
-ABI_VERSION = 3
+ABI_VERSION = 4
 
 ffi = None
 lib = None

@@ -78,6 +78,11 @@ int kwk_quantile_addr(int dtype, uintptr_t src, int64_t outer, int64_t len, int6
                       int64_t src_so, int64_t src_sl, int64_t src_si, uintptr_t q,
                       int64_t nq, uintptr_t out, int64_t dst_sq, int64_t dst_so,
                       int64_t dst_si, int interpolation, int ignore_nan);
+int kwk_median_pool2d_addr(int dtype, uintptr_t src, int64_t planes, int64_t h, int64_t w,
+                           uintptr_t geometry, int mode, uintptr_t out, uintptr_t index);
+int kwk_median_pool2d_backward_addr(int dtype, uintptr_t grad, uintptr_t index,
+                                    int64_t planes, int64_t h, int64_t w,
+                                    uintptr_t geometry, int mode, uintptr_t grad_input);
 """
 
 ADDRESS_ADAPTERS_SOURCE = """
@@ -128,6 +133,19 @@ int kwk_quantile_addr(int dtype, uintptr_t src, int64_t outer, int64_t len, int6
     return kwk_quantile(dtype, P(src), outer, len, inner, src_so, src_sl, src_si,
                         (const double *)P(q), nq, P(out), dst_sq, dst_so, dst_si,
                         interpolation, ignore_nan);
+}
+int kwk_median_pool2d_addr(int dtype, uintptr_t src, int64_t planes, int64_t h, int64_t w,
+                           uintptr_t geometry, int mode, uintptr_t out, uintptr_t index)
+{
+    return kwk_median_pool2d(dtype, P(src), planes, h, w, (const int64_t *)P(geometry), mode,
+                             P(out), (int64_t *)P(index));
+}
+int kwk_median_pool2d_backward_addr(int dtype, uintptr_t grad, uintptr_t index,
+                                    int64_t planes, int64_t h, int64_t w,
+                                    uintptr_t geometry, int mode, uintptr_t grad_input)
+{
+    return kwk_median_pool2d_backward(dtype, P(grad), (const int64_t *)P(index), planes, h, w,
+                                      (const int64_t *)P(geometry), mode, P(grad_input));
 }
 """
 

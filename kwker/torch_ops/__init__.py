@@ -38,3 +38,5 @@ def _register():
 
 
 _register()
+
+from kwker.torch_ops import layers  # noqa: E402,F401  (registers its ops)

@@ -24,7 +24,7 @@
 
 #include <stdint.h>
 
-#define KWK_ABI_VERSION 3
+#define KWK_ABI_VERSION 4
 
 /* Status codes (negative: the call did nothing useful; see kwk_strerror). */
 enum {
@@ -124,4 +124,24 @@ int kwk_quantile(int dtype, const void *src,
                  const double *q, int64_t nq, void *out,
                  int64_t dst_sq, int64_t dst_so, int64_t dst_si,
                  int interpolation, int ignore_nan);
+
+/* Padding modes of median_pool2d (as torch.nn.functional.pad's). */
+enum { KWK_PAD_ZEROS = 0, KWK_PAD_REFLECT = 1, KWK_PAD_REPLICATE = 2, KWK_PAD_CIRCULAR = 3 };
+/* Median filter over `planes` contiguous h x w planes (float32/float64).
+ * geometry[12] = kernel h, w; stride h, w; padding top, bottom, left, right;
+ * padded h, w; output h, w (the caller's sizes, checked for consistency).
+ * Each output is the lower median of its window: the element at stable rank
+ * (n-1)//2 by (value, position in the window, row-major), or the window's
+ * first NaN; index gets that position (0 .. kh*kw-1).  Outputs are
+ * contiguous (planes, out h, out w).  Reflect padding needs each pad < the
+ * input's size along it, circular each pad <= it. */
+int kwk_median_pool2d(int dtype, const void *src, int64_t planes, int64_t h, int64_t w,
+                      const int64_t *geometry, int mode, void *out, int64_t *index);
+/* The gradient of kwk_median_pool2d: grad (planes, out h, out w) goes to the
+ * elements index names, summed in the order of the reference's backward
+ * (col2im, then the pad's backward); grad_input (planes, h, w) is written
+ * whole. */
+int kwk_median_pool2d_backward(int dtype, const void *grad, const int64_t *index,
+                               int64_t planes, int64_t h, int64_t w,
+                               const int64_t *geometry, int mode, void *grad_input);
 #endif

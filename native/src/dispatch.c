@@ -232,3 +232,54 @@ int kwk_quantile(int dtype, const void *src, int64_t outer, int64_t len, int64_t
     return kernels()->quantile(dtype, src, outer, len, inner, src_so, src_sl, src_si, q, nq,
                                out, dst_sq, dst_so, dst_si, interpolation, ignore_nan != 0);
 }
+
+/* ------------------------------------------------------- median_pool2d */
+
+static int check_median_pool2d(int dtype, const void *src, int64_t planes, int64_t h,
+                               int64_t w, const int64_t *g, int mode, const void *out,
+                               const int64_t *index)
+{
+    int64_t t;
+    if (dtype != KWK_FLOAT32 && dtype != KWK_FLOAT64) return KWK_E_DTYPE;
+    if (!src || !g || !out || !index) return KWK_E_ARG;
+    if (planes < 0 || h < 1 || w < 1) return KWK_E_ARG;
+    if (mode != KWK_PAD_ZEROS && mode != KWK_PAD_REFLECT && mode != KWK_PAD_REPLICATE &&
+        mode != KWK_PAD_CIRCULAR)
+        return KWK_E_ARG;
+    for (int i = 0; i < 4; i++)
+        if (g[i] < 1) return KWK_E_ARG;      /* kernel and stride */
+    for (int i = 4; i < 8; i++)
+        if (g[i] < 0 || g[i] > (int64_t)1 << 30) return KWK_E_ARG; /* padding */
+    if (g[0] > 4096 || g[1] > 4096 || g[0] * g[1] > ((int64_t)1 << 24)) return KWK_E_ARG;
+    if (mode == KWK_PAD_REFLECT && (g[4] >= h || g[5] >= h || g[6] >= w || g[7] >= w))
+        return KWK_E_ARG;
+    if (mode == KWK_PAD_CIRCULAR && (g[4] > h || g[5] > h || g[6] > w || g[7] > w))
+        return KWK_E_ARG;
+    if (g[8] != h + g[4] + g[5] || g[9] != w + g[6] + g[7]) return KWK_E_ARG;
+    if (g[8] < g[0] || g[9] < g[1]) return KWK_E_ARG;
+    if (g[10] != (g[8] - g[0]) / g[2] + 1 || g[11] != (g[9] - g[1]) / g[3] + 1) return KWK_E_ARG;
+    if (!mul_ok(g[8], g[9], &t) || !mul_ok(t, 8, &t)) return KWK_E_OVERFLOW;
+    if (!mul_ok(planes, h, &t) || !mul_ok(t, w, &t) || !mul_ok(t, 8, &t)) return KWK_E_OVERFLOW;
+    if (!mul_ok(planes, g[10], &t) || !mul_ok(t, g[11], &t) || !mul_ok(t, 8, &t))
+        return KWK_E_OVERFLOW;
+    return KWK_OK;
+}
+
+int kwk_median_pool2d(int dtype, const void *src, int64_t planes, int64_t h, int64_t w,
+                      const int64_t *geometry, int mode, void *out, int64_t *index)
+{
+    int status = check_median_pool2d(dtype, src, planes, h, w, geometry, mode, out, index);
+    if (status != KWK_OK) return status;
+    return kernels()->median_pool2d(dtype, src, planes, h, w, geometry, mode, out, index);
+}
+
+int kwk_median_pool2d_backward(int dtype, const void *grad, const int64_t *index,
+                               int64_t planes, int64_t h, int64_t w,
+                               const int64_t *geometry, int mode, void *grad_input)
+{
+    int status = check_median_pool2d(dtype, grad, planes, h, w, geometry, mode, grad_input,
+                                     index);
+    if (status != KWK_OK) return status;
+    return kernels()->median_pool2d_backward(dtype, grad, index, planes, h, w, geometry, mode,
+                                             grad_input);
+}

@@ -36,6 +36,11 @@ typedef struct {
                     int64_t inner, int64_t src_so, int64_t src_sl, int64_t src_si,
                     const double *q, int64_t nq, void *out, int64_t dst_sq,
                     int64_t dst_so, int64_t dst_si, int interpolation, int ignore_nan);
+    int (*median_pool2d)(int dtype, const void *src, int64_t planes, int64_t h, int64_t w,
+                         const int64_t *geometry, int mode, void *out, int64_t *index);
+    int (*median_pool2d_backward)(int dtype, const void *grad, const int64_t *index,
+                                  int64_t planes, int64_t h, int64_t w,
+                                  const int64_t *geometry, int mode, void *grad_input);
 } kwk_kernel_table;
 
 extern const kwk_kernel_table kwk_kernels_portable;

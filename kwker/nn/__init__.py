@@ -1,0 +1,12 @@
+"""kwker.nn: layers built on sorting, each an nn.Module with the
+parameters and state_dict of its plain-torch reference (kwker.nn.reference)
+and a fast path through torch.ops.kwker chosen by use_fast.
+
+    model = torch.nn.Sequential(kwker.nn.MedianPool2d(3), ...)
+    kwker.nn.deactivate(model)          # every module back to its reference
+"""
+from kwker.nn import functional, reference
+from kwker.nn.modules import FastModule, MedianPool2d, deactivate, fast_modules, set_use_fast
+
+__all__ = ["MedianPool2d", "FastModule", "set_use_fast", "fast_modules", "deactivate",
+           "functional", "reference"]

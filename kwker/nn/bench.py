@@ -1,0 +1,85 @@
+"""Speed of kwker.nn's layers against their plain-torch references, in one
+run, on one thread: python -m kwker.nn.bench [--repeats N] [--quick]
+
+Each figure is the minimum over repeats of a timed loop; ratios are
+reference time / Kwker time.  Where installed, kornia's median_blur, OpenCV's
+medianBlur and scipy.ndimage.median_filter are timed on the same input
+(forward only for OpenCV and scipy: they have no backward)."""
+import argparse
+import importlib.util
+import timeit
+
+import torch
+
+from kwker.nn import functional as KF
+from kwker.nn import reference as R
+
+SHAPES = [(1, 3, 224, 224), (64, 3, 64, 64)]
+
+
+def best(fn, repeats, budget=0.2):
+    """Seconds per call: the fastest of `repeats` loops, each ~budget/repeats
+    long."""
+    fn()
+    once = min(timeit.repeat(fn, number=1, repeat=3))
+    number = max(1, int(budget / repeats / max(once, 1e-6)))
+    return min(timeit.repeat(fn, number=number, repeat=repeats)) / number
+
+
+def forward_backward(fn, x, grad):
+    def run():
+        x.grad = None
+        fn(x).backward(grad)
+    return run
+
+
+def median_pool2d_rows(repeats):
+    rows = []
+    for shape in SHAPES:
+        gen = torch.Generator().manual_seed(0)
+        x = torch.randn(shape, generator=gen)
+        args = ((3, 3), (1, 1), (1, 1, 1, 1), "reflect")
+        ref = lambda t: R.median_pool2d(t, *args)  # noqa: E731
+        fast = lambda t: KF.median_pool2d(t, 3)  # noqa: E731
+        assert torch.equal(ref(x), fast(x))
+        t_ref, t_fast = best(lambda: ref(x), repeats), best(lambda: fast(x), repeats)
+        others = {}
+        if importlib.util.find_spec("kornia"):
+            import kornia
+            others["kornia"] = best(lambda: kornia.filters.median_blur(x, 3), repeats)
+        if importlib.util.find_spec("cv2"):
+            import cv2
+            planes = x.reshape(-1, *shape[-2:]).numpy()
+            others["opencv"] = best(lambda: [cv2.medianBlur(p, 3) for p in planes], repeats)
+        if importlib.util.find_spec("scipy"):
+            from scipy import ndimage
+            arr = x.numpy()
+            others["scipy"] = best(lambda: ndimage.median_filter(arr, size=(1, 1, 3, 3),
+                                                                 mode="mirror"), repeats)
+        xg = x.clone().requires_grad_()
+        grad = torch.randn(shape, generator=gen)
+        b_ref = best(forward_backward(ref, xg, grad), repeats)
+        b_fast = best(forward_backward(fast, xg, grad), repeats)
+        rows.append((shape, t_ref, t_fast, b_ref, b_fast, others))
+    return rows
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeats", type=int, default=7)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(1)
+    print("median_pool2d 3x3, reflect padding, float32, 1 thread; ms per call (min of "
+          f"{args.repeats})")
+    print(f"{'input':>16} {'fwd ref':>8} {'fwd kwk':>8} {'x':>6} {'f+b ref':>8} "
+          f"{'f+b kwk':>8} {'x':>6}  others (fwd ms, ratio to kwker)")
+    for shape, t_ref, t_fast, b_ref, b_fast, others in median_pool2d_rows(args.repeats):
+        extra = "  ".join(f"{name} {t * 1e3:.2f} ({t / t_fast:.1f}x)"
+                          for name, t in others.items())
+        print(f"{'x'.join(map(str, shape)):>16} {t_ref * 1e3:8.2f} {t_fast * 1e3:8.2f} "
+              f"{t_ref / t_fast:5.1f}x {b_ref * 1e3:8.2f} {b_fast * 1e3:8.2f} "
+              f"{b_ref / b_fast:5.1f}x  {extra}")
+
+
+if __name__ == "__main__":
+    main()
