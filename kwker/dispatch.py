@@ -547,15 +547,12 @@ def unique_entry(wrapped, instance, args, kwargs, decide_only=False):
                 failure = TORCH_RAISES
             if failure is None:
                 if decide_only:
-                    return None  # tie_bits is known only once the data is read
-                result = unique_ops.unique(x, return_inverse, return_counts)
-                if result is not None:
-                    STATS.fast["unique"] += 1
-                    output, inverse, counts = result
-                    if not (return_inverse or return_counts):
-                        return output
-                    return tuple(t for t in result if t is not None)
-                failure = support.TIE_BITS
+                    return None
+                output, inverse, counts = unique_ops.unique(x, return_inverse, return_counts)
+                STATS.fast["unique"] += 1
+                if not (return_inverse or return_counts):
+                    return output
+                return tuple(t for t in (output, inverse, counts) if t is not None)
     return failure if decide_only else _fallback("unique", failure, wrapped, args, kwargs)
 
 

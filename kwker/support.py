@@ -92,7 +92,7 @@ OPS: Dict[str, OpSupport] = {
     "median": OpSupport(_SELECTABLE, _TENSOR_CHECKS, "with dim, and over all elements"),
     "nanmedian": OpSupport(_SELECTABLE, _TENSOR_CHECKS, "with dim, and over all elements"),
     "kthvalue": OpSupport(_SELECTABLE, _GRAD_CHECKS),
-    "unique": OpSupport(_ALL_SORTABLE, _TENSOR_CHECKS + (TORCH_RAISES, TIE_BITS),
+    "unique": OpSupport(_ALL_SORTABLE, _TENSOR_CHECKS + (TORCH_RAISES,),
                         "the flattened form (dim=None); unique(dim=...) goes to torch"),
     "quantile": OpSupport(_QUANTILE, _TENSOR_CHECKS + (TORCH_RAISES, TIE_BITS),
                           "q a float or a 0/1-D tensor of the input's dtype; out= goes to torch"),

@@ -1,13 +1,15 @@
 """torch.unique (flattened form) from the native sort.
 
-torch sorts the flattened input and compares neighbours; so does this, with
-Kwker's sort and torch's vectorised element-wise ops for the compaction.
-Only two things about torch's result depend on how its unstable sort orders
-equal elements, and those calls are left to torch (the caller sees None):
-the sign of a zero when +0.0 and -0.0 both occur (they merge into one entry
-showing whichever came first), and, for NaNs (never merged: one entry each),
-their payload order when they differ or, with return_inverse, which NaN
-entry each NaN element maps to.
+torch sorts the flattened input (torch.sort, unstable) and compares
+neighbours; so does this, with Kwker's sort and torch's vectorised
+element-wise ops for the compaction.  Two things about torch's result depend
+on how its unstable sort orders equal elements: the sign of a zero when
++0.0 and -0.0 both occur (they merge into one entry showing whichever came
+first), and, for NaNs (never merged: one entry each), their payload order
+when they differ or, with return_inverse, which NaN entry each NaN element
+maps to.  Those inputs are sorted in torch's own order (KWK_ORDER_TORCH,
+the emulation of its std::sort), which reproduces them exactly; all others
+take the cheaper stable or values-only sort.
 """
 from typing import Optional, Tuple
 
@@ -52,16 +54,16 @@ def _depends_on_tie_order(flat: torch.Tensor, return_inverse: bool) -> bool:
 
 
 def unique(x: torch.Tensor, return_inverse: bool, return_counts: bool
-           ) -> Optional[Tuple[torch.Tensor, Optional[torch.Tensor], Optional[torch.Tensor]]]:
+           ) -> Tuple[torch.Tensor, Optional[torch.Tensor], Optional[torch.Tensor]]:
     """(output, inverse or None, counts or None) as torch.unique gives them
-    for dim=None (x non-empty), or None when torch must decide (above)."""
+    for dim=None (x non-empty)."""
     flat = x.reshape(-1)
     if not flat.is_contiguous():
         flat = flat.contiguous()
-    if x.dtype.is_floating_point and _depends_on_tie_order(flat, return_inverse):
-        return None
     n = flat.shape[0]
-    if return_inverse:
+    if x.dtype.is_floating_point and _depends_on_tie_order(flat, return_inverse):
+        values, perm = sorting.sort(flat, 0, False, _native.ORDER_TORCH)
+    elif return_inverse:
         values, perm = sorting.sort(flat, 0, False, _native.ORDER_STABLE)
     else:
         values, perm = _sort_values(flat), None

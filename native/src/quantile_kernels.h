@@ -255,8 +255,8 @@ static int64_t qk_groups(const int64_t *want, int64_t m)
             else g(row + j * step, step, 1, (UT)0, &sample[i]);               \
         }                                                                     \
         {   /* sorted here (sw_bounds' insertion sort is quadratic) */        \
-            UT smin = sample[0], smax = sample[0];                            \
-            for (int64_t i = 1; i < ns; ++i) {                                \
+            UT smin = (UT)~(UT)0, smax = 0;                                   \
+            for (int64_t i = 0; i < ns; ++i) {                                \
                 smin = sample[i] < smin ? sample[i] : smin;                   \
                 smax = sample[i] > smax ? sample[i] : smax;                   \
             }                                                                 \
