@@ -27,33 +27,53 @@ ci_args() {
     esac
 }
 
+flags_opt="-O2 -std=c11 -ffp-contract=off -D_GNU_SOURCE -Wall -Wextra -Wno-unused-function -Inative/include"
+flags_san="-O1 -g -std=c11 -ffp-contract=off -D_GNU_SOURCE -fno-omit-frame-pointer \
+-fsanitize=address,undefined -fno-sanitize-recover=undefined -Inative/include"
+flavours="opt"
+[ "${1:-}" = "--fast" ] || flavours="opt san"
+
+# the library once per build (its sources two at a time), then each test
+# compiled and linked against it: the kernels are the slow part to compile
+jobs="$out/jobs"
+: >"$jobs"
+for f in $flavours; do
+    flags_var="flags_$f"
+    for src in $sources; do
+        echo "$cc ${!flags_var} -c $src -o $out/lib_${f}_$(basename "$src" .c).o" >>"$jobs"
+    done
+done
+xargs -P 2 -I{} sh -c '{}' <"$jobs"
 runs=()
+: >"$jobs"
 for test in native/tests/test_*.c; do
     name=$(basename "$test" .c)
     # a first line "/* link: FLAGS */" adds link flags (test_nomem wraps malloc)
     link=$(sed -n '1s|^/\* link: \(.*\) \*/$|\1|p' "$test")
-    # shellcheck disable=SC2086
-    $cc -O2 -std=c11 -ffp-contract=off -D_GNU_SOURCE -Wall -Wextra -Wno-unused-function -Inative/include \
-        -o "$out/$name" "$test" $sources -lm $link
-    runs+=("$name")
-    if [ "${1:-}" != "--fast" ]; then
-        $cc -O1 -g -std=c11 -ffp-contract=off -D_GNU_SOURCE -fno-omit-frame-pointer \
-            -fsanitize=address,undefined -fno-sanitize-recover=undefined \
-            -Inative/include -o "$out/${name}_san" "$test" $sources -lm $link
-        runs+=("${name}_san")
-    fi
+    for f in $flavours; do
+        flags_var="flags_$f"
+        bin=$name
+        [ "$f" = san ] && bin=${name}_san
+        echo "$cc ${!flags_var} -o $out/$bin $test $out/lib_${f}_*.o -lm $link" >>"$jobs"
+        runs+=("$bin")
+    done
 done
+xargs -P 2 -I{} sh -c '{}' <"$jobs"
+echo "built in $SECONDS s"
 
 run_one() {
     local name=$1 log="$out/$1.log"
     # shellcheck disable=SC2046
+    local start=$SECONDS
     if ASAN_OPTIONS=detect_leaks=1 "$out/$name" $(ci_args "$name") >"$log" 2>&1; then
-        echo "== $name: ok ($(tail -n 1 "$log"))"
+        echo "== $name: ok ($(tail -n 1 "$log")) $((SECONDS - start)) s"
     else
         echo "== $name: FAILED"; cat "$log"; return 1
     fi
 }
 export -f run_one ci_args
 export out
-printf '%s\n' "${runs[@]}" | xargs -P 2 -I{} bash -c 'run_one {}'
+# longest first (the sanitized selection test), so the two slots finish together
+printf '%s\n' "${runs[@]}" | awk '{print (/_san$/ ? 0 : 1) (/select|sort/ ? 0 : 1), $0}' | sort |
+    cut -d' ' -f2 | xargs -P 2 -I{} bash -c 'run_one {}'
 echo "native tests: ok"
