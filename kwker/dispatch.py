@@ -285,8 +285,8 @@ _UNIQUE_NAMES = ("sorted", "return_inverse", "return_counts", "dim")
 
 
 def _parse_unique(args, kwargs):
-    """(x, return_inverse, return_counts) from torch.unique arguments in the
-    flattened form (dim=None; `sorted` is ignored on the CPU, as by torch)."""
+    """(x, return_inverse, return_counts, dim) from torch.unique arguments
+    (dim None or an int; `sorted` is ignored on the CPU, as by torch)."""
     n = len(args)
     if n < 1 or n > 5:
         return None
@@ -302,9 +302,9 @@ def _parse_unique(args, kwargs):
         params[pos] = value
     sorted_, return_inverse, return_counts, dim = params
     if type(sorted_) is not bool or type(return_inverse) is not bool \
-            or type(return_counts) is not bool or dim is not None:
+            or type(return_counts) is not bool or (dim is not None and type(dim) is not int):
         return None
-    return args[0], return_inverse, return_counts
+    return args[0], return_inverse, return_counts, dim
 
 
 def _wrap_dim(x, dim) -> Optional[int]:
@@ -539,16 +539,29 @@ def unique_entry(wrapped, instance, args, kwargs, decide_only=False):
         if call is None:
             failure = ARGUMENTS
         else:
-            x, return_inverse, return_counts = call
+            x, return_inverse, return_counts, dim = call
             failure = _tensor_failure(x, _SORT_DTYPES)
+            if failure is None and dim is not None:
+                dim = _wrap_dim(x, dim)
+                failure = DIM if dim is None else None
             if failure is None and x.numel() == 0:
                 failure = NONEMPTY
-            if failure is None and _torch_raises_unsigned_radix(x.reshape(-1), False):
+            if failure is None and dim is None and _torch_raises_unsigned_radix(x.reshape(-1),
+                                                                                False):
                 failure = TORCH_RAISES
+            plan = None
+            if failure is None and dim is not None:
+                plan = unique_ops.dim_plan(x, dim)
+                if plan is None:
+                    failure = support.UNIQUE_DIM
             if failure is None:
                 if decide_only:
                     return None
-                output, inverse, counts = unique_ops.unique(x, return_inverse, return_counts)
+                if dim is None:
+                    output, inverse, counts = unique_ops.unique(x, return_inverse, return_counts)
+                else:
+                    output, inverse, counts = unique_ops.unique_dim(x, dim, plan, return_inverse,
+                                                                    return_counts)
                 STATS.fast["unique"] += 1
                 if not (return_inverse or return_counts):
                     return output

@@ -47,6 +47,9 @@ TORCH_RAISES = Condition("torch_raises", "torch 2.13 raises for this input (1-D 
 TIE_BITS = Condition("tie_bits", "the result is one of several equal values with different "
                      "bits (+0.0 beside -0.0, NaN payloads) that torch's unstable sort chooses "
                      "between; torch computes it")
+UNIQUE_DIM = Condition("unique_dim", "unique(dim=...) of a floating-point or uint64 input, or "
+                       "of integer slices whose value ranges need more than 63 bits together "
+                       "(Kwker sorts slices as packed 63-bit keys); torch computes it")
 SMALL = Condition("small", "input size or row length where torch was measured faster "
                   "(see SIZE_RULES; install(use_fast=True) turns the size rules off)")
 USE_FAST = Condition("use_fast", "install(use_fast=False): every call goes to torch "
@@ -54,7 +57,7 @@ USE_FAST = Condition("use_fast", "install(use_fast=False): every call goes to to
 
 ALL_CONDITIONS: Tuple[Condition, ...] = (
     USE_FAST, SMALL, NATIVE, NO_TRANSFORM, ARGUMENTS, PLAIN_TENSOR, CPU_DENSE, NO_GRAD, DTYPE, DIM,
-    NONEMPTY, TORCH_RAISES, TIE_BITS,
+    NONEMPTY, TORCH_RAISES, TIE_BITS, UNIQUE_DIM,
 )
 
 _ALL_SORTABLE = frozenset({
@@ -92,8 +95,8 @@ OPS: Dict[str, OpSupport] = {
     "median": OpSupport(_SELECTABLE, _TENSOR_CHECKS, "with dim, and over all elements"),
     "nanmedian": OpSupport(_SELECTABLE, _TENSOR_CHECKS, "with dim, and over all elements"),
     "kthvalue": OpSupport(_SELECTABLE, _GRAD_CHECKS),
-    "unique": OpSupport(_ALL_SORTABLE, _TENSOR_CHECKS + (TORCH_RAISES,),
-                        "the flattened form (dim=None); unique(dim=...) goes to torch"),
+    "unique": OpSupport(_ALL_SORTABLE, _TENSOR_CHECKS + (TORCH_RAISES, UNIQUE_DIM),
+                        "the flattened form; dim=... for integer and bool slices"),
     "quantile": OpSupport(_QUANTILE, _TENSOR_CHECKS + (TORCH_RAISES, TIE_BITS),
                           "q a float or a 0/1-D tensor of the input's dtype; out= goes to torch"),
     "nanquantile": OpSupport(_QUANTILE, _TENSOR_CHECKS + (TORCH_RAISES, TIE_BITS),

@@ -137,7 +137,7 @@ def test_strict_raises_on_fallback_naming_op_and_reason(clean_env, x):
     for call, op, key in [
         (lambda: torch.median(x.clone().requires_grad_()), "median", "no_grad"),
         (lambda: x.to("meta").topk(2), "topk", "cpu_dense"),
-        (lambda: torch.unique(x, dim=0), "unique", "arguments"),
+        (lambda: torch.unique(x, dim=0), "unique", "unique_dim"),  # float slices
         (lambda: torch.sort(x[:, :0], 1), "sort", "nonempty"),
         (lambda: torch.median(x[:, :0], 0), "median", "nonempty"),
     ]:
@@ -247,7 +247,7 @@ def test_timing_and_report(clean_env, x, capsys):
     lines = out.splitlines()
     assert lines[1].split()[:3] == ["op", "fast", "torch"] and "fast ms" in lines[1]
     rows = {line.split()[0]: line.split() for line in lines[3:] if line and line[0] != "t"}
-    assert rows["sort"][1:3] == ["1", "0"] and rows["unique"][1:4] == ["0", "1", "arguments"]
+    assert rows["sort"][1:3] == ["1", "0"] and rows["unique"][1:4] == ["0", "1", "unique_dim"]
     assert "total: 2 fast, 1 to torch" in out
 
 
@@ -290,7 +290,8 @@ _CALLS = [
     ("function", "topk", (2.0,), {}),                    # arguments
     ("function", "sort", (), {"dim": np.int64(0)}),      # arguments
     ("function", "unique", (), {}),
-    ("function", "unique", (), {"dim": 0}),              # arguments
+    ("function", "unique", (), {"dim": 0}),              # unique_dim (float slices)
+    (lambda x: x.long(), "unique", (), {"dim": 0}),
     ("function", "quantile", (0.5,), {}),
     (lambda x: x.int(), "quantile", (0.5,), {}),         # dtype
     (lambda x: x.bool(), "topk", (2,), {}),              # dtype
@@ -337,7 +338,8 @@ def test_explain_agrees_with_the_call(clean_env, x, use_fast):
     if use_fast is False:
         assert seen == {"use_fast"}
     else:
-        assert seen == {"fast", "dim", "arguments", "dtype", "no_grad", "nonempty", "cpu_dense"}
+        assert seen == {"fast", "dim", "arguments", "dtype", "no_grad", "nonempty", "cpu_dense",
+                        "unique_dim"}
 
 
 @pytest.mark.real_thresholds

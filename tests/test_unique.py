@@ -67,10 +67,59 @@ def test_unique_equal_keys_with_different_bits(kw, gen, dtype):
             compare("unique", x, return_inverse=ri, return_counts=rc)
 
 
+INT_DTYPES = [d for d in SORT_DTYPES if not d.is_floating_point and d is not torch.uint64]
+
+
+def _packs(x, dim):
+    """Whether the slices along dim fit Kwker's 63-bit keys: the bits of
+    each column's value range, summed (Python integers: exact)."""
+    cols = x.movedim(dim, 0).reshape(x.shape[dim], -1).t().tolist()
+    return sum((max(c) - min(c)).bit_length() for c in cols) <= 63
+
+
+@pytest.mark.parametrize("dtype", INT_DTYPES, ids=str)
+def test_unique_dim(kw, gen, dtype):
+    """unique(dim=) of integer slices: torch's sorted slices, inverse and
+    counts, with torch's output layout, for every dim of 1-3-D inputs."""
+    for shape in [(1,), (9,), (6, 2), (40, 3), (3, 40), (5, 4, 3), (1, 7, 2)]:
+        for kind in ("ties", "random"):
+            x = make_values(kind, shape, dtype, gen)
+            for dim in range(-x.ndim, x.ndim):
+                fast = True if _packs(x, dim) else "unique_dim"
+                for ri, rc in FLAGS:
+                    compare("unique", x, return_inverse=ri, return_counts=rc, dim=dim, fast=fast)
+    x = make_values("ties", (50, 3), dtype, gen)
+    compare("unique", x.t(), dim=1, return_inverse=True)  # non-contiguous
+    compare("unique", x, True, True, True, 0)  # positionally
+    compare("unique", x, method=True, dim=0, return_counts=True)
+
+
+def test_unique_dim_pairs_and_extremes(kw, gen):
+    # (category, instance) pairs per pixel, as torchmetrics' panoptic quality
+    pairs = torch.stack([torch.randint(0, 30, (20_000,), generator=gen),
+                         torch.randint(-1, 200, (20_000,), generator=gen)], 1)
+    compare("unique", pairs, dim=0, return_counts=True)
+    compare("unique", pairs, dim=0, return_inverse=True)
+    info = torch.iinfo(torch.int64)
+    wide = torch.tensor([[info.min, 0], [info.max, 1], [info.min, 0], [0, 1]])
+    compare("unique", wide, dim=0, return_counts=True, fast="unique_dim")  # span 2^64 - 1
+    compare("unique", wide[:, :1], dim=0, return_counts=True, fast="unique_dim")
+    compare("unique", torch.tensor([[info.min], [-1], [info.min]]), dim=0, return_counts=True)
+    compare("unique", torch.tensor([[2 ** 62, 0], [0, 1], [2 ** 62, 0]]), dim=0,
+            return_inverse=True, fast="unique_dim")  # 63 + 1 bits: too wide
+    compare("unique", torch.tensor([[2 ** 61, 0], [0, 1], [2 ** 61, 0]]), dim=0,
+            return_inverse=True, fast=True)  # 62 + 1 bits: packs
+    compare("unique", torch.tensor([[True, False], [True, False]]), dim=0, return_counts=True)
+
+
 def test_unique_forms_left_to_torch(kw, gen):
     x = make_values("ties", (6, 40), torch.int64, gen)
-    compare("unique", x, dim=0, fast="arguments")
-    compare("unique", x, return_counts=True, dim=1, fast="arguments")
+    compare("unique", x.float(), dim=0, fast="unique_dim")
+    compare("unique", x.to(torch.uint64), return_counts=True, dim=1, fast="unique_dim")
+    compare("unique", x, dim=2, fast="dim")
+    compare("unique", torch.zeros(3, 0, dtype=torch.int64), dim=0, fast="nonempty")
+    compare("unique", torch.zeros(0, 3, dtype=torch.int64), dim=0, fast="nonempty")
+    compare("unique", torch.tensor(3), dim=0, fast="dim")
     compare("unique", x, sorted=1, fast="arguments")
     compare("unique", torch.empty(0), fast="nonempty")
     compare("unique", x.float().requires_grad_(), fast="no_grad")

@@ -69,18 +69,97 @@ def unique(x: torch.Tensor, return_inverse: bool, return_counts: bool
         values, perm = _sort_values(flat), None
     # an entry starts where a value differs from the one before (NaN != NaN:
     # every NaN its own entry, as in torch)
-    starts = torch.empty(n, dtype=torch.bool)
+    starts = _group_starts(values)
+    output = values[starts]
+    inverse = _inverse(starts, perm).view(x.shape) if return_inverse else None
+    counts = _counts(starts.nonzero().squeeze(1), n) if return_counts else None
+    return output, inverse, counts
+
+
+def _group_starts(values: torch.Tensor) -> torch.Tensor:
+    """Where each run of equal sorted values begins (a bool mask)."""
+    starts = torch.empty(values.shape[0], dtype=torch.bool)
     starts[0] = True
     torch.ne(values[1:], values[:-1], out=starts[1:])
-    output = values[starts]
-    inverse = counts = None
-    if return_inverse:
-        group = starts.cumsum(0)
-        group -= 1
-        inverse = torch.empty(n, dtype=_INT64).scatter_(0, perm, group).view(x.shape)
-    if return_counts:
-        first = starts.nonzero().squeeze(1)
-        counts = torch.empty_like(first)
-        torch.sub(first[1:], first[:-1], out=counts[:-1])
-        counts[-1] = n - first[-1]
+    return starts
+
+
+def _inverse(starts: torch.Tensor, perm: torch.Tensor) -> torch.Tensor:
+    """Each input element's group: the sorted position's run number,
+    scattered back through the sort's permutation."""
+    group = starts.cumsum(0)
+    group -= 1
+    return torch.empty(starts.shape[0], dtype=_INT64).scatter_(0, perm, group)
+
+
+def _counts(first: torch.Tensor, n: int) -> torch.Tensor:
+    """Run lengths from the runs' first positions."""
+    counts = torch.empty_like(first)
+    torch.sub(first[1:], first[:-1], out=counts[:-1])
+    counts[-1] = n - first[-1]
+    return counts
+
+
+# ------------------------------------------------------------ unique(dim=)
+# torch.unique(x, dim=d) sorts the slices along d lexicographically (a
+# comparison sort of slice indices, ~5 us a slice on the CPU) and merges
+# equal neighbours.  For integer slices the order is that of one integer
+# key per slice: each element's offset from its column's minimum, packed
+# most significant column first.  When the columns' ranges fit in 63 bits
+# together, sorting those keys with Kwker's sort gives torch's result (for
+# integers equal means identical, so which duplicate represents a group
+# cannot show).  Floating point slices (NaN never equal, +0 == -0) and wider
+# ranges stay with torch.
+_KEY_BITS = 63
+_PACKABLE = frozenset({torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32,
+                       torch.int64, torch.uint16, torch.uint32})
+
+
+def dim_plan(x: torch.Tensor, dim: int) -> Optional[Tuple[torch.Tensor, torch.Tensor, list]]:
+    """(slices as int64 rows, column minimums, column widths in bits) for
+    unique(x, dim=dim) (x non-empty, dim wrapped), or None where the slices
+    cannot be packed into keys: a dtype other than the integer ones that
+    convert to int64 exactly, or ranges needing more than 63 bits."""
+    if x.dtype not in _PACKABLE:
+        return None
+    n = x.shape[dim]
+    wide = x.movedim(dim, 0).reshape(n, -1).to(_INT64)
+    lows, highs = torch.aminmax(wide, dim=0)
+    spans = (highs - lows).tolist()
+    # an int64 column spanning 2^63 or more wraps to a negative span
+    widths = [s.bit_length() if s >= 0 else 64 for s in spans]
+    if sum(widths) > _KEY_BITS:
+        return None
+    return wide, lows, widths
+
+
+def slice_keys(wide: torch.Tensor, lows: torch.Tensor, widths: list) -> torch.Tensor:
+    """One int64 key per row of `wide`, ordering the rows lexicographically
+    (equal rows, equal keys): each column's offset from its minimum, in its
+    own bits, the first column most significant."""
+    keys = torch.zeros(wide.shape[0], dtype=_INT64)
+    shift = 0
+    for j in reversed(range(len(widths))):
+        if widths[j]:
+            keys += (wide[:, j] - lows[j]) << shift
+            shift += widths[j]
+    return keys
+
+
+def unique_dim(x: torch.Tensor, dim: int, plan, return_inverse: bool, return_counts: bool
+               ) -> Tuple[torch.Tensor, Optional[torch.Tensor], Optional[torch.Tensor]]:
+    """(output, inverse or None, counts or None) as torch.unique(x, dim=dim)
+    computes them, from dim_plan(x, dim)."""
+    wide = plan[0]
+    n = wide.shape[0]
+    values, perm = sorting.sort(slice_keys(*plan), 0, False, _native.ORDER_STABLE)
+    starts = _group_starts(values)
+    first = starts.nonzero().squeeze(1)
+    # laid out as torch lays it out: the chosen slices stacked, then moved
+    # back to dim
+    moved = x.movedim(dim, 0)
+    output = moved.reshape(n, -1).index_select(0, perm[first]).view(
+        (first.shape[0],) + moved.shape[1:]).movedim(0, dim)
+    inverse = _inverse(starts, perm) if return_inverse else None
+    counts = _counts(first, n) if return_counts else None
     return output, inverse, counts

@@ -203,7 +203,7 @@ def register(out_cpu_kernels):
         "nanmedian": _median_all("nanmedian", eager.nanmedian_all_cpu, eager._VF.nanmedian),
         # like torch's unique: no derivative (the outputs do not require grad)
         "unique": _not_differentiable("unique", eager.unique_cpu),
-        "unique_dim": _not_differentiable("unique_dim", eager.unique_dim_any),
+        "unique_dim": _not_differentiable("unique_dim", eager.unique_dim_cpu),
     }
     for name in OUT:
         kernels[name] = _out_kernel(name, out_cpu_kernels[name])

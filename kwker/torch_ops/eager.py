@@ -24,6 +24,7 @@ import torch
 
 from kwker import _native, support
 from kwker.ops import selection, sorting
+from kwker.ops import unique as unique_ops
 
 # torch's own functions, never kwker.install()'s wrappers around them
 _VF = torch._C._VariableFunctions
@@ -291,6 +292,22 @@ def unique_dim_any(x, dim, sorted=True, return_inverse=False, return_counts=Fals
     return values, inverse, counts
 
 
+def unique_dim_cpu(x, dim, sorted=True, return_inverse=False, return_counts=False):
+    """Integer slices packed into keys and sorted by Kwker (see
+    kwker.ops.unique); everything else as torch computes it."""
+    if _LOADED and x.layout is _strided and x.ndim and -x.ndim <= dim < x.ndim and x.numel():
+        dim %= x.ndim
+        plan = unique_ops.dim_plan(x, dim)
+        if plan is not None:
+            values, inverse, counts = unique_ops.unique_dim(x, dim, plan, True, True)
+            if not return_inverse:
+                inverse = x.new_empty((0,), dtype=_INT64)
+            if not return_counts:
+                counts = x.new_empty((0,), dtype=_INT64)
+            return values, inverse, counts
+    return unique_dim_any(x, dim, sorted, return_inverse, return_counts)
+
+
 # op name -> (CPU kernel, kernel for every other device)
 KERNELS = {
     "sort": (sort_cpu, sort_composite),
@@ -305,7 +322,7 @@ KERNELS = {
     "nanmedian": (nanmedian_all_cpu, _VF.nanmedian),
     "nanmedian.dim": (nanmedian_dim_cpu, nanmedian_dim_any),
     "unique": (unique_cpu, unique_any),
-    "unique_dim": (unique_dim_any, unique_dim_any),
+    "unique_dim": (unique_dim_cpu, unique_dim_any),
 }
 
 # ops returning (values, indices)
