@@ -5,6 +5,7 @@
   python -m kwker ab [options] SCRIPT [ARGS...] run it with and without Kwker: times, outputs
   python -m kwker info                          versions, native target, what takes the fast path
   python -m kwker bench [options]               the real-input benchmark
+  python -m kwker bench --grid [--quick]         ops x dtypes x row lengths vs torch and numpy
   python -m kwker crossover                     where the fast path starts beating torch
   python -m kwker calibrate                     measure this machine's crossover sizes and
                                                 save them for install(use_fast="auto")
@@ -35,7 +36,10 @@ def _info(argv):
 
 
 def _bench(argv):
-    from kwker.bench.runner import main
+    if "--grid" in argv:
+        from kwker.bench.grid import main
+    else:
+        from kwker.bench.runner import main
     return main(argv)
 
 

@@ -217,3 +217,27 @@ def test_plot_writes_a_png_or_says_why_not(tmp_path):
     path = tmp_path / "speedups.png"
     problem = plot_speedups([result], str(path))
     assert (problem is None and path.stat().st_size > 0) or "matplotlib" in problem
+
+
+def test_grid_checks_and_times_each_case(capsys):
+    """The synthetic grid: every case checked bit for bit against torch,
+    timed against torch and numpy; the numpy column is empty for bfloat16."""
+    from kwker.bench import grid
+    assert grid.main(["--grid", "--quick", "--filter", "4096x8"]) == 0
+    out = capsys.readouterr().out
+    lines = [line for line in out.splitlines() if "4096x8" in line]
+    quick = [c for c in grid.cases(True) if "4096x8" in c.label]
+    assert len(lines) == len(quick) and all(line.endswith("yes") for line in lines)
+    # columns from the right: same, radix, ns/el, vs numpy, vs torch, kwker, numpy
+    assert all((line.split()[-7] == "-") == (line.split()[1] == "bfloat16") for line in lines)
+    assert "median speed-up per op" in out
+
+
+def test_grid_covers_every_sort_dtype_and_the_long_rows():
+    from kwker.bench import grid
+    full = grid.cases(False)
+    assert {c.dtype for c in full if c.op == "sort"} == set(grid.SORT_DTYPES)
+    assert any(c.length == 1 << 24 for c in full)
+    for c in full:  # every generator gives the dtype its name promises
+        x = grid.VALUES[c.dtype]((2, 3), torch.Generator())
+        assert str(x.dtype).endswith(c.dtype.split("/")[0])
