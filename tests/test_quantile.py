@@ -68,6 +68,24 @@ def test_layouts(kw, gen, op, lay):
         compare(op, x, 0.5, dim=dim, keepdim=True, interpolation="higher")
 
 
+@pytest.mark.parametrize("op", OPS)
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_short_rows_through_the_sorting_network(kw, gen, op, dtype):
+    """Rows of 2..32 go 8 (float32) or 4 (float64) at a time through a
+    sorting network: every length around it, full groups and a remainder,
+    rows along the last dim and across a strided one, ties, NaN rows."""
+    for length in list(range(1, 34)) + [48]:
+        for rows in (3, 8, 13):
+            for kind in ("random", "ties", "equal", "reversed"):
+                x = make_values(kind, (rows, length), dtype, gen)
+                if kind == "random" and length > 2:
+                    x[1, length // 2] = float("nan")  # a NaN row (one NaN pattern)
+                q = torch.tensor([0.0, 0.25, 0.5, 0.9, 1.0], dtype=dtype)
+                for mode in ("linear", "nearest"):
+                    compare(op, x, q, dim=1, interpolation=mode)
+                compare(op, x.t().contiguous(), 0.3, dim=0, interpolation="midpoint")
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_nan_rows_with_one_nan_pattern_stay_fast(kw, gen, dtype):
     """quantile of a row holding NaN is NaN, and nanquantile of an all-NaN

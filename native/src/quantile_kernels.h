@@ -30,6 +30,7 @@
 #include <math.h>
 #include "compress_lut.h"
 #include "key_radix.h"
+#include "row_network.h"
 #if defined(__AVX2__)
 #include <immintrin.h>
 #endif
@@ -139,7 +140,7 @@ static int64_t qk_groups(const int64_t *want, int64_t m)
 
 /* Keys of the float types: the inverse of kwk_key_f32/f64 for keys that are
  * neither zero nor NaN (those are resolved from qk_row_info). */
-#define QK_DEFINE(UT, FT, SUF, KEY, SIGN, INF, FMA, FLOOR, CEIL, RINT)        \
+#define QK_DEFINE(UT, FT, SUF, LANES, KEY, SIGN, INF, FMA, FLOOR, CEIL, RINT) \
     static UT qk_bits_of_key_##SUF(UT k)                                      \
     {                                                                         \
         return (k & (UT)(SIGN)) ? (UT)(k ^ (UT)(SIGN)) : (UT)~k;              \
@@ -349,13 +350,37 @@ static int64_t qk_groups(const int64_t *want, int64_t m)
         sw_rank_scratch s;                                                    \
         int status = sw_rank_scratch_init(&s, len);                           \
         if ((!stream && (!key || !tmp)) || !rk || !want || !got || !slot) status = KWK_E_NOMEM; \
-        for (int64_t o = 0; status == KWK_OK && o < outer; ++o) {             \
-            for (int64_t i = 0; status == KWK_OK && i < inner; ++i) {         \
+        /* short rows, LANES at a time, through a sorting network: their     \
+         * keys side by side in net[], their infos in net_info[] */          \
+        const int64_t rows = outer * inner;                                   \
+        const int use_net = len >= 2 && len <= KWK_NET_MAX && rows >= (LANES); \
+        UT net[KWK_NET_MAX * (LANES)];                                        \
+        qk_row_info net_info[LANES];                                          \
+        uint8_t pairs[KWK_NET_MAX_PAIRS][2];                                  \
+        const int npairs = use_net ? kwk_net_pairs((int)len, pairs) : 0;      \
+        const int64_t net_end = use_net ? rows - rows % (LANES) : 0;          \
+        for (int64_t r = 0, o = 0, i = 0; status == KWK_OK && r < rows;       \
+             ++r, i = i + 1 == inner ? 0 : i + 1, o += i == 0) {              \
+            {                                                                 \
                 const char *row = (const char *)src + (o * src_so + i * src_si) * es; \
                 const int64_t step = src_sl * es;                             \
                 qk_row_info info;                                             \
                 memset(&info, 0, sizeof info);                                \
-                if (stream) {                                                 \
+                const int lane = (int)(r % (LANES));                          \
+                if (r < net_end && lane == 0) {                               \
+                    for (int l = 0; l < (LANES); ++l) {                       \
+                        const int64_t rl = r + l, ol = rl / inner, il = rl % inner; \
+                        memset(&net_info[l], 0, sizeof net_info[l]);          \
+                        qk_gather_##SUF((const char *)src + (ol * src_so + il * src_si) * es, \
+                                        step, len, key, &net_info[l]);        \
+                        for (int64_t j = 0; j < len; ++j) net[j * (LANES) + l] = key[j]; \
+                    }                                                         \
+                    kwk_net_sort_##SUF(net, (const uint8_t (*)[2])pairs, npairs); \
+                }                                                             \
+                if (r < net_end) {                                            \
+                    info = net_info[lane];                                    \
+                    for (int64_t j = 0; j < len; ++j) key[j] = net[j * (LANES) + lane]; \
+                } else if (stream) {                                          \
                     UT buf[SW_SRC_BLOCK];                                     \
                     for (int64_t j0 = 0; j0 < len; j0 += SW_SRC_BLOCK) {      \
                         const int64_t b = len - j0 < SW_SRC_BLOCK ? len - j0 : SW_SRC_BLOCK; \
@@ -391,8 +416,12 @@ static int64_t qk_groups(const int64_t *want, int64_t m)
                         slot[t] = lo;                                         \
                     }                                                         \
                 }                                                             \
-                status = qk_select_##SUF(g, row, step, stream ? NULL : key, tmp, len, want, \
-                                         m, got, &s);                         \
+                if (r < net_end) {                                            \
+                    for (int64_t t = 0; t < m; ++t) got[t] = key[want[t]];    \
+                } else {                                                      \
+                    status = qk_select_##SUF(g, row, step, stream ? NULL : key, tmp, len, \
+                                             want, m, got, &s);               \
+                }                                                             \
                 if (status != KWK_OK) break;                                  \
                 if (info.nnan > 0) {                                          \
                     int nan_selected = 0;                                     \
@@ -414,8 +443,8 @@ static int64_t qk_groups(const int64_t *want, int64_t m)
                         FT a, b;                                              \
                         memcpy(&a, &ab, sizeof a);                            \
                         memcpy(&b, &bb, sizeof b);                            \
-                        const FT r = qk_lerp_##SUF(a, b, (FT)rk[t].w);        \
-                        memcpy(dst, &r, sizeof r);                            \
+                        const FT v = qk_lerp_##SUF(a, b, (FT)rk[t].w);        \
+                        memcpy(dst, &v, sizeof v);                            \
                     } else {                                                  \
                         memcpy(dst, &ab, sizeof ab);                          \
                     }                                                         \
@@ -432,8 +461,8 @@ static int64_t qk_groups(const int64_t *want, int64_t m)
         return status;                                                        \
     }
 
-QK_DEFINE(uint32_t, float, u32, kwk_key_f32, 0x80000000u, 0x7F800000u, fmaf, floorf, ceilf, rintf)
-QK_DEFINE(uint64_t, double, u64, kwk_key_f64, 0x8000000000000000ull, 0x7FF0000000000000ull, fma, floor, ceil, rint)
+QK_DEFINE(uint32_t, float, u32, 8, kwk_key_f32, 0x80000000u, 0x7F800000u, fmaf, floorf, ceilf, rintf)
+QK_DEFINE(uint64_t, double, u64, 4, kwk_key_f64, 0x8000000000000000ull, 0x7FF0000000000000ull, fma, floor, ceil, rint)
 
 static int impl_quantile(int dtype, const void *src, int64_t outer, int64_t len,
                          int64_t inner, int64_t src_so, int64_t src_sl, int64_t src_si,
