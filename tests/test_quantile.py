@@ -87,6 +87,23 @@ def test_short_rows_through_the_sorting_network(kw, gen, op, dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_rows_dominated_by_one_value(kw, gen, dtype):
+    """ReLU activations (torch.ao's observers): most of a row is 0.0, so a
+    rank near 0 lands in a run longer than its sampled bracket can hold;
+    also a run at the top (clamped values) and in the middle."""
+    for n in (600, 3136, 20000):
+        x = make_values("random", (4, n), dtype, gen).abs()
+        x[0] = torch.where(torch.rand(n, generator=gen) < 0.64, 0.0, x[0])   # zeros at the bottom
+        x[1] = torch.where(torch.rand(n, generator=gen) < 0.7, 6.0, x[1])    # ReLU6: run at the top
+        x[2] = torch.where(torch.rand(n, generator=gen) < 0.5, 0.25, x[2])   # a run in the middle
+        for q in (torch.tensor([0.0, 0.9, 1.0], dtype=dtype), 0.5, 0.3,
+                  torch.tensor([0.1, 0.5, 0.9], dtype=dtype)):
+            for mode in ("lower", "linear", "higher"):
+                compare("quantile", x, q, dim=1, interpolation=mode)
+        compare("nanquantile", x, torch.tensor([0.0, 1.0], dtype=dtype), dim=1)
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_nan_rows_with_one_nan_pattern_stay_fast(kw, gen, dtype):
     """quantile of a row holding NaN is NaN, and nanquantile of an all-NaN
     row is NaN: with one NaN bit pattern the answer is known (quieted by the

@@ -240,7 +240,7 @@ static int64_t qk_groups(const int64_t *want, int64_t m)
     {                                                                         \
         enum { G = QK_SELECT_MAX_GROUPS };                                    \
         UT sample[QK_SAMPLE_MAX], buf[SW_SRC_BLOCK], lo[G], span[G];          \
-        int64_t below[G] = {0}, cnt[G] = {0}, group[2 * G];                   \
+        int64_t below[G] = {0}, at_lo[G] = {0}, cnt[G] = {0}, group[2 * G];   \
         int over[G] = {0}, done[2 * G] = {0};                                 \
         int64_t ng = 0;                                                       \
         for (int64_t t = 0; t < m; ++t) {                                     \
@@ -263,24 +263,50 @@ static int64_t qk_groups(const int64_t *want, int64_t m)
             }                                                                 \
             key_radix_##SUF(sample, buf, ns, smin, kwk_bits_for((uint64_t)(UT)(smax - smin))); \
         }                                                                     \
+        /* a row in memory: its extremes bound the outer brackets (a rank   \
+         * near 0 or n - 1 then lands in the run of the row's minimum or      \
+         * maximum when that run is long, as ReLU zeros are) */               \
+        UT rmin = 0, rmax = (UT)~(UT)0;                                       \
+        if (key) {                                                            \
+            rmin = rmax = key[0];                                             \
+            for (int64_t j = 1; j < n; ++j) {                                 \
+                rmin = key[j] < rmin ? key[j] : rmin;                         \
+                rmax = key[j] > rmax ? key[j] : rmax;                         \
+            }                                                                 \
+        }                                                                     \
         for (int64_t t = 0; t < m; ++t) {                                     \
             if (t > 0 && group[t] == group[t - 1]) continue;                  \
-            UT hi;                                                            \
-            sw_bounds_##SUF(sample, ns, want[t], n, 0, &lo[group[t]], &hi);   \
-            span[group[t]] = (UT)(hi - lo[group[t]]);                         \
+            /* sample ranks centre -+ margin around the rank's expected       \
+             * place (the sample is sorted) */                                \
+            const int64_t centre = (int64_t)(((double)want[t] + 0.5) * (double)ns / (double)n); \
+            const int64_t margin = sw_isqrt(ns) + 1;                          \
+            const int64_t a = centre - margin, b = centre + margin;           \
+            const UT l = a > 0 ? sample[a] : rmin, h = b < ns - 1 ? sample[b] : rmax; \
+            lo[group[t]] = l;                                                 \
+            span[group[t]] = (UT)(h - l);                                     \
         }                                                                     \
-        for (int64_t j0 = 0; j0 < n; j0 += SW_SRC_BLOCK) {                    \
-            const int64_t b = n - j0 < SW_SRC_BLOCK ? n - j0 : SW_SRC_BLOCK;  \
+        /* blocks small enough that a share can take several: a block may  \
+         * add up to its length to a bracket, which is checked before it.     \
+         * (Blocks of SW_SRC_BLOCK would mark every bracket of a short row    \
+         * overflowing at once.)  Streamed rows are long: full blocks. */     \
+        int64_t block = SW_SRC_BLOCK;                                         \
+        while (key && block > 16 && block > cap / 4) block /= 2;              \
+        for (int64_t j0 = 0; j0 < n; j0 += block) {                           \
+            const int64_t b = n - j0 < block ? n - j0 : block;                \
             const UT *blk = key ? key + j0 : buf;                             \
             if (!key) g(row + j0 * step, step, b, (UT)0, buf);                \
             for (int64_t u = 0; u < ng; ++u) {                                \
+                const UT l = lo[u];                                           \
+                UT bl = 0, el = 0; /* at most SW_SRC_BLOCK: fit any UT */     \
+                for (int64_t j = 0; j < b; ++j) {                             \
+                    bl += blk[j] < l;                                         \
+                    el += blk[j] == l;                                        \
+                }                                                             \
+                below[u] += (int64_t)bl;                                      \
+                at_lo[u] += (int64_t)el;                                      \
                 if (over[u]) continue;                                        \
                 if (cnt[u] > cap - b - 8) { over[u] = 1; continue; }          \
-                const UT l = lo[u];                                           \
-                UT bl = 0; /* at most SW_SRC_BLOCK: fits any UT */            \
-                for (int64_t j = 0; j < b; ++j) bl += blk[j] < l;             \
                 cnt[u] += qk_bracket_##SUF(blk, b, l, span[u], share + u * cap + cnt[u]); \
-                below[u] += (int64_t)bl;                                      \
             }                                                                 \
         }                                                                     \
         int missed = 0;                                                       \
@@ -290,8 +316,16 @@ static int64_t qk_groups(const int64_t *want, int64_t m)
                                kwk_bits_for((uint64_t)span[u]));              \
         for (int64_t t = 0; t < m; ++t) {                                     \
             const int64_t u = group[t], rr = want[t] - below[u];              \
-            if (over[u] || rr < 0 || rr >= cnt[u]) { missed = 1; continue; } \
-            got[t] = share[u * cap + rr];                                     \
+            if (rr >= 0 && rr < at_lo[u]) {                                   \
+                /* in the run of keys equal to the bracket's bottom: a tie-   \
+                 * heavy row (ReLU zeros) overflows its bracket there */      \
+                got[t] = lo[u];                                               \
+            } else if (over[u] || rr < 0 || rr >= cnt[u]) {                   \
+                missed = 1;                                                   \
+                continue;                                                     \
+            } else {                                                          \
+                got[t] = share[u * cap + rr];                                 \
+            }                                                                 \
             done[t] = 1;                                                      \
         }                                                                     \
         for (int64_t t = 0; missed && t < m; ++t) { /* scratch is free now */ \
