@@ -6,6 +6,7 @@ ABI mode's dlopen + libffi, and the Python wrappers call the library once per
 torch call, so the cheaper call wins.  The only declarations cffi sees are
 those of native/include/kwker.h.
 """
+import glob
 import os
 import re
 
@@ -155,6 +156,11 @@ ffibuilder.set_source(
     "kwker._kwker_native",
     ADDRESS_ADAPTERS_SOURCE,
     sources=[os.path.relpath(os.path.join(HERE, s)) for s in SOURCES],
+    # the kernels are headers: without this, setuptools rebuilds only when a
+    # .c file changes, and an in-place build keeps stale objects
+    depends=sorted(os.path.relpath(p) for p in
+                   glob.glob(os.path.join(HERE, "src", "**", "*.h"), recursive=True)
+                   + glob.glob(os.path.join(INCLUDE, "*.h"))),
     include_dirs=[os.path.relpath(INCLUDE)],
     extra_compile_args=compile_args(),
     extra_link_args=link_args(),

@@ -605,6 +605,8 @@ def _trigger(key, x, monkeypatch):
                                         fast="torch_raises"),
         "tie_bits": lambda: compare("quantile", torch.tensor([0.0, -0.0, 0.0, -0.0, 1.0]), 0.25,
                                     interpolation="lower", fast="tie_bits"),
+        "unique_dim": lambda: compare("unique", torch.rand(5, 3), dim=0,
+                                      fast="unique_dim"),
         # the library missing: test_patching.test_native_library_missing_subprocess
         "native": None,
     }[key]
