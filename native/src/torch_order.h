@@ -575,9 +575,85 @@ static inline void wemu_leaf_sort(uint64_t *a, int64_t n, uint64_t m)
 #endif
 }
 
+/* Whether every word of a[0..n) has the key of the word `p` (its key
+ * bits: plo <= w <= phi). */
+static int wemu_keys_all_equal(const uint64_t *a, int64_t n, uint64_t plo, uint64_t phi)
+{
+    int64_t i = 0;
+#if defined(__AVX2__)
+    const __m256i sign = _mm256_set1_epi64x((long long)0x8000000000000000ull);
+    const __m256i lo = _mm256_set1_epi64x((long long)(plo ^ 0x8000000000000000ull));
+    const __m256i hi = _mm256_set1_epi64x((long long)(phi ^ 0x8000000000000000ull));
+    for (; i + 8 <= n; i += 8) {
+        const __m256i v0 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(a + i)), sign);
+        const __m256i v1 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(a + i + 4)), sign);
+        const __m256i out = _mm256_or_si256(
+            _mm256_or_si256(_mm256_cmpgt_epi64(lo, v0), _mm256_cmpgt_epi64(v0, hi)),
+            _mm256_or_si256(_mm256_cmpgt_epi64(lo, v1), _mm256_cmpgt_epi64(v1, hi)));
+        if (!_mm256_testz_si256(out, out)) return 0;
+    }
+#endif
+    for (; i < n; ++i)
+        if (a[i] < plo || a[i] > phi) return 0;
+    return 1;
+}
+
+/* Reverse a[0..n). */
+static void wemu_reverse(uint64_t *a, int64_t n)
+{
+    int64_t i = 0, j = n; /* swap a[i..] with a[..j) mirrored */
+#if defined(__AVX2__)
+    for (; j - i >= 8; i += 4, j -= 4) {
+        const __m256i x = _mm256_loadu_si256((const __m256i *)(a + i));
+        const __m256i y = _mm256_loadu_si256((const __m256i *)(a + j - 4));
+        _mm256_storeu_si256((__m256i *)(a + i), _mm256_permute4x64_epi64(y, 0x1B));
+        _mm256_storeu_si256((__m256i *)(a + j - 4), _mm256_permute4x64_epi64(x, 0x1B));
+    }
+#endif
+    for (--j; i < j; ++i, --j) w_swap(a + i, a + j);
+}
+
+static void wemu_heap_sort(uint64_t *first, int64_t len, int s);
+
+/* The introsort loop on a range whose keys are all equal.  Every
+ * comparison is then false, so each step is fixed by the length alone:
+ * __move_median_to_first picks the middle slot (a < b, a < c and b < c all
+ * false), and the unguarded partition of [first + 1, last) stops both scans
+ * at every slot: it swaps slot pairs from the ends inwards until they meet,
+ * i.e. reverses the range, and returns its middle, first + 1 + (len - 1) / 2
+ * (see wemu_unguarded_partition: L_t and R_t are all the slots).  The final
+ * insertion sort moves nothing.  So the moves are those of the loop, done
+ * with block reversals instead of compare-and-swap scans. */
+static void wemu_equal_introsort(uint64_t *first, uint64_t *last, int64_t depth_limit, int s)
+{
+    while (last - first > KWK_STD_SORT_THRESHOLD) {
+        if (depth_limit == 0) {
+            wemu_heap_sort(first, last - first, s);
+            return;
+        }
+        --depth_limit;
+        const int64_t len = last - first;
+        w_swap(first, first + len / 2);
+        wemu_reverse(first + 1, len - 1);
+        uint64_t *cut = first + 1 + (len - 1) / 2;
+        wemu_equal_introsort(cut, last, depth_limit, s);
+        last = cut;
+    }
+}
+
 static void wemu_introsort_loop(uint64_t *first, uint64_t *last, int64_t depth_limit, int s, uint64_t m)
 {
     while (last - first > KWK_STD_SORT_THRESHOLD) {
+        /* tie-heavy rows: a range of one key (the three pivot candidates
+         * agree, then a scan that stops at the first other key) */
+        {
+            const uint64_t k = first[1] >> s;
+            if (k == first[(last - first) / 2] >> s && k == last[-1] >> s &&
+                wemu_keys_all_equal(first, last - first, first[1] & ~m, first[1] | m)) {
+                wemu_equal_introsort(first, last, depth_limit, s);
+                return;
+            }
+        }
         if (depth_limit == 0) {
             wemu_heap_sort(first, last - first, s);
             return;
