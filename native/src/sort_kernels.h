@@ -208,6 +208,7 @@ static void rank_words_from_sorted(const uint64_t *keys, const uint64_t *w, uint
  * their first KWK_TIE_SAMPLE keys (a small hash set): one found means a tie
  * for sure.  64 keys find a tie with ~98% odds on bf16-rounded float rows
  * (about 500 distinct values in a binade) for ~100 ns a row. */
+enum { KWK_TIE_EMU_ALWAYS_MAX = 128 };
 enum { KWK_TIE_SAMPLE = 64, KWK_TIE_SAMPLE_MIN_N = 128, KWK_TIE_TABLE = 256 };
 
 static int sample_has_tie(const uint64_t *words, int ibits)
@@ -229,6 +230,7 @@ static int sample_has_tie(const uint64_t *words, int ibits)
 static int tie_expected(const uint64_t *words, int64_t n, const sort_row *r)
 {
     if (r->hi - r->lo < (uint64_t)(n - 1)) return 1;
+    if (n <= KWK_TIE_EMU_ALWAYS_MAX) return 1;
     if (2 * r->ibits > r->rbits + 3) return 1;
     return n >= KWK_TIE_SAMPLE_MIN_N && sample_has_tie(words, r->ibits);
 }

@@ -546,27 +546,39 @@ static uint64_t *wemu_unguarded_partition(uint64_t *first, uint64_t *last, uint6
 static inline void wemu_leaf_sort(uint64_t *a, int64_t n, uint64_t m)
 {
     if (n < 2) return;
+#if defined(__AVX2__)
+    /* the ranks from registers: words written one by one and read back as
+     * vectors would stall on store forwarding */
+    const __m256i sign = _mm256_set1_epi64x((long long)0x8000000000000000ull);
+    const __m256i keymask = _mm256_set1_epi64x((long long)~m);
+    const __m256i ones = _mm256_set1_epi64x(-1);
+    const __m256i len = _mm256_set1_epi64x((long long)n);
+    __m256i t[4];
+    uint64_t w[16], tk[16];
+    for (int q = 0; q < 4; ++q) {
+        const __m256i pos = _mm256_setr_epi64x(4 * q, 4 * q + 1, 4 * q + 2, 4 * q + 3);
+        const __m256i valid = _mm256_cmpgt_epi64(len, pos);
+        const __m256i raw = _mm256_maskload_epi64((const long long *)(a + 4 * q), valid);
+        const __m256i key = _mm256_or_si256(_mm256_and_si256(raw, keymask), pos);
+        t[q] = _mm256_xor_si256(_mm256_blendv_epi8(ones, key, valid), sign);
+        _mm256_storeu_si256((__m256i *)(w + 4 * q), raw);
+        _mm256_storeu_si256((__m256i *)(tk + 4 * q), t[q]);
+    }
+    for (int i = 0; i < n; ++i) {
+        const __m256i b = _mm256_set1_epi64x((long long)tk[i]);
+        unsigned mk = (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(b, t[0])));
+        mk |= (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(b, t[1]))) << 4;
+        mk |= (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(b, t[2]))) << 8;
+        mk |= (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(b, t[3]))) << 12;
+        a[__builtin_popcount(mk)] = w[i];
+    }
+#else
     uint64_t t[16], w[16];
     for (int j = 0; j < 16; ++j) t[j] = ~(uint64_t)0;
     for (int j = 0; j < n; ++j) { /* no memcpy call for a few words */
         w[j] = a[j];
         t[j] = (a[j] & ~m) | (uint64_t)j;
     }
-#if defined(__AVX2__)
-    const __m256i sign = _mm256_set1_epi64x((long long)0x8000000000000000ull);
-    const __m256i t0 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(t + 0)), sign);
-    const __m256i t1 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(t + 4)), sign);
-    const __m256i t2 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(t + 8)), sign);
-    const __m256i t3 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(t + 12)), sign);
-    for (int i = 0; i < n; ++i) {
-        const __m256i b = _mm256_set1_epi64x((long long)(t[i] ^ 0x8000000000000000ull));
-        unsigned mk = (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(b, t0)));
-        mk |= (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(b, t1))) << 4;
-        mk |= (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(b, t2))) << 8;
-        mk |= (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(b, t3))) << 12;
-        a[__builtin_popcount(mk)] = w[i];
-    }
-#else
     for (int i = 0; i < n; ++i) {
         int r = 0;
         for (int j = 0; j < 16; ++j) r += t[j] < t[i];
