@@ -10,10 +10,12 @@
  * (16) that has a tie gets the order of the std::sort emulation on words
  * (torch_order.h).  The emulation is right with or without ties; the
  * stable sort is only a faster way to the answer for tie-free rows.  So a
- * row that surely has a tie (fewer key values than elements, a key range
- * small for the row's length, or a tie among its first 64 keys) goes
- * straight to the emulation; other rows are sorted stably and redone by
- * the emulation only if the sorted keys show a tie.
+ * row of at most 128 elements (there the emulation is as fast as the
+ * stable sort), or one that surely has a tie (fewer key values than
+ * elements, a key range small for the row's length, a tie among 64 keys
+ * spread over it, or a repeated smallest or largest key) goes straight to
+ * the emulation; other rows are sorted stably and redone by the emulation
+ * only if the sorted keys show a tie.
  */
 #ifndef KWK_SORT_KERNELS_H
 #define KWK_SORT_KERNELS_H
@@ -201,9 +203,12 @@ static void rank_words_from_sorted(const uint64_t *keys, const uint64_t *w, uint
  * fewer possible keys than elements, or n^2 / 2 > 4 * 2^rbits (in whole
  * bits: 2 * ibits > rbits + 3): more than four equal pairs expected were
  * the keys spread evenly over their range (real data clusters, so ties
- * are likelier still), or a tie among the first few elements.  On a
- * tie-free row this costs the emulation's time instead of the radix
- * sort's: slower, still exact, still well under torch's. */
+ * are likelier still), or a tie in a sample, or a repeated extreme key.
+ * On a tie-free row this costs the emulation's time instead of the radix
+ * sort's: slower, still exact, still well under torch's.  Rows of at most
+ * KWK_TIE_EMU_ALWAYS_MAX elements always take the emulation: measured on
+ * tie-free 64-element rows it is faster than the stable sort plus its tie
+ * check, and a tie found after the stable sort would cost both. */
 /* Rows of at least KWK_TIE_SAMPLE_MIN_N elements first look for a tie among
  * KWK_TIE_SAMPLE of their keys, evenly spaced (a small hash set): one found means a tie
  * for sure.  64 keys find a tie with ~98% odds on bf16-rounded float rows
