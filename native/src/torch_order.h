@@ -462,6 +462,22 @@ static inline int wemu_list_down(const uint64_t *l, int n, uint64_t phi, uint8_t
     return c;
 }
 
+/* Swap f[t] with l[-1 - t] for t < n (n a multiple of 4; the two
+ * ranges disjoint). */
+static inline void wemu_swap_mirrored(uint64_t *f, uint64_t *l, int n)
+{
+    int t = 0;
+#if defined(__AVX2__)
+    for (; t + 4 <= n; t += 4) {
+        const __m256i x = _mm256_loadu_si256((const __m256i *)(f + t));
+        const __m256i y = _mm256_loadu_si256((const __m256i *)(l - 4 - t));
+        _mm256_storeu_si256((__m256i *)(f + t), _mm256_permute4x64_epi64(y, 0x1B));
+        _mm256_storeu_si256((__m256i *)(l - 4 - t), _mm256_permute4x64_epi64(x, 0x1B));
+    }
+#endif
+    for (; t < n; ++t) w_swap(f + t, l - 1 - t);
+}
+
 /* __unguarded_partition(first, last, pivot) without its data-dependent
  * branches, giving the same arrangement and the same cut.
  *
@@ -520,6 +536,15 @@ static uint64_t *wemu_unguarded_partition(uint64_t *first, uint64_t *last, uint6
         const int nr = wemu_list_down(l, WEMU_BLOCK, phi, rb);
 #endif
         const int k = nl < nr ? nl : nr;
+        if (k == WEMU_BLOCK) {
+            /* every slot of both blocks is a candidate (runs of the
+             * pivot's key): the swaps pair slot f + t with l - 1 - t, a
+             * mirrored block exchange */
+            wemu_swap_mirrored(f, l, WEMU_BLOCK);
+            f += WEMU_BLOCK;
+            l -= WEMU_BLOCK;
+            continue;
+        }
         for (int t = 0; t < k; ++t) w_swap(f + lb[t], l - 1 - rb[t]);
         uint64_t *nf = k == nl ? f + WEMU_BLOCK : (k ? f + lb[k - 1] + 1 : f);
         uint64_t *nlast = k == nr ? l - WEMU_BLOCK : (k ? l - 1 - rb[k - 1] : l);
