@@ -40,7 +40,8 @@ static inline uint64_t kwk_width_mask(int bits)
  * gather loops vectorise (the only definition: every kernel uses these). */
 #define KWK_FLOAT_KEY(UT, b, SIGN, INF)                                       \
     UT a_ = (UT)((b) & (UT)~(UT)(SIGN));                                      \
-    UT v_ = a_ ? (b) : (UT)0;                                                 \
+    UT v_ = (UT)((b) & (UT)((UT)0 - (UT)(a_ != 0))); /* -0 -> +0; a mask,  \
+                                 not a select: gcc made that a branch */     \
     UT neg_ = (UT)((UT)0 - (UT)(v_ >> (sizeof(UT) * 8 - 1)));                 \
     UT k_ = (UT)(v_ ^ (UT)(neg_ | (UT)(SIGN)));                               \
     return a_ > (UT)(INF) ? (UT)~(UT)0 : k_;

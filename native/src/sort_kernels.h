@@ -10,10 +10,12 @@
  * (16) that has a tie gets the order of the std::sort emulation on words
  * (torch_order.h).  The emulation is right with or without ties; the
  * stable sort is only a faster way to the answer for tie-free rows.  So a
- * row that surely has a tie (fewer key values than elements, a key range
- * small for the row's length, or a tie among its first 64 keys) goes
- * straight to the emulation; other rows are sorted stably and redone by
- * the emulation only if the sorted keys show a tie.
+ * row of at most 128 elements (there the emulation is as fast as the
+ * stable sort), or one that surely has a tie (fewer key values than
+ * elements, a key range small for the row's length, a tie among 64 keys
+ * spread over it, or a repeated smallest or largest key) goes straight to
+ * the emulation; other rows are sorted stably and redone by the emulation
+ * only if the sorted keys show a tie.
  */
 #ifndef KWK_SORT_KERNELS_H
 #define KWK_SORT_KERNELS_H
@@ -201,21 +203,27 @@ static void rank_words_from_sorted(const uint64_t *keys, const uint64_t *w, uint
  * fewer possible keys than elements, or n^2 / 2 > 4 * 2^rbits (in whole
  * bits: 2 * ibits > rbits + 3): more than four equal pairs expected were
  * the keys spread evenly over their range (real data clusters, so ties
- * are likelier still), or a tie among the first few elements.  On a
- * tie-free row this costs the emulation's time instead of the radix
- * sort's: slower, still exact, still well under torch's. */
+ * are likelier still), or a tie in a sample, or a repeated extreme key.
+ * On a tie-free row this costs the emulation's time instead of the radix
+ * sort's: slower, still exact, still well under torch's.  Rows of at most
+ * KWK_TIE_EMU_ALWAYS_MAX elements always take the emulation: measured on
+ * tie-free 64-element rows it is faster than the stable sort plus its tie
+ * check, and a tie found after the stable sort would cost both. */
 /* Rows of at least KWK_TIE_SAMPLE_MIN_N elements first look for a tie among
- * their first KWK_TIE_SAMPLE keys (a small hash set): one found means a tie
+ * KWK_TIE_SAMPLE of their keys, evenly spaced (a small hash set): one found means a tie
  * for sure.  64 keys find a tie with ~98% odds on bf16-rounded float rows
  * (about 500 distinct values in a binade) for ~100 ns a row. */
+enum { KWK_TIE_EMU_ALWAYS_MAX = 128 };
 enum { KWK_TIE_SAMPLE = 64, KWK_TIE_SAMPLE_MIN_N = 128, KWK_TIE_TABLE = 256 };
 
-static int sample_has_tie(const uint64_t *words, int ibits)
+static int sample_has_tie(const uint64_t *words, int64_t n, int ibits)
 {
     uint64_t table[KWK_TIE_TABLE]; /* key + 1; 0 = empty (ibits >= 7: no overflow) */
     memset(table, 0, sizeof table);
+    /* keys spread over the row, not its head: padding and masked entries
+     * often sit together at one end (a graph batch's padded nodes) */
     for (int j = 0; j < KWK_TIE_SAMPLE; ++j) {
-        const uint64_t k = (words[j] >> ibits) + 1;
+        const uint64_t k = (words[(int64_t)j * n / KWK_TIE_SAMPLE] >> ibits) + 1;
         unsigned h = (unsigned)((k * 0x9E3779B97F4A7C15ull) >> 56);
         while (table[h] != 0) {
             if (table[h] == k) return 1;
@@ -226,11 +234,27 @@ static int sample_has_tie(const uint64_t *words, int ibits)
     return 0;
 }
 
+/* Whether the row's smallest or largest key occurs twice: masked entries
+ * (-inf logits, padding, positives set to -inf, zeros) take an extreme
+ * value, too few of them to show in the sample.  A counting pass over the
+ * packed words, a fraction of the stable sort it saves. */
+static int extreme_key_repeats(const uint64_t *words, int64_t n, const sort_row *r)
+{
+    const uint64_t m = r->mask, top = (r->hi - r->lo) << r->ibits;
+    int64_t at_lo = 0, at_hi = 0;
+    for (int64_t j = 0; j < n; ++j) {
+        at_lo += words[j] <= m;
+        at_hi += words[j] >= top;
+    }
+    return at_lo > 1 || at_hi > 1;
+}
+
 static int tie_expected(const uint64_t *words, int64_t n, const sort_row *r)
 {
     if (r->hi - r->lo < (uint64_t)(n - 1)) return 1;
+    if (n <= KWK_TIE_EMU_ALWAYS_MAX) return 1;
     if (2 * r->ibits > r->rbits + 3) return 1;
-    return n >= KWK_TIE_SAMPLE_MIN_N && sample_has_tie(words, r->ibits);
+    return n >= KWK_TIE_SAMPLE_MIN_N && (sample_has_tie(words, n, r->ibits) || extreme_key_repeats(words, n, r));
 }
 
 static int impl_sort(int dtype, const void *src, int64_t outer, int64_t len,

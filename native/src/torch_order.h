@@ -462,6 +462,22 @@ static inline int wemu_list_down(const uint64_t *l, int n, uint64_t phi, uint8_t
     return c;
 }
 
+/* Swap f[t] with l[-1 - t] for t < n (n a multiple of 4; the two
+ * ranges disjoint). */
+static inline void wemu_swap_mirrored(uint64_t *f, uint64_t *l, int n)
+{
+    int t = 0;
+#if defined(__AVX2__)
+    for (; t + 4 <= n; t += 4) {
+        const __m256i x = _mm256_loadu_si256((const __m256i *)(f + t));
+        const __m256i y = _mm256_loadu_si256((const __m256i *)(l - 4 - t));
+        _mm256_storeu_si256((__m256i *)(f + t), _mm256_permute4x64_epi64(y, 0x1B));
+        _mm256_storeu_si256((__m256i *)(l - 4 - t), _mm256_permute4x64_epi64(x, 0x1B));
+    }
+#endif
+    for (; t < n; ++t) w_swap(f + t, l - 1 - t);
+}
+
 /* __unguarded_partition(first, last, pivot) without its data-dependent
  * branches, giving the same arrangement and the same cut.
  *
@@ -520,6 +536,15 @@ static uint64_t *wemu_unguarded_partition(uint64_t *first, uint64_t *last, uint6
         const int nr = wemu_list_down(l, WEMU_BLOCK, phi, rb);
 #endif
         const int k = nl < nr ? nl : nr;
+        if (k == WEMU_BLOCK) {
+            /* every slot of both blocks is a candidate (runs of the
+             * pivot's key): the swaps pair slot f + t with l - 1 - t, a
+             * mirrored block exchange */
+            wemu_swap_mirrored(f, l, WEMU_BLOCK);
+            f += WEMU_BLOCK;
+            l -= WEMU_BLOCK;
+            continue;
+        }
         for (int t = 0; t < k; ++t) w_swap(f + lb[t], l - 1 - rb[t]);
         uint64_t *nf = k == nl ? f + WEMU_BLOCK : (k ? f + lb[k - 1] + 1 : f);
         uint64_t *nlast = k == nr ? l - WEMU_BLOCK : (k ? l - 1 - rb[k - 1] : l);
@@ -546,27 +571,39 @@ static uint64_t *wemu_unguarded_partition(uint64_t *first, uint64_t *last, uint6
 static inline void wemu_leaf_sort(uint64_t *a, int64_t n, uint64_t m)
 {
     if (n < 2) return;
+#if defined(__AVX2__)
+    /* the ranks from registers: words written one by one and read back as
+     * vectors would stall on store forwarding */
+    const __m256i sign = _mm256_set1_epi64x((long long)0x8000000000000000ull);
+    const __m256i keymask = _mm256_set1_epi64x((long long)~m);
+    const __m256i ones = _mm256_set1_epi64x(-1);
+    const __m256i len = _mm256_set1_epi64x((long long)n);
+    __m256i t[4];
+    uint64_t w[16], tk[16];
+    for (int q = 0; q < 4; ++q) {
+        const __m256i pos = _mm256_setr_epi64x(4 * q, 4 * q + 1, 4 * q + 2, 4 * q + 3);
+        const __m256i valid = _mm256_cmpgt_epi64(len, pos);
+        const __m256i raw = _mm256_maskload_epi64((const long long *)(a + 4 * q), valid);
+        const __m256i key = _mm256_or_si256(_mm256_and_si256(raw, keymask), pos);
+        t[q] = _mm256_xor_si256(_mm256_blendv_epi8(ones, key, valid), sign);
+        _mm256_storeu_si256((__m256i *)(w + 4 * q), raw);
+        _mm256_storeu_si256((__m256i *)(tk + 4 * q), t[q]);
+    }
+    for (int i = 0; i < n; ++i) {
+        const __m256i b = _mm256_set1_epi64x((long long)tk[i]);
+        unsigned mk = (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(b, t[0])));
+        mk |= (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(b, t[1]))) << 4;
+        mk |= (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(b, t[2]))) << 8;
+        mk |= (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(b, t[3]))) << 12;
+        a[__builtin_popcount(mk)] = w[i];
+    }
+#else
     uint64_t t[16], w[16];
     for (int j = 0; j < 16; ++j) t[j] = ~(uint64_t)0;
     for (int j = 0; j < n; ++j) { /* no memcpy call for a few words */
         w[j] = a[j];
         t[j] = (a[j] & ~m) | (uint64_t)j;
     }
-#if defined(__AVX2__)
-    const __m256i sign = _mm256_set1_epi64x((long long)0x8000000000000000ull);
-    const __m256i t0 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(t + 0)), sign);
-    const __m256i t1 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(t + 4)), sign);
-    const __m256i t2 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(t + 8)), sign);
-    const __m256i t3 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(t + 12)), sign);
-    for (int i = 0; i < n; ++i) {
-        const __m256i b = _mm256_set1_epi64x((long long)(t[i] ^ 0x8000000000000000ull));
-        unsigned mk = (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(b, t0)));
-        mk |= (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(b, t1))) << 4;
-        mk |= (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(b, t2))) << 8;
-        mk |= (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(b, t3))) << 12;
-        a[__builtin_popcount(mk)] = w[i];
-    }
-#else
     for (int i = 0; i < n; ++i) {
         int r = 0;
         for (int j = 0; j < 16; ++j) r += t[j] < t[i];
@@ -575,9 +612,85 @@ static inline void wemu_leaf_sort(uint64_t *a, int64_t n, uint64_t m)
 #endif
 }
 
+/* Whether every word of a[0..n) has the key of the word `p` (its key
+ * bits: plo <= w <= phi). */
+static int wemu_keys_all_equal(const uint64_t *a, int64_t n, uint64_t plo, uint64_t phi)
+{
+    int64_t i = 0;
+#if defined(__AVX2__)
+    const __m256i sign = _mm256_set1_epi64x((long long)0x8000000000000000ull);
+    const __m256i lo = _mm256_set1_epi64x((long long)(plo ^ 0x8000000000000000ull));
+    const __m256i hi = _mm256_set1_epi64x((long long)(phi ^ 0x8000000000000000ull));
+    for (; i + 8 <= n; i += 8) {
+        const __m256i v0 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(a + i)), sign);
+        const __m256i v1 = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(a + i + 4)), sign);
+        const __m256i out = _mm256_or_si256(
+            _mm256_or_si256(_mm256_cmpgt_epi64(lo, v0), _mm256_cmpgt_epi64(v0, hi)),
+            _mm256_or_si256(_mm256_cmpgt_epi64(lo, v1), _mm256_cmpgt_epi64(v1, hi)));
+        if (!_mm256_testz_si256(out, out)) return 0;
+    }
+#endif
+    for (; i < n; ++i)
+        if (a[i] < plo || a[i] > phi) return 0;
+    return 1;
+}
+
+/* Reverse a[0..n). */
+static void wemu_reverse(uint64_t *a, int64_t n)
+{
+    int64_t i = 0, j = n; /* swap a[i..] with a[..j) mirrored */
+#if defined(__AVX2__)
+    for (; j - i >= 8; i += 4, j -= 4) {
+        const __m256i x = _mm256_loadu_si256((const __m256i *)(a + i));
+        const __m256i y = _mm256_loadu_si256((const __m256i *)(a + j - 4));
+        _mm256_storeu_si256((__m256i *)(a + i), _mm256_permute4x64_epi64(y, 0x1B));
+        _mm256_storeu_si256((__m256i *)(a + j - 4), _mm256_permute4x64_epi64(x, 0x1B));
+    }
+#endif
+    for (--j; i < j; ++i, --j) w_swap(a + i, a + j);
+}
+
+static void wemu_heap_sort(uint64_t *first, int64_t len, int s);
+
+/* The introsort loop on a range whose keys are all equal.  Every
+ * comparison is then false, so each step is fixed by the length alone:
+ * __move_median_to_first picks the middle slot (a < b, a < c and b < c all
+ * false), and the unguarded partition of [first + 1, last) stops both scans
+ * at every slot: it swaps slot pairs from the ends inwards until they meet,
+ * i.e. reverses the range, and returns its middle, first + 1 + (len - 1) / 2
+ * (see wemu_unguarded_partition: L_t and R_t are all the slots).  The final
+ * insertion sort moves nothing.  So the moves are those of the loop, done
+ * with block reversals instead of compare-and-swap scans. */
+static void wemu_equal_introsort(uint64_t *first, uint64_t *last, int64_t depth_limit, int s)
+{
+    while (last - first > KWK_STD_SORT_THRESHOLD) {
+        if (depth_limit == 0) {
+            wemu_heap_sort(first, last - first, s);
+            return;
+        }
+        --depth_limit;
+        const int64_t len = last - first;
+        w_swap(first, first + len / 2);
+        wemu_reverse(first + 1, len - 1);
+        uint64_t *cut = first + 1 + (len - 1) / 2;
+        wemu_equal_introsort(cut, last, depth_limit, s);
+        last = cut;
+    }
+}
+
 static void wemu_introsort_loop(uint64_t *first, uint64_t *last, int64_t depth_limit, int s, uint64_t m)
 {
     while (last - first > KWK_STD_SORT_THRESHOLD) {
+        /* tie-heavy rows: a range of one key (the three pivot candidates
+         * agree, then a scan that stops at the first other key) */
+        {
+            const uint64_t k = first[1] >> s;
+            if (k == first[(last - first) / 2] >> s && k == last[-1] >> s &&
+                wemu_keys_all_equal(first, last - first, first[1] & ~m, first[1] | m)) {
+                wemu_equal_introsort(first, last, depth_limit, s);
+                return;
+            }
+        }
         if (depth_limit == 0) {
             wemu_heap_sort(first, last - first, s);
             return;
