@@ -1,0 +1,90 @@
+"""The sparse layers' native kernels (sparse_kernels.h) on tensors:
+contiguous rows in, contiguous results out.  Each returns None when the
+kernel defers (the caller then runs the reference)."""
+import torch
+
+from kwker import _native
+from kwker.ops._call import CODES, lib
+
+DTYPES = frozenset({torch.float32, torch.float64})
+MAX_GROUP = 256  # positions within a group are stored as uint8
+
+if lib is not None:
+    _simplex = lib.kwk_sparse_simplex_addr
+    _group_sort = lib.kwk_group_sort_addr
+    _group_sort_backward = lib.kwk_group_sort_backward_addr
+    _sort_pool = lib.kwk_sort_pool_addr
+    _DEFER = lib.KWK_DEFER
+
+
+def simplex_rows(x, entmax):
+    """(output, support (rows,)) of sparsemax (entmax=False) or entmax15
+    over the last dim of x, or None."""
+    x = x.contiguous()
+    n = x.shape[-1]
+    rows = x.numel() // n
+    out = torch.empty_like(x)
+    support = torch.empty(x.shape[:-1], dtype=torch.int64)
+    code = CODES[x.dtype]
+    if not entmax:
+        status = _simplex(code, 0, x.data_ptr(), rows, n, out.data_ptr(), support.data_ptr(), 0)
+        return None if status == _DEFER else _checked(status, "sparsemax", (out, support))
+    stats = x.new_empty(x.shape[:-1] + (2,))
+    status = _simplex(code, 1, x.data_ptr(), rows, n, out.data_ptr(), support.data_ptr(),
+                      stats.data_ptr())
+    if status == _DEFER:
+        return None
+    _checked(status, "entmax15", None)
+    # torch's own square root (MKL's; not always correctly rounded)
+    tau = stats[..., 0] - torch.sqrt(stats[..., 1])
+    tau = tau.contiguous()
+    status = _simplex(code, 2, x.data_ptr(), rows, n, out.data_ptr(), support.data_ptr(),
+                      tau.data_ptr())
+    return _checked(status, "entmax15", (out, support))
+
+
+def _checked(status, what, result):
+    if status:
+        _native.check(status, what)
+    return result
+
+
+def group_sort_rows(x, group_size, descending):
+    """(values, uint8 positions) with the last dim of contiguous x sorted in
+    groups of group_size."""
+    x = x.contiguous()
+    out = torch.empty_like(x)
+    perm = torch.empty(x.shape, dtype=torch.uint8)
+    status = _group_sort(CODES[x.dtype], x.data_ptr(), x.numel() // group_size, group_size,
+                         int(descending), out.data_ptr(), perm.data_ptr())
+    if status:
+        _native.check(status, "group_sort")
+    return out, perm
+
+
+def group_sort_backward_rows(grad, perm, group_size):
+    grad = grad.contiguous()
+    perm = perm.contiguous()
+    grad_input = torch.empty_like(grad)
+    status = _group_sort_backward(CODES[grad.dtype], grad.data_ptr(), perm.data_ptr(),
+                                  grad.numel() // group_size, group_size,
+                                  grad_input.data_ptr())
+    if status:
+        _native.check(status, "group_sort_backward")
+    return grad_input
+
+
+def sort_pool(x, k, counts):
+    """(kept rows (B, k, C), node index (B, k), -1 for zero rows) or None."""
+    x = x.contiguous()
+    batch, nodes, channels = x.shape
+    counts = counts.to(torch.int64).contiguous()
+    out = x.new_empty((batch, k, channels))
+    index = torch.empty((batch, k), dtype=torch.int64)
+    status = _sort_pool(CODES[x.dtype], x.data_ptr(), batch, nodes, channels,
+                        counts.data_ptr(), k, out.data_ptr(), index.data_ptr())
+    if status == _DEFER:
+        return None
+    if status:
+        _native.check(status, "sort_pool")
+    return out, index

@@ -1,0 +1,308 @@
+/*
+ * sparse_kernels.h - sort-based sparse layers: sparsemax and 1.5-entmax
+ * (the entmax package's exact sort-based thresholds), GroupSort, and
+ * SortPooling (DGCNN / PyG SortAggregation).  Compiled once per target.
+ *
+ * Simplex projections.  The entmax package sorts the whole shifted row
+ * z = x - max (entmax15: (x - max) / 2) descending, takes cumulative sums
+ * (torch's CPU cumsum: a sequential sum in double for float32, rounded at
+ * each step) and counts the positions rho where a condition holds:
+ *     sparsemax: rho * z_rho > cumsum_rho - 1
+ *     entmax15:  mean_rho - sqrt(max(delta_rho, 0)) <= z_rho
+ * Only the largest elements can satisfy it, so the kernel sorts just the
+ * candidates above a cut, runs the same arithmetic in the same order and
+ * precision (bit-identical to the reference), and writes the output in a
+ * second pass.  Why the cut loses no position (its proof, in short):
+ *   - sparsemax: for z_rho <= -1 the condition fails by at least
+ *     |z_rho| - 1 (z_1 = 0 and every z_i >= z_rho), while the rounding in
+ *     the three operations and the cumsum is below
+ *     |z_rho| * (u (3 n + 4) + u_double n^2) = |z_rho| * b.  Elements
+ *     at or below -1 - 4b are therefore never counted; the kernel defers
+ *     rows where b > 1/4.
+ *   - entmax15: for z_rho <= -2, ss_rho >= z_rho^2 / 2 >= 2 (0 and z_rho
+ *     are among the summands) so delta_rho < 0 even after rounding
+ *     (error below 5 u rho z^2) and tau_rho = mean_rho, which exceeds
+ *     z_rho by at least |z_rho| / rho, far above its rounding (2 u |z|)
+ *     while n < 1 / (40 u).  Longer rows are deferred.
+ * torch's sqrt is MKL's (vsSqrt / vdSqrt), not always correctly rounded:
+ * for entmax15 the kernel returns each row's mean and delta at the support
+ * size and the caller forms tau = mean - torch.sqrt(delta) with torch's own
+ * sqrt, then has the kernel apply it.  The support size itself is counted
+ * with the correctly rounded sqrt; it can differ from the reference's only
+ * where some tau_rho lies within an ulp of z_rho.
+ * Rows holding NaN or +-inf at their maximum make the reference fail
+ * (gather at -1) or return NaN: such calls are deferred to it.
+ */
+#ifndef KWK_SPARSE_KERNELS_H
+#define KWK_SPARSE_KERNELS_H
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "values_sort.h"
+
+/* Candidates up to this many are sorted by insertion (fewer moves than
+ * the radix passes' fixed costs); more by values_sort.h's radix sort. */
+enum { SP_INSERTION_MAX = 48 };
+
+/* What kwk_sparse_simplex computes (kwker.h). */
+enum { SP_SPARSEMAX = 0, SP_ENTMAX_THRESHOLD = 1, SP_ENTMAX_APPLY = 2 };
+
+#define SP_DEFINE(T, SUF, DT, UNIT)                                             \
+    static void sp_sort_desc_##SUF(T *v, int64_t m, void *key, void *tmp)     \
+    {                                                                         \
+        if (m > SP_INSERTION_MAX &&                                           \
+            vs_sort_values(DT, (const char *)v, sizeof(T), m, (char *)v,      \
+                           sizeof(T), 1, key, tmp))                           \
+            return;                                                           \
+        for (int64_t i = 1; i < m; ++i) { /* +0.0 beside -0.0: any order */  \
+            T e = v[i];                                                       \
+            int64_t j = i;                                                    \
+            while (j > 0 && v[j - 1] < e) { v[j] = v[j - 1]; --j; }           \
+            v[j] = e;                                                         \
+        }                                                                     \
+    }                                                                         \
+    static void sp_apply_##SUF(const T *x, int64_t n, T mx, int entmax, T tau, \
+                               T *out)                                        \
+    {                                                                         \
+        for (int64_t j = 0; j < n; ++j) {                                     \
+            T z = x[j] - mx;                                                  \
+            if (entmax) z = z / (T)2;                                         \
+            T v = z - tau;                                                    \
+            v = v < 0 ? (T)0 : v; /* torch.clamp(min=0): keeps -0.0 */       \
+            out[j] = entmax ? v * v : v;                                      \
+        }                                                                     \
+    }                                                                         \
+    /* One row; returns 0, or KWK_DEFER when the reference must decide. */    \
+    static int sp_row_##SUF(const T *x, int64_t n, T *out, int64_t *support,  \
+                            int mode, T *stats, T *cand, T *work, void *key,  \
+                            void *tmp)                                        \
+    {                                                                         \
+        const int entmax = mode != SP_SPARSEMAX;                              \
+        T mx = x[0];                                                          \
+        int bad = 0;                                                          \
+        for (int64_t j = 0; j < n; ++j) {                                     \
+            bad |= x[j] != x[j];                                              \
+            mx = x[j] > mx ? x[j] : mx;                                       \
+        }                                                                     \
+        if (bad || isinf(mx)) return KWK_DEFER;                               \
+        const double b = (UNIT) * (3.0 * (double)n + 4.0) +                   \
+                         0x1p-53 * (double)n * (double)n;                     \
+        if (entmax ? (double)n * (UNIT) * 40.0 >= 1.0 : b > 0.25)             \
+            return KWK_DEFER;                                                 \
+        if (mode == SP_ENTMAX_APPLY) {                                        \
+            sp_apply_##SUF(x, n, mx, 1, stats[0], out);                       \
+            return KWK_OK;                                                    \
+        }                                                                     \
+        const T cut = entmax ? (T)-2 : (T)(-1.0 - 4.0 * b);                   \
+        int64_t m = 0;                                                        \
+        for (int64_t j = 0; j < n; ++j) {                                     \
+            T z = x[j] - mx;                                                  \
+            if (entmax) z = z / (T)2;                                         \
+            cand[m] = z;                                                      \
+            m += z > cut;                                                     \
+        }                                                                     \
+        sp_sort_desc_##SUF(cand, m, key, tmp);                                \
+        int64_t count = 0;                                                    \
+        double sum = 0, sum_sq = 0;                                           \
+        T *key_work = work + n;                                               \
+        for (int64_t r = 1; r <= m; ++r) {                                    \
+            const T z = cand[r - 1], rho = (T)r;                              \
+            sum += (double)z;                                                 \
+            if (!entmax) {                                                    \
+                const T cm1 = (T)sum - (T)1;                                  \
+                count += rho * z > cm1;                                       \
+                work[r - 1] = cm1;                                            \
+            } else {                                                          \
+                sum_sq += (double)(T)(z * z);                                 \
+                const T mean = (T)sum / rho, mean_sq = (T)sum_sq / rho;       \
+                const T ss = rho * (mean_sq - mean * mean);                   \
+                T delta = ((T)1 - ss) / rho;                                  \
+                delta = delta < 0 ? (T)0 : delta;                             \
+                const T tau = mean - (T)sqrt((double)delta);                  \
+                count += tau <= z;                                            \
+                work[r - 1] = mean;                                           \
+                key_work[r - 1] = delta;                                      \
+            }                                                                 \
+        }                                                                     \
+        if (count < 1) return KWK_DEFER;                                      \
+        *support = count;                                                     \
+        if (entmax) { /* the caller takes the square root (see the top) */   \
+            stats[0] = work[count - 1];                                       \
+            stats[1] = key_work[count - 1];                                   \
+            return KWK_OK;                                                    \
+        }                                                                     \
+        sp_apply_##SUF(x, n, mx, 0, work[count - 1] / (T)count, out);         \
+        return KWK_OK;                                                        \
+    }
+
+SP_DEFINE(float, f32, KWK_FLOAT32, 0x1p-24)
+SP_DEFINE(double, f64, KWK_FLOAT64, 0x1p-53)
+
+static int impl_sparse_simplex(int dtype, int mode, const void *src, int64_t rows,
+                               int64_t len, void *out, int64_t *support, void *stats)
+{
+    const size_t width = dtype == KWK_FLOAT32 ? sizeof(float) : sizeof(double);
+    /* cand (len), work (2 len), radix key and tmp (8-byte words, len each) */
+    char *ws = malloc((size_t)len * (3 * width + 16));
+    if (!ws) return KWK_E_NOMEM;
+    void *cand = ws, *work = ws + (size_t)len * width;
+    void *key = ws + (size_t)len * 3 * width, *tmp = ws + (size_t)len * (3 * width + 8);
+    int status = KWK_OK;
+    for (int64_t r = 0; r < rows && status == KWK_OK; ++r) {
+        const int64_t st = mode == SP_ENTMAX_APPLY ? r : 2 * r;
+        if (dtype == KWK_FLOAT32)
+            status = sp_row_f32((const float *)src + r * len, len, (float *)out + r * len,
+                                support + r, mode, stats ? (float *)stats + st : NULL, cand, work, key, tmp);
+        else
+            status = sp_row_f64((const double *)src + r * len, len, (double *)out + r * len,
+                                support + r, mode, stats ? (double *)stats + st : NULL, cand, work, key,
+                                tmp);
+    }
+    free(ws);
+    return status;
+}
+
+/* ------------------------------------------------------------ GroupSort */
+
+/* torch.sort's ascending order with NaN last; equal keys keep index order
+ * (stable) because insertion only passes strictly greater elements. */
+#define GS_BEFORE(a, b) ((b) != (b) ? (a) == (a) : (a) < (b))
+#define GS_AFTER(a, b) ((a) != (a) ? (b) == (b) : (a) > (b))
+
+#define GS_DEFINE(T, SUF)                                                      \
+    static void gs_groups_##SUF(const T *x, int64_t groups, int64_t g,        \
+                                int descending, T *out, uint8_t *perm)        \
+    {                                                                         \
+        if (g == 2) {                                                         \
+            for (int64_t i = 0; i < groups; ++i) {                            \
+                const T a = x[2 * i], b = x[2 * i + 1];                       \
+                const int swap = descending ? GS_AFTER(b, a) : GS_BEFORE(b, a); \
+                out[2 * i] = swap ? b : a;                                    \
+                out[2 * i + 1] = swap ? a : b;                                \
+                perm[2 * i] = (uint8_t)swap;                                  \
+                perm[2 * i + 1] = (uint8_t)!swap;                             \
+            }                                                                 \
+            return;                                                           \
+        }                                                                     \
+        for (int64_t i = 0; i < groups; ++i) {                                \
+            const T *src = x + i * g;                                         \
+            T *o = out + i * g;                                               \
+            uint8_t *p = perm + i * g;                                        \
+            for (int64_t k = 0; k < g; ++k) {                                 \
+                const T e = src[k];                                           \
+                int64_t j = k;                                                \
+                while (j > 0 && (descending ? GS_AFTER(e, o[j - 1])           \
+                                            : GS_BEFORE(e, o[j - 1]))) {      \
+                    o[j] = o[j - 1];                                          \
+                    p[j] = p[j - 1];                                          \
+                    --j;                                                      \
+                }                                                             \
+                o[j] = e;                                                     \
+                p[j] = (uint8_t)k;                                            \
+            }                                                                 \
+        }                                                                     \
+    }                                                                         \
+    static void gs_backward_##SUF(const T *grad, const uint8_t *perm,         \
+                                  int64_t groups, int64_t g, T *grad_input)   \
+    {                                                                         \
+        for (int64_t i = 0; i < groups; ++i)                                  \
+            for (int64_t k = 0; k < g; ++k)                                   \
+                grad_input[i * g + perm[i * g + k]] = grad[i * g + k];        \
+    }
+
+GS_DEFINE(float, f32)
+GS_DEFINE(double, f64)
+
+static int impl_group_sort(int dtype, const void *src, int64_t groups, int64_t g,
+                           int descending, void *out, uint8_t *perm)
+{
+    if (dtype == KWK_FLOAT32)
+        gs_groups_f32(src, groups, g, descending, out, perm);
+    else
+        gs_groups_f64(src, groups, g, descending, out, perm);
+    return KWK_OK;
+}
+
+static int impl_group_sort_backward(int dtype, const void *grad, const uint8_t *perm,
+                                    int64_t groups, int64_t g, void *grad_input)
+{
+    if (dtype == KWK_FLOAT32)
+        gs_backward_f32(grad, perm, groups, g, grad_input);
+    else
+        gs_backward_f64(grad, perm, groups, g, grad_input);
+    return KWK_OK;
+}
+
+/* ---------------------------------------------------------- SortPooling */
+
+/* Per graph b: the k nodes (of count[b] real ones, the first in each
+ * graph) with the largest last channel, descending, ties and NaN as
+ * torch.sort(descending=True, stable=True) (NaN first, equal keys by node
+ * index); their rows are copied to out (b, k, c) and rows past count[b] are
+ * zero.  index gets the node of each kept row (-1 for padding).  Returns
+ * KWK_DEFER when a kept row holds a value for which the reference's
+ * "== min - 1 -> 0" rule could fire (NaN, inf, or |v| >= 2^p): the kept
+ * values are then not provably the reference's. */
+#define SPOOL_DEFINE(T, SUF, BIG)                                              \
+    static int spool_##SUF(const T *x, int64_t batch, int64_t nodes,          \
+                           int64_t c, const int64_t *count, int64_t k,        \
+                           T *out, int64_t *index, int64_t *order)            \
+    {                                                                         \
+        int status = KWK_OK;                                                  \
+        for (int64_t b = 0; b < batch; ++b) {                                 \
+            const T *g = x + b * nodes * c;                                   \
+            const int64_t n = count[b];                                       \
+            const int64_t keep = n < k ? n : k;                               \
+            int64_t m = 0; /* the best `keep` so far, sorted (insertion) */   \
+            for (int64_t i = 0; i < n; ++i) {                                 \
+                const T key = g[i * c + c - 1];                               \
+                if (m == keep) {                                              \
+                    const T last = g[order[m - 1] * c + c - 1];               \
+                    if (!GS_AFTER(key, last)) continue;                       \
+                    --m;                                                      \
+                }                                                             \
+                int64_t j = m;                                                \
+                while (j > 0 && GS_AFTER(key, g[order[j - 1] * c + c - 1])) { \
+                    order[j] = order[j - 1];                                  \
+                    --j;                                                      \
+                }                                                             \
+                order[j] = i;                                                 \
+                ++m;                                                          \
+            }                                                                 \
+            T *o = out + b * k * c;                                           \
+            for (int64_t r = 0; r < keep; ++r) {                              \
+                const T *row = g + order[r] * c;                              \
+                for (int64_t j = 0; j < c; ++j) {                             \
+                    const T v = row[j];                                       \
+                    status |= !(v > -(BIG) && v < (BIG));                     \
+                    o[r * c + j] = v;                                         \
+                }                                                             \
+                index[b * k + r] = order[r];                                  \
+            }                                                                 \
+            memset(o + keep * c, 0, (size_t)((k - keep) * c) * sizeof(T));   \
+            for (int64_t r = keep; r < k; ++r) index[b * k + r] = -1;         \
+        }                                                                     \
+        return status ? KWK_DEFER : KWK_OK;                                   \
+    }
+
+SPOOL_DEFINE(float, f32, 0x1p24f)
+SPOOL_DEFINE(double, f64, 0x1p53)
+
+static int impl_sort_pool(int dtype, const void *src, int64_t batch, int64_t nodes, int64_t c,
+                          const int64_t *count, int64_t k, void *out, int64_t *index)
+{
+    int64_t *order = malloc((size_t)(k > 0 ? k : 1) * sizeof(int64_t));
+    if (!order) return KWK_E_NOMEM;
+    int status = dtype == KWK_FLOAT32
+                     ? spool_f32(src, batch, nodes, c, count, k, out, index, order)
+                     : spool_f64(src, batch, nodes, c, count, k, out, index, order);
+    free(order);
+    return status;
+}
+
+#undef SP_DEFINE
+#undef GS_DEFINE
+#undef SPOOL_DEFINE
+
+#endif
