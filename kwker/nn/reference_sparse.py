@@ -135,10 +135,10 @@ def group_sort(x, group_size, dim=-1, descending=False):
     return group_sort_with_positions(x, group_size, dim, descending)[0]
 
 
-def sort_pool(x, k, num_nodes=None):
-    """PyG's SortAggregation of a dense batch x (B, N, C) whose graph b has
-    its num_nodes[b] real nodes first (all N when num_nodes is None):
-    (B, k * C)."""
+def sort_pool_with_index(x, k, num_nodes=None):
+    """(PyG's SortAggregation of the dense batch x (B, N, C) whose graph b
+    has its num_nodes[b] real nodes first (all N when None): (B, k * C);
+    the node each kept row came from (B, k), -1 for padding)."""
     batch, nodes, channels = x.shape
     if num_nodes is None:
         real = torch.ones(batch, nodes, dtype=torch.bool, device=x.device)
@@ -148,12 +148,18 @@ def sort_pool(x, k, num_nodes=None):
     dense = torch.where(real.unsqueeze(-1), x, fill)
     perm = dense[:, :, -1].sort(dim=-1, descending=True, stable=True)[1]
     dense = dense.gather(1, perm.unsqueeze(-1).expand(-1, -1, channels))
+    index = torch.where(real.gather(1, perm), perm, -1)
     if nodes >= k:
-        dense = dense[:, :k]
+        dense, index = dense[:, :k], index[:, :k]
     else:
         dense = torch.cat([dense, dense.new_full((batch, k - nodes, channels), fill)], dim=1)
+        index = torch.cat([index, index.new_full((batch, k - nodes), -1)], dim=1)
     dense = dense.masked_fill(dense == fill, 0)
-    return dense.reshape(batch, k * channels)
+    return dense.reshape(batch, k * channels), index
+
+
+def sort_pool(x, k, num_nodes=None):
+    return sort_pool_with_index(x, k, num_nodes)[0]
 
 
 class Sparsemax(torch.nn.Module):
