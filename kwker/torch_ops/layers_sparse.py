@@ -372,10 +372,13 @@ def sort_pool_autograd(x, k, num_nodes=None):
 
 # ---------------------------------------------------------------- vmap
 
-def _dim_vmap(op_name, dim_position, outputs):
+def _dim_vmap(op_name, defaults, dim_position, outputs):
+    """defaults: every argument after self as the schema gives them
+    (vmap rules receive only those passed)."""
     op = getattr(torch.ops.kwker, op_name).default
 
     def rule(info, in_dims, x, *args):
+        args = tuple(args) + tuple(defaults[len(args):])
         if in_dims[0] is None:
             out = op(x, *args)
             return out, (None,) * outputs if outputs > 1 else None
@@ -409,9 +412,9 @@ def _register():
         LIB.impl(name, kernel_entry(cpu), "CPU")
         LIB.impl(name, kernel_entry(autograd), "Autograd")
         torch.library.register_fake("kwker::" + name, fake, lib=LIB)
-    torch.library.register_vmap("kwker::sparsemax", _dim_vmap("sparsemax", 0, 2), lib=LIB)
-    torch.library.register_vmap("kwker::entmax15", _dim_vmap("entmax15", 0, 1), lib=LIB)
-    torch.library.register_vmap("kwker::group_sort", _dim_vmap("group_sort", 1, 2), lib=LIB)
+    torch.library.register_vmap("kwker::sparsemax", _dim_vmap("sparsemax", (-1,), 0, 2), lib=LIB)
+    torch.library.register_vmap("kwker::entmax15", _dim_vmap("entmax15", (-1,), 0, 1), lib=LIB)
+    torch.library.register_vmap("kwker::group_sort", _dim_vmap("group_sort", (None, -1, False), 1, 2), lib=LIB)
 
 
 _register()
