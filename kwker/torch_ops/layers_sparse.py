@@ -299,10 +299,9 @@ def sort_pool_cpu(x, k, num_nodes=None):
                                    and not num_nodes.is_floating_point())):
         counts = (torch.full((batch,), nodes, dtype=torch.int64) if num_nodes is None
                   else num_nodes.to(torch.int64))
-        # fill rows (min(x) - 1) sort among real nodes only if that is NaN
-        padded = nodes < k or (num_nodes is not None and bool((counts < nodes).any()))
-        if bool(((counts >= 0) & (counts <= nodes)).all()) and bool((counts > 0).any()) \
-                and not (padded and bool(x.isnan().any())):
+        lo, hi = (0, nodes) if num_nodes is None else map(int, torch.aminmax(counts))
+        # the reference needs a real node (min over them) and counts in range
+        if 0 <= lo and 0 < hi <= nodes:
             got = native.sort_pool(x, k, counts)
             if got is not None:
                 return got[0].view(batch, k * channels), got[1]

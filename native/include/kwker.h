@@ -174,8 +174,9 @@ int kwk_group_sort_backward(int dtype, const void *grad, const uint8_t *perm,
  * has count[b] real nodes, the first ones: out (batch, k, c) gets, per
  * graph, the rows of the k real nodes with the largest last channel (NaN
  * first, equal keys by node index), zero rows past count[b]; index (batch,
- * k) the node of each (-1 for a zero row).  Returns KWK_DEFER, everything
- * written, when a kept value is NaN, infinite or of magnitude >= 2^24
+ * k) the node of each (-1 for a zero row).  Returns KWK_DEFER when a
+ * graph has fewer real nodes than nodes or k and a real value is NaN, or,
+ * everything written, when a kept value is NaN, infinite or of magnitude >= 2^24
  * (float32) / 2^53 (float64) (see sparse_kernels.h). */
 int kwk_sort_pool(int dtype, const void *src, int64_t batch, int64_t nodes, int64_t c,
                   const int64_t *count, int64_t k, void *out, int64_t *index);

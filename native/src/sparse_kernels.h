@@ -42,26 +42,51 @@
 #include <string.h>
 #include "values_sort.h"
 
-/* Candidates up to this many are sorted by insertion (fewer moves than
- * the radix passes' fixed costs); more by values_sort.h's radix sort. */
-enum { SP_INSERTION_MAX = 48 };
+/* Candidates up to SP_INSERTION_MAX are sorted by buckets and insertion
+ * (the radix passes' fixed costs dominate there), more by values_sort.h's
+ * radix sort; up to SP_BUCKET_MIN by insertion alone. */
+enum { SP_INSERTION_MAX = 160, SP_BUCKET_MIN = 12 };
 
 /* What kwk_sparse_simplex computes (kwker.h). */
 enum { SP_SPARSEMAX = 0, SP_ENTMAX_THRESHOLD = 1, SP_ENTMAX_APPLY = 2 };
 
-#define SP_DEFINE(T, SUF, DT, UNIT)                                             \
-    static void sp_sort_desc_##SUF(T *v, int64_t m, void *key, void *tmp)     \
+#define SP_DEFINE(T, SUF, DT, UNIT, SQRT)                                           \
+    /* v (m values in (-span, 0]) sorted descending: radix (values_sort.h) \
+     * for many; else spread into m buckets by value (monotone), then one  \
+     * insertion pass, which only moves elements within their bucket */     \
+    static void sp_sort_desc_##SUF(T *v, int64_t m, T span, void *key,        \
+                                   void *tmp)                                 \
     {                                                                         \
         if (m > SP_INSERTION_MAX &&                                           \
             vs_sort_values(DT, (const char *)v, sizeof(T), m, (char *)v,      \
                            sizeof(T), 1, key, tmp))                           \
             return;                                                           \
-        for (int64_t i = 1; i < m; ++i) { /* +0.0 beside -0.0: any order */  \
-            T e = v[i];                                                       \
-            int64_t j = i;                                                    \
-            while (j > 0 && v[j - 1] < e) { v[j] = v[j - 1]; --j; }           \
-            v[j] = e;                                                         \
+        T *w = v;                                                             \
+        if (m > SP_BUCKET_MIN && m <= SP_INSERTION_MAX) {                     \
+            T *spread = key;                                                  \
+            int32_t *start = tmp;                                             \
+            const T scale = (T)m / span;                                      \
+            for (int64_t b = 0; b <= m; ++b) start[b] = 0;                    \
+            for (int64_t i = 0; i < m; ++i) {                                 \
+                T f = -v[i] * scale;                                          \
+                int64_t b = f < (T)0 ? 0 : f >= (T)(m - 1) ? m - 1 : (int64_t)f; \
+                start[b + 1]++;                                               \
+            }                                                                 \
+            for (int64_t b = 0; b < m; ++b) start[b + 1] += start[b];         \
+            for (int64_t i = 0; i < m; ++i) {                                 \
+                T f = -v[i] * scale;                                          \
+                int64_t b = f < (T)0 ? 0 : f >= (T)(m - 1) ? m - 1 : (int64_t)f; \
+                spread[start[b]++] = v[i];                                    \
+            }                                                                 \
+            w = spread;                                                       \
         }                                                                     \
+        for (int64_t i = 1; i < m; ++i) { /* +0.0 beside -0.0: any order */  \
+            T e = w[i];                                                       \
+            int64_t j = i;                                                    \
+            while (j > 0 && w[j - 1] < e) { w[j] = w[j - 1]; --j; }           \
+            w[j] = e;                                                         \
+        }                                                                     \
+        if (w != v) memcpy(v, w, (size_t)m * sizeof(T));                      \
     }                                                                         \
     static void sp_apply_##SUF(const T *x, int64_t n, T mx, int entmax, T tau, \
                                T *out)                                        \
@@ -91,6 +116,7 @@ enum { SP_SPARSEMAX = 0, SP_ENTMAX_THRESHOLD = 1, SP_ENTMAX_APPLY = 2 };
                          0x1p-53 * (double)n * (double)n;                     \
         if (entmax ? (double)n * (UNIT) * 40.0 >= 1.0 : b > 0.25)             \
             return KWK_DEFER;                                                 \
+        if (n >= ((int64_t)1 << 31)) return KWK_DEFER;                        \
         if (mode == SP_ENTMAX_APPLY) {                                        \
             sp_apply_##SUF(x, n, mx, 1, stats[0], out);                       \
             return KWK_OK;                                                    \
@@ -103,48 +129,56 @@ enum { SP_SPARSEMAX = 0, SP_ENTMAX_THRESHOLD = 1, SP_ENTMAX_APPLY = 2 };
             cand[m] = z;                                                      \
             m += z > cut;                                                     \
         }                                                                     \
-        sp_sort_desc_##SUF(cand, m, key, tmp);                                \
-        int64_t count = 0;                                                    \
+        sp_sort_desc_##SUF(cand, m, -cut, key, tmp);                                \
+        /* the cumulative sums (sequential, in double: torch's order), then \
+         * each position's test, independent of the others (vectorised) */  \
+        T *cs = work, *cq = work + n;                                         \
         double sum = 0, sum_sq = 0;                                           \
-        T *key_work = work + n;                                               \
-        for (int64_t r = 1; r <= m; ++r) {                                    \
-            const T z = cand[r - 1], rho = (T)r;                              \
-            sum += (double)z;                                                 \
-            if (!entmax) {                                                    \
-                const T cm1 = (T)sum - (T)1;                                  \
-                count += rho * z > cm1;                                       \
-                work[r - 1] = cm1;                                            \
-            } else {                                                          \
-                sum_sq += (double)(T)(z * z);                                 \
-                const T mean = (T)sum / rho, mean_sq = (T)sum_sq / rho;       \
+        for (int64_t r = 0; r < m; ++r) {                                     \
+            sum += (double)cand[r];                                           \
+            cs[r] = (T)sum;                                                   \
+            if (entmax) {                                                     \
+                sum_sq += (double)(T)(cand[r] * cand[r]);                     \
+                cq[r] = (T)sum_sq;                                            \
+            }                                                                 \
+        }                                                                     \
+        const int m32 = (int)m; /* n < 2^31: checked above */                \
+        int count = 0, near = 0;                                              \
+        if (!entmax) {                                                        \
+            for (int r = 0; r < m32; ++r)                                     \
+                count += (T)(r + 1) * cand[r] > cs[r] - (T)1;                 \
+        } else {                                                              \
+            for (int r = 0; r < m32; ++r) {                                   \
+                const T rho = (T)(r + 1);                                     \
+                const T mean = cs[r] / rho, mean_sq = cq[r] / rho;            \
                 const T ss = rho * (mean_sq - mean * mean);                   \
                 T delta = ((T)1 - ss) / rho;                                  \
                 delta = delta < 0 ? (T)0 : delta;                             \
-                const T root = (T)sqrt((double)delta);                        \
-                const T tau = mean - root;                                    \
-                count += tau <= z;                                            \
+                const T root = SQRT(delta), tau = mean - root;                \
+                count += tau <= cand[r];                                      \
                 /* torch's sqrt may differ by an ulp: a decision that close \
                  * is left to the reference */                                \
-                if (fabs((double)tau - (double)z) <=                          \
-                    8.0 * (UNIT) * (fabs((double)mean) + (double)root))       \
-                    return KWK_DEFER;                                         \
-                work[r - 1] = mean;                                           \
-                key_work[r - 1] = delta;                                      \
+                const T gap = tau - cand[r];                                  \
+                const T fmean = mean < 0 ? -mean : mean;                      \
+                near |= (gap < 0 ? -gap : gap) <= (T)(8 * (UNIT)) * (fmean + root); \
             }                                                                 \
         }                                                                     \
-        if (count < 1) return KWK_DEFER;                                      \
+        if (near || count < 1) return KWK_DEFER;                              \
         *support = count;                                                     \
+        const T rho = (T)count, cm = cs[count - 1];                           \
         if (entmax) { /* the caller takes the square root (see the top) */   \
-            stats[0] = work[count - 1];                                       \
-            stats[1] = key_work[count - 1];                                   \
+            const T mean = cm / rho, mean_sq = cq[count - 1] / rho;           \
+            const T delta = ((T)1 - rho * (mean_sq - mean * mean)) / rho;     \
+            stats[0] = mean;                                                  \
+            stats[1] = delta < 0 ? (T)0 : delta;                              \
             return KWK_OK;                                                    \
         }                                                                     \
-        sp_apply_##SUF(x, n, mx, 0, work[count - 1] / (T)count, out);         \
+        sp_apply_##SUF(x, n, mx, 0, (cm - (T)1) / rho, out);                  \
         return KWK_OK;                                                        \
     }
 
-SP_DEFINE(float, f32, KWK_FLOAT32, 0x1p-24)
-SP_DEFINE(double, f64, KWK_FLOAT64, 0x1p-53)
+SP_DEFINE(float, f32, KWK_FLOAT32, 0x1p-24, sqrtf)
+SP_DEFINE(double, f64, KWK_FLOAT64, 0x1p-53, sqrt)
 
 static int impl_sparse_simplex(int dtype, int mode, const void *src, int64_t rows,
                                int64_t len, void *out, int64_t *support, void *stats)
@@ -248,7 +282,8 @@ static int impl_group_sort_backward(int dtype, const void *grad, const uint8_t *
  * torch.sort(descending=True, stable=True) (NaN first, equal keys by node
  * index); their rows are copied to out (b, k, c) and rows past count[b] are
  * zero.  index gets the node of each kept row (-1 for padding).  Returns
- * KWK_DEFER when a kept row holds a value for which the reference's
+ * KWK_DEFER when the batch has fill rows (a graph short of nodes or of k)
+ * and a real value is NaN, or when a kept row holds a value for which the reference's
  * "== min - 1 -> 0" rule could fire (NaN, inf, or |v| >= 2^p): the kept
  * values are then not provably the reference's. */
 #define SPOOL_DEFINE(T, SUF, BIG)                                              \
@@ -256,7 +291,15 @@ static int impl_group_sort_backward(int dtype, const void *grad, const uint8_t *
                            int64_t c, const int64_t *count, int64_t k,        \
                            T *out, int64_t *index, int64_t *order)            \
     {                                                                         \
-        int status = KWK_OK;                                                  \
+        int status = KWK_OK, padded = nodes < k, nan = 0;                     \
+        for (int64_t b = 0; b < batch; ++b) padded |= count[b] < nodes;       \
+        /* PyG's fill value, min(x) - 1, is NaN when x holds one: its fill   \
+         * rows then sort first */                                            \
+        for (int64_t b = 0; padded && b < batch; ++b) {                       \
+            const T *g = x + b * nodes * c;                                   \
+            for (int64_t i = 0; i < count[b] * c; ++i) nan |= g[i] != g[i];   \
+        }                                                                     \
+        if (nan) return KWK_DEFER;                                            \
         for (int64_t b = 0; b < batch; ++b) {                                 \
             const T *g = x + b * nodes * c;                                   \
             const int64_t n = count[b];                                       \
