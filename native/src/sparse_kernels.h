@@ -211,18 +211,52 @@ static int impl_sparse_simplex(int dtype, int mode, const void *src, int64_t row
 #define GS_BEFORE(a, b) ((b) != (b) ? (a) == (a) : (a) < (b))
 #define GS_AFTER(a, b) ((a) != (a) ? (b) == (b) : (a) > (b))
 
+/* Put (v[i], p[i]) before (v[j], p[j]) in the order of the sort,
+ * branch-free: NaN last ascending (first descending), ties by position. */
+#define GS_EXCHANGE(T, v, p, up, i, j)                                          \
+    do {                                                                      \
+        const T a_ = v[i], b_ = v[j];                                         \
+        const int an_ = a_ != a_, bn_ = b_ != b_;                             \
+        const int tie_ = ((a_ == b_) | (an_ & bn_)) & (p[j] < p[i]);          \
+        const int sw_ = (up ? (b_ < a_) | (an_ & !bn_) : (b_ > a_) | (bn_ & !an_)) | tie_; \
+        const int pa_ = p[i], pb_ = p[j];                                     \
+        v[i] = sw_ ? b_ : a_;                                                 \
+        v[j] = sw_ ? a_ : b_;                                                 \
+        p[i] = sw_ ? pb_ : pa_;                                               \
+        p[j] = sw_ ? pa_ : pb_;                                               \
+    } while (0)
+
 #define GS_DEFINE(T, SUF)                                                      \
     static void gs_groups_##SUF(const T *x, int64_t groups, int64_t g,        \
                                 int descending, T *out, uint8_t *perm)        \
     {                                                                         \
-        if (g == 2) {                                                         \
+        if (g == 2) { /* branch-free, so that the compiler vectorises it */  \
+            const int up = !descending;                                       \
             for (int64_t i = 0; i < groups; ++i) {                            \
                 const T a = x[2 * i], b = x[2 * i + 1];                       \
-                const int swap = descending ? GS_AFTER(b, a) : GS_BEFORE(b, a); \
+                const int an = a != a, bn = b != b;                           \
+                const int swap = up ? (b < a) | (an & !bn)                    \
+                                    : (b > a) | (bn & !an);                   \
                 out[2 * i] = swap ? b : a;                                    \
                 out[2 * i + 1] = swap ? a : b;                                \
                 perm[2 * i] = (uint8_t)swap;                                  \
-                perm[2 * i + 1] = (uint8_t)!swap;                             \
+                perm[2 * i + 1] = (uint8_t)(swap ^ 1);                        \
+            }                                                                 \
+            return;                                                           \
+        }                                                                     \
+        if (g == 4) { /* a 5-comparator network on (value, position):    \
+                       * a total order, so the stable sort's result */        \
+            const int up = !descending;                                       \
+            for (int64_t i = 0; i < groups; ++i) {                            \
+                T v[4] = {x[4 * i], x[4 * i + 1], x[4 * i + 2], x[4 * i + 3]}; \
+                int p[4] = {0, 1, 2, 3};                                      \
+                GS_EXCHANGE(T, v, p, up, 0, 1); GS_EXCHANGE(T, v, p, up, 2, 3); \
+                GS_EXCHANGE(T, v, p, up, 0, 2); GS_EXCHANGE(T, v, p, up, 1, 3); \
+                GS_EXCHANGE(T, v, p, up, 1, 2);                               \
+                for (int k = 0; k < 4; ++k) {                                 \
+                    out[4 * i + k] = v[k];                                    \
+                    perm[4 * i + k] = (uint8_t)p[k];                          \
+                }                                                             \
             }                                                                 \
             return;                                                           \
         }                                                                     \
