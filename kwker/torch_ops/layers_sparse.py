@@ -325,10 +325,11 @@ def sort_pool_backward_any(grad, x, index, output):
     kept_x = x.gather(1, taken)
     out = output.reshape(batch, k, channels)
     passes = (index >= 0).unsqueeze(-1) & ~((out == 0) & (kept_x != 0))
-    target = torch.where(index >= 0, index, nodes).unsqueeze(-1).expand(-1, -1, channels)
-    grad_input = grad.new_zeros((batch, nodes + 1, channels))
-    grad_input.scatter_(1, target, torch.where(passes, grad, 0))
-    return grad_input[:, :nodes].contiguous()
+    grad_input = grad.new_zeros((batch, nodes, channels))
+    graphs, rows = (index >= 0).nonzero(as_tuple=True)
+    kept = torch.where(passes, grad, 0)[graphs, rows]
+    grad_input[graphs, index[graphs, rows]] = kept  # each node at most once: a copy
+    return grad_input
 
 
 def sort_pool_fake(x, k, num_nodes=None):
