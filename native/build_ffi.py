@@ -87,6 +87,8 @@ int kwk_median_pool2d_backward_addr(int dtype, uintptr_t grad, uintptr_t index,
                                     uintptr_t geometry, int mode, uintptr_t grad_input);
 int kwk_sparse_simplex_addr(int dtype, int mode, uintptr_t src, int64_t rows, int64_t len,
                             uintptr_t out, uintptr_t support, uintptr_t stats);
+int kwk_sparsemax_backward_addr(int dtype, int phase, uintptr_t grad, uintptr_t y,
+                                int64_t rows, int64_t len, uintptr_t masked, uintptr_t v);
 int kwk_group_sort_addr(int dtype, uintptr_t src, int64_t groups, int64_t g, int descending,
                         uintptr_t out, uintptr_t perm);
 int kwk_group_sort_backward_addr(int dtype, uintptr_t grad, uintptr_t perm, int64_t groups,
@@ -162,6 +164,11 @@ int kwk_sparse_simplex_addr(int dtype, int mode, uintptr_t src, int64_t rows, in
 {
     return kwk_sparse_simplex(dtype, mode, P(src), rows, len, P(out), (int64_t *)P(support),
                               P(stats));
+}
+int kwk_sparsemax_backward_addr(int dtype, int phase, uintptr_t grad, uintptr_t y,
+                                int64_t rows, int64_t len, uintptr_t masked, uintptr_t v)
+{
+    return kwk_sparsemax_backward(dtype, phase, P(grad), P(y), rows, len, P(masked), P(v));
 }
 int kwk_group_sort_addr(int dtype, uintptr_t src, int64_t groups, int64_t g, int descending,
                         uintptr_t out, uintptr_t perm)

@@ -349,6 +349,10 @@ def test_native_status_codes():
                                        support.data_ptr(), 0) == lib.KWK_E_ARG
     assert lib.kwk_sparse_simplex_addr(native.CODES[torch.int32], 0, x.data_ptr(), 2, 4,
                                        out.data_ptr(), support.data_ptr(), 0) == lib.KWK_E_DTYPE
+    assert lib.kwk_sparsemax_backward_addr(code, 2, x.data_ptr(), x.data_ptr(), 2, 4,
+                                           out.data_ptr(), 0) == lib.KWK_E_ARG
+    assert lib.kwk_sparsemax_backward_addr(code, 1, x.data_ptr(), x.data_ptr(), 2, 4,
+                                           out.data_ptr(), 0) == lib.KWK_E_ARG
     assert lib.kwk_group_sort_addr(code, x.data_ptr(), 2, 257, 0, out.data_ptr(),
                                    perm.data_ptr()) == lib.KWK_E_ARG
     perm.fill_(4)  # outside a group of 4

@@ -12,6 +12,7 @@ MAX_GROUP = 256  # positions within a group are stored as uint8
 if lib is not None:
     _simplex = lib.kwk_sparse_simplex_addr
     _group_sort = lib.kwk_group_sort_addr
+    _sparsemax_backward = lib.kwk_sparsemax_backward_addr
     _group_sort_backward = lib.kwk_group_sort_backward_addr
     _sort_pool = lib.kwk_sort_pool_addr
     _DEFER = lib.KWK_DEFER
@@ -47,6 +48,22 @@ def _checked(status, what, result):
     if status:
         _native.check(status, what)
     return result
+
+
+def sparsemax_backward_rows(grad, output, support):
+    """kwker.nn.reference_sparse.sparsemax_backward over the last dim of
+    contiguous grad and output, bit for bit: the masking and the final
+    subtraction natively, the row sums by torch (its summation order)."""
+    code = CODES[grad.dtype]
+    rows, n = grad.numel() // grad.shape[-1], grad.shape[-1]
+    masked = torch.empty_like(grad)
+    status = _sparsemax_backward(code, 0, grad.data_ptr(), output.data_ptr(), rows, n,
+                                 masked.data_ptr(), 0)
+    _checked(status, "sparsemax_backward", None)
+    shift = (masked.sum(dim=-1, keepdim=True) / support.to(grad.dtype)).contiguous()
+    status = _sparsemax_backward(code, 1, grad.data_ptr(), output.data_ptr(), rows, n,
+                                 masked.data_ptr(), shift.data_ptr())
+    return _checked(status, "sparsemax_backward", masked)
 
 
 def group_sort_rows(x, group_size, descending):

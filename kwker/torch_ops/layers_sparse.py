@@ -91,6 +91,17 @@ def entmax15_any(x, dim=-1):
     return reference.entmax15_forward(x, _dim(x, dim))
 
 
+def sparsemax_backward_cpu(grad, output, support, dim):
+    d = _dim(output, dim)
+    # the reference sums rows of grad's layout: the same order only when
+    # grad and output are contiguous rows along dim
+    if d == output.dim() - 1 and _takes(grad) and grad.dtype == output.dtype \
+            and grad.shape == output.shape and grad.is_contiguous() \
+            and output.is_contiguous() and grad.shape[-1] > 0:
+        return native.sparsemax_backward_rows(grad, output, support)
+    return sparsemax_backward_any(grad, output, support, dim)
+
+
 def sparsemax_backward_any(grad, output, support, dim):
     return reference.sparsemax_backward(grad, output, support, _dim(output, dim))
 
@@ -393,7 +404,7 @@ def _dim_vmap(op_name, defaults, dim_position, outputs):
 def _register():
     ops = (
         ("sparsemax", sparsemax_cpu, sparsemax_any, sparsemax_fake, sparsemax_autograd),
-        ("sparsemax_backward", sparsemax_backward_any, sparsemax_backward_any, _backward_fake,
+        ("sparsemax_backward", sparsemax_backward_cpu, sparsemax_backward_any, _backward_fake,
          _backward_autograd("sparsemax_backward", sparsemax_backward_any)),
         ("entmax15", entmax15_cpu, entmax15_any, entmax15_fake, entmax15_autograd),
         ("entmax15_backward", entmax15_backward_any, entmax15_backward_any, _backward_fake,

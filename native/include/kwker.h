@@ -160,6 +160,13 @@ int kwk_median_pool2d_backward(int dtype, const void *grad, const int64_t *index
 enum { KWK_SPARSEMAX = 0, KWK_ENTMAX15_THRESHOLD = 1, KWK_ENTMAX15_APPLY = 2 };
 int kwk_sparse_simplex(int dtype, int mode, const void *src, int64_t rows, int64_t len,
                        void *out, int64_t *support, void *stats);
+/* sparsemax's backward in two passes around the caller's row sums (of
+ * rows contiguous rows of len): phase 0 writes masked = grad where y != 0,
+ * +0.0 elsewhere; phase 1, with v[r] = that row's sum / support size,
+ * rewrites masked to masked - v[r] where y != 0 (v unused in phase 0 and
+ * may be NULL). */
+int kwk_sparsemax_backward(int dtype, int phase, const void *grad, const void *y,
+                           int64_t rows, int64_t len, void *masked, const void *v);
 /* GroupSort: `groups` contiguous groups of g elements (1 <= g <= 256),
  * each sorted ascending (descending != 0: descending), NaN after all
  * numbers (before them when descending), equal elements in index order.

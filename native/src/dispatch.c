@@ -302,6 +302,18 @@ int kwk_sparse_simplex(int dtype, int mode, const void *src, int64_t rows, int64
     return kernels()->sparse_simplex(dtype, mode, src, rows, len, out, support, stats);
 }
 
+int kwk_sparsemax_backward(int dtype, int phase, const void *grad, const void *y,
+                           int64_t rows, int64_t len, void *masked, const void *v)
+{
+    int64_t t;
+    if (!float_dtype(dtype)) return KWK_E_DTYPE;
+    if (rows < 0 || len < 0 || (phase != 0 && phase != 1)) return KWK_E_ARG;
+    if (!mul_ok(rows, len, &t) || !mul_ok(t, 8, &t)) return KWK_E_OVERFLOW;
+    if (rows == 0 || len == 0) return KWK_OK;
+    if (!grad || !y || !masked || (phase == 1 && !v)) return KWK_E_ARG;
+    return kernels()->sparsemax_backward(dtype, phase, grad, y, rows, len, masked, v);
+}
+
 static int check_group_sort(int dtype, const void *a, int64_t groups, int64_t g,
                             const void *b, const uint8_t *perm)
 {

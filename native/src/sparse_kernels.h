@@ -204,6 +204,40 @@ static int impl_sparse_simplex(int dtype, int mode, const void *src, int64_t row
     return status;
 }
 
+/* sparsemax's backward without its sum (torch's, whose order is not
+ * reproduced here): phase 0 writes g where y != 0 and +0.0 elsewhere
+ * (masked_fill); phase 1, given v[r] = sum / support, makes that
+ * masked - v where y != 0 (torch.where(y != 0, masked - v, masked)). */
+#define SPB_DEFINE(T, SUF)                                                     \
+    static void spb_##SUF(int phase, const T *grad, const T *y, int64_t rows, \
+                          int64_t n, T *masked, const T *v)                   \
+    {                                                                         \
+        for (int64_t r = 0; r < rows; ++r) {                                  \
+            const T *g = grad + r * n, *o = y + r * n;                        \
+            T *m = masked + r * n;                                            \
+            if (phase == 0) {                                                 \
+                for (int64_t j = 0; j < n; ++j) m[j] = o[j] == 0 ? (T)0 : g[j]; \
+            } else {                                                          \
+                const T shift = v[r];                                         \
+                for (int64_t j = 0; j < n; ++j)                               \
+                    m[j] = o[j] != 0 ? m[j] - shift : m[j];                   \
+            }                                                                 \
+        }                                                                     \
+    }
+
+SPB_DEFINE(float, f32)
+SPB_DEFINE(double, f64)
+
+static int impl_sparsemax_backward(int dtype, int phase, const void *grad, const void *y,
+                                   int64_t rows, int64_t len, void *masked, const void *v)
+{
+    if (dtype == KWK_FLOAT32)
+        spb_f32(phase, grad, y, rows, len, masked, v);
+    else
+        spb_f64(phase, grad, y, rows, len, masked, v);
+    return KWK_OK;
+}
+
 /* ------------------------------------------------------------ GroupSort */
 
 /* torch.sort's ascending order with NaN last; equal keys keep index order
@@ -387,6 +421,7 @@ static int impl_sort_pool(int dtype, const void *src, int64_t batch, int64_t nod
 
 #undef SP_DEFINE
 #undef GS_DEFINE
+#undef SPB_DEFINE
 #undef SPOOL_DEFINE
 
 #endif

@@ -84,6 +84,16 @@ static void simplex(const char *target, int64_t rows, int64_t n, int kind, float
                   (long long)support[r], (long long)positive);
         }
         if (last_out && mode == 1) memcpy(last_out, out, sizeof(float) * rows * n);
+        if (mode == 0) { /* the backward's two passes: masked, then shifted */
+            float *masked = malloc(sizeof(float) * rows * n), *v = malloc(sizeof(float) * rows);
+            for (int64_t r = 0; r < rows; ++r) v[r] = 0.5f;
+            CHECK(kwk_sparsemax_backward(KWK_FLOAT32, 0, x, out, rows, n, masked, NULL) == KWK_OK &&
+                  kwk_sparsemax_backward(KWK_FLOAT32, 1, x, out, rows, n, masked, v) == KWK_OK,
+                  "backward status");
+            for (int64_t i = 0; i < rows * n; ++i)
+                CHECK(out[i] == 0 ? masked[i] == 0 : masked[i] == x[i] - 0.5f, "backward value");
+            free(masked); free(v);
+        }
     }
     free(x); free(out); free(stats); free(tau); free(support);
 }
