@@ -110,6 +110,19 @@ def test_simplex_empty_and_other_dtypes(name, fast, ref, gen):
         _check_same_as_reference(fast, ref, x, gen)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_simplex_values_around_the_kernels_cut(dtype, target, gen):
+    """Rows crowded just above and below the kernel's candidate cut
+    (x - max near -1 for sparsemax, near -3 for entmax15: z = (x - max) / 2
+    near -1.5) and near the thresholds themselves, long and short."""
+    for n in (7, 200, 5000):
+        for centre in (-1.0, -3.0, -2.0, -0.5):
+            x = centre + torch.randn(16, n, generator=gen, dtype=dtype) * 0.05
+            x[:, 0] = 0.0
+            for _, fast, ref in SIMPLEX:
+                _check_same_as_reference(fast, ref, x, gen)
+
+
 def test_simplex_kernel_support_size(gen):
     x = torch.randn(50, 30, generator=gen)
     out, support = K.sparsemax(x, -1)

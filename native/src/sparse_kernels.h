@@ -19,11 +19,13 @@
  *     |z_rho| * (u (3 n + 4) + u_double n^2) = |z_rho| * b.  Elements
  *     at or below -1 - 4b are therefore never counted; the kernel defers
  *     rows where b > 1/4.
- *   - entmax15: for z_rho <= -2, ss_rho >= z_rho^2 / 2 >= 2 (0 and z_rho
- *     are among the summands) so delta_rho < 0 even after rounding
- *     (error below 5 u rho z^2) and tau_rho = mean_rho, which exceeds
- *     z_rho by at least |z_rho| / rho, far above its rounding (2 u |z|)
- *     while n < 1 / (40 u).  Longer rows are deferred.
+ *   - entmax15: for z_rho <= -1.5, ss_rho >= z_rho^2 / 2 >= 1.125 (0
+ *     and z_rho are among the summands; the sum of their squared
+ *     deviations from any mean is at least z^2 / 2), so delta_rho < 0 even
+ *     after rounding (ss's error is below 5 u rho z^2, under
+ *     z^2 (1/2 - 1/2.25) while n < 1 / (110 u)) and tau_rho = mean_rho,
+ *     which exceeds z_rho by at least |z_rho| / rho, far above its
+ *     rounding (2 u |z|).  Longer rows are deferred (float32: n >= 152k).
  * torch's sqrt is MKL's (vsSqrt / vdSqrt), not always correctly rounded:
  * for entmax15 the kernel returns each row's mean and delta at the support
  * size and the caller forms tau = mean - torch.sqrt(delta) with torch's own
@@ -114,14 +116,14 @@ enum { SP_SPARSEMAX = 0, SP_ENTMAX_THRESHOLD = 1, SP_ENTMAX_APPLY = 2 };
         if (bad || isinf(mx)) return KWK_DEFER;                               \
         const double b = (UNIT) * (3.0 * (double)n + 4.0) +                   \
                          0x1p-53 * (double)n * (double)n;                     \
-        if (entmax ? (double)n * (UNIT) * 40.0 >= 1.0 : b > 0.25)             \
+        if (entmax ? (double)n * (UNIT) * 110.0 >= 1.0 : b > 0.25)            \
             return KWK_DEFER;                                                 \
         if (n >= ((int64_t)1 << 31)) return KWK_DEFER;                        \
         if (mode == SP_ENTMAX_APPLY) {                                        \
             sp_apply_##SUF(x, n, mx, 1, stats[0], out);                       \
             return KWK_OK;                                                    \
         }                                                                     \
-        const T cut = entmax ? (T)-2 : (T)(-1.0 - 4.0 * b);                   \
+        const T cut = entmax ? (T)-1.5 : (T)(-1.0 - 4.0 * b);                 \
         int64_t m = 0;                                                        \
         for (int64_t j = 0; j < n; ++j) {                                     \
             T z = x[j] - mx;                                                  \
