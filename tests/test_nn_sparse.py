@@ -131,11 +131,24 @@ def test_simplex_kernel_support_size(gen):
 
 
 def test_simplex_rows_the_kernel_defers_run_the_reference(gen):
-    """A NaN in one row of many: the whole call goes to the reference."""
+    """Row [0, -2]: entmax15's test at rho = 2 is an exact tie (tau = z =
+    -1), the kernel leaves it to the reference (torch's square root could
+    decide it differently); the other rows stay native.  A NaN row makes
+    the reference, and so the operator, fail."""
+    x = torch.tensor([[0.0, -2.0], [0.0, 1.0], [3.0, 1.0], [0.0, -2.0]])
+    code = native.CODES[x.dtype]
+    out, support, stats = torch.empty_like(x), torch.empty(4, dtype=torch.int64), \
+        torch.empty(4, 2)
+    assert native.lib.kwk_sparse_simplex_addr(code, 1, x.data_ptr(), 4, 2, out.data_ptr(),
+                                              support.data_ptr(), stats.data_ptr()) \
+        == native.lib.KWK_DEFER
+    assert support.tolist()[0] == -1 and support.tolist()[3] == -1 and support[1] > 0
+    _assert_same(R.entmax15_forward(x), native.simplex_rows(x, entmax=True)[0])
+    _assert_same(R.entmax15_forward(x), S.entmax15(x))
     x = torch.randn(4, 6, generator=gen)
     x[2, 3] = float("nan")
-    assert native.simplex_rows(x, entmax=False) is None
-    assert native.simplex_rows(x[:2], entmax=True) is not None
+    with pytest.raises(RuntimeError):
+        native.simplex_rows(x, entmax=False)
 
 
 @pytest.mark.parametrize("name", ["sparsemax", "entmax15"])

@@ -20,7 +20,9 @@ if lib is not None:
 
 def simplex_rows(x, entmax):
     """(output, support (rows,)) of sparsemax (entmax=False) or entmax15
-    over the last dim of x, or None."""
+    over the last dim of x: the kernel's rows, and the reference's for the
+    rows the kernel leaves to it (support -1)."""
+    from kwker.nn import reference_sparse as reference
     x = x.contiguous()
     n = x.shape[-1]
     rows = x.numel() // n
@@ -29,19 +31,35 @@ def simplex_rows(x, entmax):
     code = CODES[x.dtype]
     if not entmax:
         status = _simplex(code, 0, x.data_ptr(), rows, n, out.data_ptr(), support.data_ptr(), 0)
-        return None if status == _DEFER else _checked(status, "sparsemax", (out, support))
-    stats = x.new_empty(x.shape[:-1] + (2,))
-    status = _simplex(code, 1, x.data_ptr(), rows, n, out.data_ptr(), support.data_ptr(),
-                      stats.data_ptr())
+    else:
+        stats = x.new_empty(x.shape[:-1] + (2,))
+        status = _simplex(code, 1, x.data_ptr(), rows, n, out.data_ptr(), support.data_ptr(),
+                          stats.data_ptr())
+        if status not in (0, _DEFER):
+            _checked(status, "entmax15", None)
+        # torch's own square root (MKL's; not always correctly rounded)
+        tau = (stats[..., 0] - torch.sqrt(stats[..., 1])).contiguous()
+        status = _simplex(code, 2, x.data_ptr(), rows, n, out.data_ptr(), support.data_ptr(),
+                          tau.data_ptr()) if status == 0 else _apply_kept(code, x, out, support,
+                                                                            tau)
     if status == _DEFER:
-        return None
-    _checked(status, "entmax15", None)
-    # torch's own square root (MKL's; not always correctly rounded)
-    tau = stats[..., 0] - torch.sqrt(stats[..., 1])
-    tau = tau.contiguous()
-    status = _simplex(code, 2, x.data_ptr(), rows, n, out.data_ptr(), support.data_ptr(),
-                      tau.data_ptr())
-    return _checked(status, "entmax15", (out, support))
+        # the rows left to the reference (rows are independent there)
+        flat_x, flat_out, flat_support = x.view(-1, n), out.view(-1, n), support.view(-1)
+        redo = (flat_support < 0).nonzero().squeeze(1)
+        if entmax:
+            flat_out[redo] = reference.entmax15_forward(flat_x[redo])
+            flat_support[redo] = 0  # not used for entmax15
+        else:
+            values, sizes = reference.sparsemax_forward(flat_x[redo])
+            flat_out[redo], flat_support[redo] = values, sizes.squeeze(1)
+        return out, support
+    return _checked(status, "entmax15" if entmax else "sparsemax", (out, support))
+
+
+def _apply_kept(code, x, out, support, tau):
+    status = _simplex(code, 2, x.data_ptr(), x.numel() // x.shape[-1], x.shape[-1],
+                      out.data_ptr(), support.data_ptr(), tau.data_ptr())
+    return _DEFER if status == 0 else status
 
 
 def _checked(status, what, result):

@@ -153,10 +153,12 @@ int kwk_median_pool2d_backward(int dtype, const void *grad, const int64_t *index
  * stats[2r+1] the row's mean and clamped delta at that size (tau is
  * mean - sqrt(delta), the square root left to the caller: torch's is not
  * always correctly rounded).  mode 2 (entmax15 output): out from
- * tau = stats[r].  Returns KWK_DEFER (rows before the failing one written)
- * for rows the package cannot solve (a NaN or an infinite maximum) or too
- * long for the kernel's exactness proof (see sparse_kernels.h); the caller
- * then computes the call with the reference. */
+ * tau = stats[r], skipping rows whose support is negative.  Rows the
+ * kernel leaves to the caller (a NaN or an infinite maximum, which the
+ * package cannot solve; rows too long for the kernel's exactness proof or
+ * with a decision within an ulp of torch's square root, see
+ * sparse_kernels.h) get support -1 and the call returns KWK_DEFER, every
+ * other row done. */
 enum { KWK_SPARSEMAX = 0, KWK_ENTMAX15_THRESHOLD = 1, KWK_ENTMAX15_APPLY = 2 };
 int kwk_sparse_simplex(int dtype, int mode, const void *src, int64_t rows, int64_t len,
                        void *out, int64_t *support, void *stats);

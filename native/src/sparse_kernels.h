@@ -192,15 +192,22 @@ static int impl_sparse_simplex(int dtype, int mode, const void *src, int64_t row
     void *cand = ws, *work = ws + (size_t)len * width;
     void *key = ws + (size_t)len * 3 * width, *tmp = ws + (size_t)len * (3 * width + 8);
     int status = KWK_OK;
-    for (int64_t r = 0; r < rows && status == KWK_OK; ++r) {
+    for (int64_t r = 0; r < rows; ++r) {
         const int64_t st = mode == SP_ENTMAX_APPLY ? r : 2 * r;
+        int row_status;
+        if (mode == SP_ENTMAX_APPLY && support[r] < 0) continue; /* deferred */
         if (dtype == KWK_FLOAT32)
-            status = sp_row_f32((const float *)src + r * len, len, (float *)out + r * len,
-                                support + r, mode, stats ? (float *)stats + st : NULL, cand, work, key, tmp);
+            row_status = sp_row_f32((const float *)src + r * len, len, (float *)out + r * len,
+                                    support + r, mode, stats ? (float *)stats + st : NULL,
+                                    cand, work, key, tmp);
         else
-            status = sp_row_f64((const double *)src + r * len, len, (double *)out + r * len,
-                                support + r, mode, stats ? (double *)stats + st : NULL, cand, work, key,
-                                tmp);
+            row_status = sp_row_f64((const double *)src + r * len, len,
+                                    (double *)out + r * len, support + r, mode,
+                                    stats ? (double *)stats + st : NULL, cand, work, key, tmp);
+        if (row_status == KWK_DEFER) { /* the caller redoes this row */
+            support[r] = -1;
+            status = KWK_DEFER;
+        }
     }
     free(ws);
     return status;
