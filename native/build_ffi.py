@@ -38,7 +38,9 @@ def header_declarations() -> str:
 def compile_args() -> list:
     # no FMA contraction: quantile's arithmetic must round exactly where
     # torch's does (its explicit fma() calls are unaffected)
-    args = ["-std=c11", "-O3", "-fno-strict-aliasing", "-ffp-contract=off"]
+    # no errno from sqrt: lets the compiler vectorise the sparse layers'
+    # square roots (sparse_kernels.h); the results are the same
+    args = ["-std=c11", "-O3", "-fno-strict-aliasing", "-ffp-contract=off", "-fno-math-errno"]
     if os.environ.get("KWKER_SANITIZE"):
         # ASan/UBSan build for the sanitizer test job (never for releases)
         args += ["-O1", "-g", "-fno-omit-frame-pointer",
@@ -84,6 +86,16 @@ int kwk_median_pool2d_addr(int dtype, uintptr_t src, int64_t planes, int64_t h, 
 int kwk_median_pool2d_backward_addr(int dtype, uintptr_t grad, uintptr_t index,
                                     int64_t planes, int64_t h, int64_t w,
                                     uintptr_t geometry, int mode, uintptr_t grad_input);
+int kwk_sparse_simplex_addr(int dtype, int mode, uintptr_t src, int64_t rows, int64_t len,
+                            uintptr_t out, uintptr_t support, uintptr_t stats);
+int kwk_sparsemax_backward_addr(int dtype, int phase, uintptr_t grad, uintptr_t y,
+                                int64_t rows, int64_t len, uintptr_t masked, uintptr_t v);
+int kwk_group_sort_addr(int dtype, uintptr_t src, int64_t groups, int64_t g, int descending,
+                        uintptr_t out, uintptr_t perm);
+int kwk_group_sort_backward_addr(int dtype, uintptr_t grad, uintptr_t perm, int64_t groups,
+                                 int64_t g, uintptr_t grad_input);
+int kwk_sort_pool_addr(int dtype, uintptr_t src, int64_t batch, int64_t nodes, int64_t c,
+                       uintptr_t count, int64_t k, uintptr_t out, uintptr_t index);
 """
 
 ADDRESS_ADAPTERS_SOURCE = """
@@ -147,6 +159,34 @@ int kwk_median_pool2d_backward_addr(int dtype, uintptr_t grad, uintptr_t index,
 {
     return kwk_median_pool2d_backward(dtype, P(grad), (const int64_t *)P(index), planes, h, w,
                                       (const int64_t *)P(geometry), mode, P(grad_input));
+}
+int kwk_sparse_simplex_addr(int dtype, int mode, uintptr_t src, int64_t rows, int64_t len,
+                            uintptr_t out, uintptr_t support, uintptr_t stats)
+{
+    return kwk_sparse_simplex(dtype, mode, P(src), rows, len, P(out), (int64_t *)P(support),
+                              P(stats));
+}
+int kwk_sparsemax_backward_addr(int dtype, int phase, uintptr_t grad, uintptr_t y,
+                                int64_t rows, int64_t len, uintptr_t masked, uintptr_t v)
+{
+    return kwk_sparsemax_backward(dtype, phase, P(grad), P(y), rows, len, P(masked), P(v));
+}
+int kwk_group_sort_addr(int dtype, uintptr_t src, int64_t groups, int64_t g, int descending,
+                        uintptr_t out, uintptr_t perm)
+{
+    return kwk_group_sort(dtype, P(src), groups, g, descending, P(out), (uint8_t *)P(perm));
+}
+int kwk_group_sort_backward_addr(int dtype, uintptr_t grad, uintptr_t perm, int64_t groups,
+                                 int64_t g, uintptr_t grad_input)
+{
+    return kwk_group_sort_backward(dtype, P(grad), (const uint8_t *)P(perm), groups, g,
+                                   P(grad_input));
+}
+int kwk_sort_pool_addr(int dtype, uintptr_t src, int64_t batch, int64_t nodes, int64_t c,
+                       uintptr_t count, int64_t k, uintptr_t out, uintptr_t index)
+{
+    return kwk_sort_pool(dtype, P(src), batch, nodes, c, (const int64_t *)P(count), k, P(out),
+                         (int64_t *)P(index));
 }
 """
 

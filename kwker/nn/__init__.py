@@ -7,6 +7,9 @@ and a fast path through torch.ops.kwker chosen by use_fast.
 """
 from kwker.nn import functional, reference
 from kwker.nn.modules import FastModule, MedianPool2d, deactivate, fast_modules, set_use_fast
+from kwker.nn import reference_sparse, sparse
+from kwker.nn.sparse import Entmax15, GroupSort, SortPooling, Sparsemax
 
 __all__ = ["MedianPool2d", "FastModule", "set_use_fast", "fast_modules", "deactivate",
            "functional", "reference"]
+__all__ += ["Sparsemax", "Entmax15", "GroupSort", "SortPooling", "sparse", "reference_sparse"]

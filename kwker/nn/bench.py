@@ -79,6 +79,9 @@ def main(argv=None):
         print(f"{'x'.join(map(str, shape)):>16} {t_ref * 1e3:8.2f} {t_fast * 1e3:8.2f} "
               f"{t_ref / t_fast:5.1f}x {b_ref * 1e3:8.2f} {b_fast * 1e3:8.2f} "
               f"{b_ref / b_fast:5.1f}x  {extra}")
+    print()
+    from kwker.nn import bench_sparse
+    bench_sparse.print_rows(args.repeats)
 
 
 if __name__ == "__main__":

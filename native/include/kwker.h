@@ -24,7 +24,7 @@
 
 #include <stdint.h>
 
-#define KWK_ABI_VERSION 4
+#define KWK_ABI_VERSION 5
 
 /* Status codes (negative: the call did nothing useful; see kwk_strerror). */
 enum {
@@ -144,4 +144,49 @@ int kwk_median_pool2d(int dtype, const void *src, int64_t planes, int64_t h, int
 int kwk_median_pool2d_backward(int dtype, const void *grad, const int64_t *index,
                                int64_t planes, int64_t h, int64_t w,
                                const int64_t *geometry, int mode, void *grad_input);
+
+/* sparsemax and 1.5-entmax of each of `rows` contiguous rows of len >= 1
+ * elements (float32/float64), as the entmax package computes them (its
+ * sort-based thresholds), bit for bit.  mode 0 (sparsemax): out gets the
+ * probabilities, support[r] row r's support size as the package counts it.
+ * mode 1 (entmax15 threshold): support as for mode 0, stats[2r] and
+ * stats[2r+1] the row's mean and clamped delta at that size (tau is
+ * mean - sqrt(delta), the square root left to the caller: torch's is not
+ * always correctly rounded).  mode 2 (entmax15 output): out from
+ * tau = stats[r], skipping rows whose support is negative.  Rows the
+ * kernel leaves to the caller (a NaN or an infinite maximum, which the
+ * package cannot solve; rows too long for the kernel's exactness proof or
+ * with a decision within an ulp of torch's square root, see
+ * sparse_kernels.h) get support -1 and the call returns KWK_DEFER, every
+ * other row done. */
+enum { KWK_SPARSEMAX = 0, KWK_ENTMAX15_THRESHOLD = 1, KWK_ENTMAX15_APPLY = 2 };
+int kwk_sparse_simplex(int dtype, int mode, const void *src, int64_t rows, int64_t len,
+                       void *out, int64_t *support, void *stats);
+/* sparsemax's backward in two passes around the caller's row sums (of
+ * rows contiguous rows of len): phase 0 writes masked = grad where y != 0,
+ * +0.0 elsewhere; phase 1, with v[r] = that row's sum / support size,
+ * rewrites masked to masked - v[r] where y != 0 (v unused in phase 0 and
+ * may be NULL). */
+int kwk_sparsemax_backward(int dtype, int phase, const void *grad, const void *y,
+                           int64_t rows, int64_t len, void *masked, const void *v);
+/* GroupSort: `groups` contiguous groups of g elements (1 <= g <= 256),
+ * each sorted ascending (descending != 0: descending), NaN after all
+ * numbers (before them when descending), equal elements in index order.
+ * perm gets, for each output position, the position in its group it came
+ * from. */
+int kwk_group_sort(int dtype, const void *src, int64_t groups, int64_t g, int descending,
+                   void *out, uint8_t *perm);
+/* The gradient of kwk_group_sort: grad_input[group, perm[j]] = grad[group, j]. */
+int kwk_group_sort_backward(int dtype, const void *grad, const uint8_t *perm,
+                            int64_t groups, int64_t g, void *grad_input);
+/* SortPooling of a dense batch x (batch, nodes, c), c >= 1, where graph b
+ * has count[b] real nodes, the first ones: out (batch, k, c) gets, per
+ * graph, the rows of the k real nodes with the largest last channel (NaN
+ * first, equal keys by node index), zero rows past count[b]; index (batch,
+ * k) the node of each (-1 for a zero row).  Returns KWK_DEFER when a
+ * graph has fewer real nodes than nodes or k and a real value is NaN, or,
+ * everything written, when a kept value is NaN, infinite or of magnitude >= 2^24
+ * (float32) / 2^53 (float64) (see sparse_kernels.h). */
+int kwk_sort_pool(int dtype, const void *src, int64_t batch, int64_t nodes, int64_t c,
+                  const int64_t *count, int64_t k, void *out, int64_t *index);
 #endif

@@ -283,3 +283,80 @@ int kwk_median_pool2d_backward(int dtype, const void *grad, const int64_t *index
     return kernels()->median_pool2d_backward(dtype, grad, index, planes, h, w, geometry, mode,
                                              grad_input);
 }
+
+/* -------------------------------------------------------- sparse layers */
+
+static int float_dtype(int dtype) { return dtype == KWK_FLOAT32 || dtype == KWK_FLOAT64; }
+
+int kwk_sparse_simplex(int dtype, int mode, const void *src, int64_t rows, int64_t len,
+                       void *out, int64_t *support, void *stats)
+{
+    int64_t t;
+    if (!float_dtype(dtype)) return KWK_E_DTYPE;
+    if (rows < 0 || len < 1 || mode < KWK_SPARSEMAX || mode > KWK_ENTMAX15_APPLY)
+        return KWK_E_ARG;
+    if (!mul_ok(rows, len, &t) || !mul_ok(t, 8, &t) || !mul_ok(len, 48, &t))
+        return KWK_E_OVERFLOW;
+    if (rows == 0) return KWK_OK;
+    if (!src || !out || !support || (mode != KWK_SPARSEMAX && !stats)) return KWK_E_ARG;
+    return kernels()->sparse_simplex(dtype, mode, src, rows, len, out, support, stats);
+}
+
+int kwk_sparsemax_backward(int dtype, int phase, const void *grad, const void *y,
+                           int64_t rows, int64_t len, void *masked, const void *v)
+{
+    int64_t t;
+    if (!float_dtype(dtype)) return KWK_E_DTYPE;
+    if (rows < 0 || len < 0 || (phase != 0 && phase != 1)) return KWK_E_ARG;
+    if (!mul_ok(rows, len, &t) || !mul_ok(t, 8, &t)) return KWK_E_OVERFLOW;
+    if (rows == 0 || len == 0) return KWK_OK;
+    if (!grad || !y || !masked || (phase == 1 && !v)) return KWK_E_ARG;
+    return kernels()->sparsemax_backward(dtype, phase, grad, y, rows, len, masked, v);
+}
+
+static int check_group_sort(int dtype, const void *a, int64_t groups, int64_t g,
+                            const void *b, const uint8_t *perm)
+{
+    int64_t t;
+    if (!float_dtype(dtype)) return KWK_E_DTYPE;
+    if (groups < 0 || g < 1 || g > 256) return KWK_E_ARG;
+    if (!mul_ok(groups, g, &t) || !mul_ok(t, 8, &t)) return KWK_E_OVERFLOW;
+    if (groups > 0 && (!a || !b || !perm)) return KWK_E_ARG;
+    return KWK_OK;
+}
+
+int kwk_group_sort(int dtype, const void *src, int64_t groups, int64_t g, int descending,
+                   void *out, uint8_t *perm)
+{
+    int status = check_group_sort(dtype, src, groups, g, out, perm);
+    if (status != KWK_OK || groups == 0) return status;
+    return kernels()->group_sort(dtype, src, groups, g, descending != 0, out, perm);
+}
+
+int kwk_group_sort_backward(int dtype, const void *grad, const uint8_t *perm,
+                            int64_t groups, int64_t g, void *grad_input)
+{
+    int status = check_group_sort(dtype, grad, groups, g, grad_input, perm);
+    if (status != KWK_OK || groups == 0) return status;
+    /* a perm entry >= g would write outside its group */
+    for (int64_t i = 0; i < groups * g; ++i)
+        if (perm[i] >= g) return KWK_E_ARG;
+    return kernels()->group_sort_backward(dtype, grad, perm, groups, g, grad_input);
+}
+
+int kwk_sort_pool(int dtype, const void *src, int64_t batch, int64_t nodes, int64_t c,
+                  const int64_t *count, int64_t k, void *out, int64_t *index)
+{
+    int64_t t;
+    if (!float_dtype(dtype)) return KWK_E_DTYPE;
+    if (batch < 0 || nodes < 0 || c < 1 || k < 0) return KWK_E_ARG;
+    if (!mul_ok(batch, nodes, &t) || !mul_ok(t, c, &t) || !mul_ok(t, 8, &t))
+        return KWK_E_OVERFLOW;
+    if (!mul_ok(batch, k, &t) || !mul_ok(t, c, &t) || !mul_ok(t, 8, &t))
+        return KWK_E_OVERFLOW;
+    if (batch == 0 || k == 0) return KWK_OK;
+    if (!count || !out || !index || (nodes > 0 && !src)) return KWK_E_ARG;
+    for (int64_t b = 0; b < batch; ++b)
+        if (count[b] < 0 || count[b] > nodes) return KWK_E_ARG;
+    return kernels()->sort_pool(dtype, src, batch, nodes, c, count, k, out, index);
+}

@@ -41,6 +41,17 @@ typedef struct {
     int (*median_pool2d_backward)(int dtype, const void *grad, const int64_t *index,
                                   int64_t planes, int64_t h, int64_t w,
                                   const int64_t *geometry, int mode, void *grad_input);
+    /* sparse_kernels.h */
+    int (*sparse_simplex)(int dtype, int mode, const void *src, int64_t rows, int64_t len,
+                          void *out, int64_t *support, void *stats);
+    int (*sparsemax_backward)(int dtype, int phase, const void *grad, const void *y,
+                              int64_t rows, int64_t len, void *masked, const void *v);
+    int (*group_sort)(int dtype, const void *src, int64_t groups, int64_t g, int descending,
+                      void *out, uint8_t *perm);
+    int (*group_sort_backward)(int dtype, const void *grad, const uint8_t *perm,
+                               int64_t groups, int64_t g, void *grad_input);
+    int (*sort_pool)(int dtype, const void *src, int64_t batch, int64_t nodes, int64_t c,
+                     const int64_t *count, int64_t k, void *out, int64_t *index);
 } kwk_kernel_table;
 
 extern const kwk_kernel_table kwk_kernels_portable;

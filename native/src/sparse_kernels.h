@@ -1,0 +1,436 @@
+/*
+ * sparse_kernels.h - sort-based sparse layers: sparsemax and 1.5-entmax
+ * (the entmax package's exact sort-based thresholds), GroupSort, and
+ * SortPooling (DGCNN / PyG SortAggregation).  Compiled once per target.
+ *
+ * Simplex projections.  The entmax package sorts the whole shifted row
+ * z = x - max (entmax15: (x - max) / 2) descending, takes cumulative sums
+ * (torch's CPU cumsum: a sequential sum in double for float32, rounded at
+ * each step) and counts the positions rho where a condition holds:
+ *     sparsemax: rho * z_rho > cumsum_rho - 1
+ *     entmax15:  mean_rho - sqrt(max(delta_rho, 0)) <= z_rho
+ * Only the largest elements can satisfy it, so the kernel sorts just the
+ * candidates above a cut, runs the same arithmetic in the same order and
+ * precision (bit-identical to the reference), and writes the output in a
+ * second pass.  Why the cut loses no position (its proof, in short):
+ *   - sparsemax: for z_rho <= -1 the condition fails by at least
+ *     |z_rho| - 1 (z_1 = 0 and every z_i >= z_rho), while the rounding in
+ *     the three operations and the cumsum is below
+ *     |z_rho| * (u (3 n + 4) + u_double n^2) = |z_rho| * b.  Elements
+ *     at or below -1 - 4b are therefore never counted; the kernel defers
+ *     rows where b > 1/4.
+ *   - entmax15: for z_rho <= -1.5, ss_rho >= z_rho^2 / 2 >= 1.125 (0
+ *     and z_rho are among the summands; the sum of their squared
+ *     deviations from any mean is at least z^2 / 2), so delta_rho < 0 even
+ *     after rounding (ss's error is below 5 u rho z^2, under
+ *     z^2 (1/2 - 1/2.25) while n < 1 / (110 u)) and tau_rho = mean_rho,
+ *     which exceeds z_rho by at least |z_rho| / rho, far above its
+ *     rounding (2 u |z|).  Longer rows are deferred (float32: n >= 152k).
+ * torch's sqrt is MKL's (vsSqrt / vdSqrt), not always correctly rounded:
+ * for entmax15 the kernel returns each row's mean and delta at the support
+ * size and the caller forms tau = mean - torch.sqrt(delta) with torch's own
+ * sqrt, then has the kernel apply it.  The support size itself is counted
+ * with the correctly rounded sqrt; where some tau_rho lies within a few
+ * ulps of z_rho (so an ulp of the square root could flip the decision)
+ * the row is deferred.
+ * Rows holding NaN or +-inf at their maximum make the reference fail
+ * (gather at -1) or return NaN: such calls are deferred to it.
+ */
+#ifndef KWK_SPARSE_KERNELS_H
+#define KWK_SPARSE_KERNELS_H
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include "values_sort.h"
+
+/* Candidates up to SP_INSERTION_MAX are sorted by buckets and insertion
+ * (the radix passes' fixed costs dominate there), more by values_sort.h's
+ * radix sort; up to SP_BUCKET_MIN by insertion alone. */
+enum { SP_INSERTION_MAX = 160, SP_BUCKET_MIN = 12 };
+
+/* What kwk_sparse_simplex computes (kwker.h). */
+enum { SP_SPARSEMAX = 0, SP_ENTMAX_THRESHOLD = 1, SP_ENTMAX_APPLY = 2 };
+
+#define SP_DEFINE(T, SUF, DT, UNIT, SQRT)                                           \
+    /* v (m values in (-span, 0]) sorted descending: radix (values_sort.h) \
+     * for many; else spread into m buckets by value (monotone), then one  \
+     * insertion pass, which only moves elements within their bucket */     \
+    static void sp_sort_desc_##SUF(T *v, int64_t m, T span, void *key,        \
+                                   void *tmp)                                 \
+    {                                                                         \
+        if (m > SP_INSERTION_MAX &&                                           \
+            vs_sort_values(DT, (const char *)v, sizeof(T), m, (char *)v,      \
+                           sizeof(T), 1, key, tmp))                           \
+            return;                                                           \
+        T *w = v;                                                             \
+        if (m > SP_BUCKET_MIN && m <= SP_INSERTION_MAX) {                     \
+            T *spread = key;                                                  \
+            int32_t *start = tmp;                                             \
+            const T scale = (T)m / span;                                      \
+            for (int64_t b = 0; b <= m; ++b) start[b] = 0;                    \
+            for (int64_t i = 0; i < m; ++i) {                                 \
+                T f = -v[i] * scale;                                          \
+                int64_t b = f < (T)0 ? 0 : f >= (T)(m - 1) ? m - 1 : (int64_t)f; \
+                start[b + 1]++;                                               \
+            }                                                                 \
+            for (int64_t b = 0; b < m; ++b) start[b + 1] += start[b];         \
+            for (int64_t i = 0; i < m; ++i) {                                 \
+                T f = -v[i] * scale;                                          \
+                int64_t b = f < (T)0 ? 0 : f >= (T)(m - 1) ? m - 1 : (int64_t)f; \
+                spread[start[b]++] = v[i];                                    \
+            }                                                                 \
+            w = spread;                                                       \
+        }                                                                     \
+        for (int64_t i = 1; i < m; ++i) { /* +0.0 beside -0.0: any order */  \
+            T e = w[i];                                                       \
+            int64_t j = i;                                                    \
+            while (j > 0 && w[j - 1] < e) { w[j] = w[j - 1]; --j; }           \
+            w[j] = e;                                                         \
+        }                                                                     \
+        if (w != v) memcpy(v, w, (size_t)m * sizeof(T));                      \
+    }                                                                         \
+    static void sp_apply_##SUF(const T *x, int64_t n, T mx, int entmax, T tau, \
+                               T *out)                                        \
+    {                                                                         \
+        for (int64_t j = 0; j < n; ++j) {                                     \
+            T z = x[j] - mx;                                                  \
+            if (entmax) z = z / (T)2;                                         \
+            T v = z - tau;                                                    \
+            v = v < 0 ? (T)0 : v; /* torch.clamp(min=0): keeps -0.0 */       \
+            out[j] = entmax ? v * v : v;                                      \
+        }                                                                     \
+    }                                                                         \
+    /* One row; returns 0, or KWK_DEFER when the reference must decide. */    \
+    static int sp_row_##SUF(const T *x, int64_t n, T *out, int64_t *support,  \
+                            int mode, T *stats, T *cand, T *work, void *key,  \
+                            void *tmp)                                        \
+    {                                                                         \
+        const int entmax = mode != SP_SPARSEMAX;                              \
+        T mx = x[0];                                                          \
+        int bad = 0;                                                          \
+        for (int64_t j = 0; j < n; ++j) {                                     \
+            bad |= x[j] != x[j];                                              \
+            mx = x[j] > mx ? x[j] : mx;                                       \
+        }                                                                     \
+        if (bad || isinf(mx)) return KWK_DEFER;                               \
+        const double b = (UNIT) * (3.0 * (double)n + 4.0) +                   \
+                         0x1p-53 * (double)n * (double)n;                     \
+        if (entmax ? (double)n * (UNIT) * 110.0 >= 1.0 : b > 0.25)            \
+            return KWK_DEFER;                                                 \
+        if (n >= ((int64_t)1 << 31)) return KWK_DEFER;                        \
+        if (mode == SP_ENTMAX_APPLY) {                                        \
+            sp_apply_##SUF(x, n, mx, 1, stats[0], out);                       \
+            return KWK_OK;                                                    \
+        }                                                                     \
+        const T cut = entmax ? (T)-1.5 : (T)(-1.0 - 4.0 * b);                 \
+        int64_t m = 0;                                                        \
+        for (int64_t j = 0; j < n; ++j) {                                     \
+            T z = x[j] - mx;                                                  \
+            if (entmax) z = z / (T)2;                                         \
+            cand[m] = z;                                                      \
+            m += z > cut;                                                     \
+        }                                                                     \
+        sp_sort_desc_##SUF(cand, m, -cut, key, tmp);                                \
+        /* the cumulative sums (sequential, in double: torch's order), then \
+         * each position's test, independent of the others (vectorised) */  \
+        T *cs = work, *cq = work + n;                                         \
+        double sum = 0, sum_sq = 0;                                           \
+        for (int64_t r = 0; r < m; ++r) {                                     \
+            sum += (double)cand[r];                                           \
+            cs[r] = (T)sum;                                                   \
+            if (entmax) {                                                     \
+                sum_sq += (double)(T)(cand[r] * cand[r]);                     \
+                cq[r] = (T)sum_sq;                                            \
+            }                                                                 \
+        }                                                                     \
+        const int m32 = (int)m; /* n < 2^31: checked above */                \
+        int count = 0, near = 0;                                              \
+        if (!entmax) {                                                        \
+            for (int r = 0; r < m32; ++r)                                     \
+                count += (T)(r + 1) * cand[r] > cs[r] - (T)1;                 \
+        } else {                                                              \
+            for (int r = 0; r < m32; ++r) {                                   \
+                const T rho = (T)(r + 1);                                     \
+                const T mean = cs[r] / rho, mean_sq = cq[r] / rho;            \
+                const T ss = rho * (mean_sq - mean * mean);                   \
+                T delta = ((T)1 - ss) / rho;                                  \
+                delta = delta < 0 ? (T)0 : delta;                             \
+                const T root = SQRT(delta), tau = mean - root;                \
+                count += tau <= cand[r];                                      \
+                /* torch's sqrt may differ by an ulp: a decision that close \
+                 * is left to the reference */                                \
+                const T gap = tau - cand[r];                                  \
+                const T fmean = mean < 0 ? -mean : mean;                      \
+                near |= (gap < 0 ? -gap : gap) <= (T)(8 * (UNIT)) * (fmean + root); \
+            }                                                                 \
+        }                                                                     \
+        if (near || count < 1) return KWK_DEFER;                              \
+        *support = count;                                                     \
+        const T rho = (T)count, cm = cs[count - 1];                           \
+        if (entmax) { /* the caller takes the square root (see the top) */   \
+            const T mean = cm / rho, mean_sq = cq[count - 1] / rho;           \
+            const T delta = ((T)1 - rho * (mean_sq - mean * mean)) / rho;     \
+            stats[0] = mean;                                                  \
+            stats[1] = delta < 0 ? (T)0 : delta;                              \
+            return KWK_OK;                                                    \
+        }                                                                     \
+        sp_apply_##SUF(x, n, mx, 0, (cm - (T)1) / rho, out);                  \
+        return KWK_OK;                                                        \
+    }
+
+SP_DEFINE(float, f32, KWK_FLOAT32, 0x1p-24, sqrtf)
+SP_DEFINE(double, f64, KWK_FLOAT64, 0x1p-53, sqrt)
+
+static int impl_sparse_simplex(int dtype, int mode, const void *src, int64_t rows,
+                               int64_t len, void *out, int64_t *support, void *stats)
+{
+    const size_t width = dtype == KWK_FLOAT32 ? sizeof(float) : sizeof(double);
+    /* cand (len), work (2 len), radix key and tmp (8-byte words, len each) */
+    char *ws = malloc((size_t)len * (3 * width + 16));
+    if (!ws) return KWK_E_NOMEM;
+    void *cand = ws, *work = ws + (size_t)len * width;
+    void *key = ws + (size_t)len * 3 * width, *tmp = ws + (size_t)len * (3 * width + 8);
+    int status = KWK_OK;
+    for (int64_t r = 0; r < rows; ++r) {
+        const int64_t st = mode == SP_ENTMAX_APPLY ? r : 2 * r;
+        int row_status;
+        if (mode == SP_ENTMAX_APPLY && support[r] < 0) continue; /* deferred */
+        if (dtype == KWK_FLOAT32)
+            row_status = sp_row_f32((const float *)src + r * len, len, (float *)out + r * len,
+                                    support + r, mode, stats ? (float *)stats + st : NULL,
+                                    cand, work, key, tmp);
+        else
+            row_status = sp_row_f64((const double *)src + r * len, len,
+                                    (double *)out + r * len, support + r, mode,
+                                    stats ? (double *)stats + st : NULL, cand, work, key, tmp);
+        if (row_status == KWK_DEFER) { /* the caller redoes this row */
+            support[r] = -1;
+            status = KWK_DEFER;
+        }
+    }
+    free(ws);
+    return status;
+}
+
+/* sparsemax's backward without its sum (torch's, whose order is not
+ * reproduced here): phase 0 writes g where y != 0 and +0.0 elsewhere
+ * (masked_fill); phase 1, given v[r] = sum / support, makes that
+ * masked - v where y != 0 (torch.where(y != 0, masked - v, masked)). */
+#define SPB_DEFINE(T, SUF)                                                     \
+    static void spb_##SUF(int phase, const T *grad, const T *y, int64_t rows, \
+                          int64_t n, T *masked, const T *v)                   \
+    {                                                                         \
+        for (int64_t r = 0; r < rows; ++r) {                                  \
+            const T *g = grad + r * n, *o = y + r * n;                        \
+            T *m = masked + r * n;                                            \
+            if (phase == 0) {                                                 \
+                for (int64_t j = 0; j < n; ++j) m[j] = o[j] == 0 ? (T)0 : g[j]; \
+            } else {                                                          \
+                const T shift = v[r];                                         \
+                for (int64_t j = 0; j < n; ++j)                               \
+                    m[j] = o[j] != 0 ? m[j] - shift : m[j];                   \
+            }                                                                 \
+        }                                                                     \
+    }
+
+SPB_DEFINE(float, f32)
+SPB_DEFINE(double, f64)
+
+static int impl_sparsemax_backward(int dtype, int phase, const void *grad, const void *y,
+                                   int64_t rows, int64_t len, void *masked, const void *v)
+{
+    if (dtype == KWK_FLOAT32)
+        spb_f32(phase, grad, y, rows, len, masked, v);
+    else
+        spb_f64(phase, grad, y, rows, len, masked, v);
+    return KWK_OK;
+}
+
+/* ------------------------------------------------------------ GroupSort */
+
+/* torch.sort's ascending order with NaN last; equal keys keep index order
+ * (stable) because insertion only passes strictly greater elements. */
+#define GS_BEFORE(a, b) ((b) != (b) ? (a) == (a) : (a) < (b))
+#define GS_AFTER(a, b) ((a) != (a) ? (b) == (b) : (a) > (b))
+
+/* Put (v[i], p[i]) before (v[j], p[j]) in the order of the sort,
+ * branch-free: NaN last ascending (first descending), ties by position. */
+#define GS_EXCHANGE(T, v, p, up, i, j)                                          \
+    do {                                                                      \
+        const T a_ = v[i], b_ = v[j];                                         \
+        const int an_ = a_ != a_, bn_ = b_ != b_;                             \
+        const int tie_ = ((a_ == b_) | (an_ & bn_)) & (p[j] < p[i]);          \
+        const int sw_ = (up ? (b_ < a_) | (an_ & !bn_) : (b_ > a_) | (bn_ & !an_)) | tie_; \
+        const int pa_ = p[i], pb_ = p[j];                                     \
+        v[i] = sw_ ? b_ : a_;                                                 \
+        v[j] = sw_ ? a_ : b_;                                                 \
+        p[i] = sw_ ? pb_ : pa_;                                               \
+        p[j] = sw_ ? pa_ : pb_;                                               \
+    } while (0)
+
+#define GS_DEFINE(T, SUF)                                                      \
+    static void gs_groups_##SUF(const T *x, int64_t groups, int64_t g,        \
+                                int descending, T *out, uint8_t *perm)        \
+    {                                                                         \
+        if (g == 2) { /* branch-free, so that the compiler vectorises it */  \
+            const int up = !descending;                                       \
+            for (int64_t i = 0; i < groups; ++i) {                            \
+                const T a = x[2 * i], b = x[2 * i + 1];                       \
+                const int an = a != a, bn = b != b;                           \
+                const int swap = up ? (b < a) | (an & !bn)                    \
+                                    : (b > a) | (bn & !an);                   \
+                out[2 * i] = swap ? b : a;                                    \
+                out[2 * i + 1] = swap ? a : b;                                \
+                perm[2 * i] = (uint8_t)swap;                                  \
+                perm[2 * i + 1] = (uint8_t)(swap ^ 1);                        \
+            }                                                                 \
+            return;                                                           \
+        }                                                                     \
+        if (g == 4) { /* a 5-comparator network on (value, position):    \
+                       * a total order, so the stable sort's result */        \
+            const int up = !descending;                                       \
+            for (int64_t i = 0; i < groups; ++i) {                            \
+                T v[4] = {x[4 * i], x[4 * i + 1], x[4 * i + 2], x[4 * i + 3]}; \
+                int p[4] = {0, 1, 2, 3};                                      \
+                GS_EXCHANGE(T, v, p, up, 0, 1); GS_EXCHANGE(T, v, p, up, 2, 3); \
+                GS_EXCHANGE(T, v, p, up, 0, 2); GS_EXCHANGE(T, v, p, up, 1, 3); \
+                GS_EXCHANGE(T, v, p, up, 1, 2);                               \
+                for (int k = 0; k < 4; ++k) {                                 \
+                    out[4 * i + k] = v[k];                                    \
+                    perm[4 * i + k] = (uint8_t)p[k];                          \
+                }                                                             \
+            }                                                                 \
+            return;                                                           \
+        }                                                                     \
+        for (int64_t i = 0; i < groups; ++i) {                                \
+            const T *src = x + i * g;                                         \
+            T *o = out + i * g;                                               \
+            uint8_t *p = perm + i * g;                                        \
+            for (int64_t k = 0; k < g; ++k) {                                 \
+                const T e = src[k];                                           \
+                int64_t j = k;                                                \
+                while (j > 0 && (descending ? GS_AFTER(e, o[j - 1])           \
+                                            : GS_BEFORE(e, o[j - 1]))) {      \
+                    o[j] = o[j - 1];                                          \
+                    p[j] = p[j - 1];                                          \
+                    --j;                                                      \
+                }                                                             \
+                o[j] = e;                                                     \
+                p[j] = (uint8_t)k;                                            \
+            }                                                                 \
+        }                                                                     \
+    }                                                                         \
+    static void gs_backward_##SUF(const T *grad, const uint8_t *perm,         \
+                                  int64_t groups, int64_t g, T *grad_input)   \
+    {                                                                         \
+        for (int64_t i = 0; i < groups; ++i)                                  \
+            for (int64_t k = 0; k < g; ++k)                                   \
+                grad_input[i * g + perm[i * g + k]] = grad[i * g + k];        \
+    }
+
+GS_DEFINE(float, f32)
+GS_DEFINE(double, f64)
+
+static int impl_group_sort(int dtype, const void *src, int64_t groups, int64_t g,
+                           int descending, void *out, uint8_t *perm)
+{
+    if (dtype == KWK_FLOAT32)
+        gs_groups_f32(src, groups, g, descending, out, perm);
+    else
+        gs_groups_f64(src, groups, g, descending, out, perm);
+    return KWK_OK;
+}
+
+static int impl_group_sort_backward(int dtype, const void *grad, const uint8_t *perm,
+                                    int64_t groups, int64_t g, void *grad_input)
+{
+    if (dtype == KWK_FLOAT32)
+        gs_backward_f32(grad, perm, groups, g, grad_input);
+    else
+        gs_backward_f64(grad, perm, groups, g, grad_input);
+    return KWK_OK;
+}
+
+/* ---------------------------------------------------------- SortPooling */
+
+/* Per graph b: the k nodes (of count[b] real ones, the first in each
+ * graph) with the largest last channel, descending, ties and NaN as
+ * torch.sort(descending=True, stable=True) (NaN first, equal keys by node
+ * index); their rows are copied to out (b, k, c) and rows past count[b] are
+ * zero.  index gets the node of each kept row (-1 for padding).  Returns
+ * KWK_DEFER when the batch has fill rows (a graph short of nodes or of k)
+ * and a real value is NaN, or when a kept row holds a value for which the reference's
+ * "== min - 1 -> 0" rule could fire (NaN, inf, or |v| >= 2^p): the kept
+ * values are then not provably the reference's. */
+#define SPOOL_DEFINE(T, SUF, BIG)                                              \
+    static int spool_##SUF(const T *x, int64_t batch, int64_t nodes,          \
+                           int64_t c, const int64_t *count, int64_t k,        \
+                           T *out, int64_t *index, int64_t *order)            \
+    {                                                                         \
+        int status = KWK_OK, padded = nodes < k, nan = 0;                     \
+        for (int64_t b = 0; b < batch; ++b) padded |= count[b] < nodes;       \
+        /* PyG's fill value, min(x) - 1, is NaN when x holds one: its fill   \
+         * rows then sort first */                                            \
+        for (int64_t b = 0; padded && b < batch; ++b) {                       \
+            const T *g = x + b * nodes * c;                                   \
+            for (int64_t i = 0; i < count[b] * c; ++i) nan |= g[i] != g[i];   \
+        }                                                                     \
+        if (nan) return KWK_DEFER;                                            \
+        for (int64_t b = 0; b < batch; ++b) {                                 \
+            const T *g = x + b * nodes * c;                                   \
+            const int64_t n = count[b];                                       \
+            const int64_t keep = n < k ? n : k;                               \
+            int64_t m = 0; /* the best `keep` so far, sorted (insertion) */   \
+            for (int64_t i = 0; i < n; ++i) {                                 \
+                const T key = g[i * c + c - 1];                               \
+                if (m == keep) {                                              \
+                    const T last = g[order[m - 1] * c + c - 1];               \
+                    if (!GS_AFTER(key, last)) continue;                       \
+                    --m;                                                      \
+                }                                                             \
+                int64_t j = m;                                                \
+                while (j > 0 && GS_AFTER(key, g[order[j - 1] * c + c - 1])) { \
+                    order[j] = order[j - 1];                                  \
+                    --j;                                                      \
+                }                                                             \
+                order[j] = i;                                                 \
+                ++m;                                                          \
+            }                                                                 \
+            T *o = out + b * k * c;                                           \
+            for (int64_t r = 0; r < keep; ++r) {                              \
+                const T *row = g + order[r] * c;                              \
+                for (int64_t j = 0; j < c; ++j) {                             \
+                    const T v = row[j];                                       \
+                    status |= !(v > -(BIG) && v < (BIG));                     \
+                    o[r * c + j] = v;                                         \
+                }                                                             \
+                index[b * k + r] = order[r];                                  \
+            }                                                                 \
+            memset(o + keep * c, 0, (size_t)((k - keep) * c) * sizeof(T));   \
+            for (int64_t r = keep; r < k; ++r) index[b * k + r] = -1;         \
+        }                                                                     \
+        return status ? KWK_DEFER : KWK_OK;                                   \
+    }
+
+SPOOL_DEFINE(float, f32, 0x1p24f)
+SPOOL_DEFINE(double, f64, 0x1p53)
+
+static int impl_sort_pool(int dtype, const void *src, int64_t batch, int64_t nodes, int64_t c,
+                          const int64_t *count, int64_t k, void *out, int64_t *index)
+{
+    int64_t *order = malloc((size_t)(k > 0 ? k : 1) * sizeof(int64_t));
+    if (!order) return KWK_E_NOMEM;
+    int status = dtype == KWK_FLOAT32
+                     ? spool_f32(src, batch, nodes, c, count, k, out, index, order)
+                     : spool_f64(src, batch, nodes, c, count, k, out, index, order);
+    free(order);
+    return status;
+}
+
+#undef SP_DEFINE
+#undef GS_DEFINE
+#undef SPB_DEFINE
+#undef SPOOL_DEFINE
+
+#endif

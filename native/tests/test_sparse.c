@@ -1,0 +1,187 @@
+/*
+ * test_sparse.c - the sparse layers' entry points (sparse_kernels.h) on
+ * every row length up to 300 and a few long ones, both CPU targets,
+ * buffers allocated to their exact sizes (the sanitizer build catches any
+ * access past them).  Checks what holds whatever the rounding: sparsemax
+ * and entmax15 outputs are non-negative, sum to 1 within rounding, zero
+ * below the threshold, and both targets agree bit for bit; GroupSort
+ * writes each group sorted, its positions a permutation, and the backward
+ * inverts it; SortPooling keeps the largest keys, in order, ties by node.
+ * The exact agreement with the reference is tested from Python
+ * (tests/test_nn_sparse.py).
+ *
+ *   gcc -O2 -std=c11 -D_GNU_SOURCE -Inative/include -o /tmp/test_sparse \
+ *       native/tests/test_sparse.c native/src/dispatch.c \
+ *       native/src/targets/portable.c native/src/targets/avx2.c -lm
+ */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "kwker.h"
+
+static int failures;
+#define CHECK(cond, ...)                                                      \
+    do {                                                                      \
+        if (!(cond)) {                                                        \
+            if (failures++ < 20) { printf(__VA_ARGS__); printf("\n"); }       \
+        }                                                                     \
+    } while (0)
+
+static uint64_t state = 88172645463325252ull;
+static double uniform(void)
+{
+    state ^= state << 13; state ^= state >> 7; state ^= state << 17;
+    return (double)(state >> 11) * 0x1p-53;
+}
+
+static float value(int kind)
+{
+    switch (kind) {
+    case 0: return (float)((uniform() - 0.5) * 6);          /* spread */
+    case 1: return (float)(int)(uniform() * 4);             /* ties */
+    case 2: return (float)((uniform() - 0.5) * 0.01);       /* nearly uniform */
+    default: return uniform() < 0.2 ? -INFINITY : (float)(uniform() * 100); /* -inf, one-hot */
+    }
+}
+
+static void simplex(const char *target, int64_t rows, int64_t n, int kind, float *last_out)
+{
+    float *x = malloc(sizeof(float) * rows * n), *out = malloc(sizeof(float) * rows * n);
+    float *stats = malloc(sizeof(float) * rows * 2), *tau = malloc(sizeof(float) * rows);
+    int64_t *support = malloc(sizeof(int64_t) * rows);
+    for (int64_t i = 0; i < rows * n; ++i) x[i] = value(kind);
+    for (int64_t r = 0; r < rows; ++r) x[r * n] = 1.0f; /* a finite maximum candidate */
+    for (int mode = 0; mode < 2; ++mode) {
+        int status = kwk_sparse_simplex(KWK_FLOAT32, mode ? KWK_ENTMAX15_THRESHOLD : KWK_SPARSEMAX,
+                                        x, rows, n, out, support, stats);
+        CHECK(status == KWK_OK || status == KWK_DEFER, "%s n=%lld status %d", target,
+              (long long)n, status);
+        if (status != KWK_OK) continue;
+        if (mode) {
+            for (int64_t r = 0; r < rows; ++r) tau[r] = stats[2 * r] - sqrtf(stats[2 * r + 1]);
+            status = kwk_sparse_simplex(KWK_FLOAT32, KWK_ENTMAX15_APPLY, x, rows, n, out,
+                                        support, tau);
+            CHECK(status == KWK_OK, "apply status %d", status);
+        }
+        for (int64_t r = 0; r < rows; ++r) {
+            double sum = 0;
+            int64_t positive = 0;
+            for (int64_t j = 0; j < n; ++j) {
+                CHECK(out[r * n + j] >= 0, "%s mode %d n=%lld negative", target, mode,
+                      (long long)n);
+                sum += out[r * n + j];
+                positive += out[r * n + j] > 0;
+            }
+            /* float32 thresholds of long, nearly uniform rows: ~2e-4 off */
+            CHECK(fabs(sum - 1) < 1e-3, "%s mode %d n=%lld kind %d sum %g", target, mode,
+                  (long long)n, kind, sum);
+            /* the package's count can miss a tied element that still
+             * ends up above tau: positive and support need not agree */
+            CHECK(support[r] >= 1 && support[r] <= n && positive >= 1,
+                  "%s mode %d support %lld positive %lld", target, mode,
+                  (long long)support[r], (long long)positive);
+        }
+        if (last_out && mode == 1) memcpy(last_out, out, sizeof(float) * rows * n);
+        if (mode == 0) { /* the backward's two passes: masked, then shifted */
+            float *masked = malloc(sizeof(float) * rows * n), *v = malloc(sizeof(float) * rows);
+            for (int64_t r = 0; r < rows; ++r) v[r] = 0.5f;
+            CHECK(kwk_sparsemax_backward(KWK_FLOAT32, 0, x, out, rows, n, masked, NULL) == KWK_OK &&
+                  kwk_sparsemax_backward(KWK_FLOAT32, 1, x, out, rows, n, masked, v) == KWK_OK,
+                  "backward status");
+            for (int64_t i = 0; i < rows * n; ++i)
+                CHECK(out[i] == 0 ? masked[i] == 0 : masked[i] == x[i] - 0.5f, "backward value");
+            free(masked); free(v);
+        }
+    }
+    free(x); free(out); free(stats); free(tau); free(support);
+}
+
+static void group_sort(int64_t groups, int64_t g, int descending)
+{
+    const int64_t n = groups * g;
+    float *x = malloc(sizeof(float) * n), *out = malloc(sizeof(float) * n);
+    float *back = malloc(sizeof(float) * n);
+    uint8_t *perm = malloc((size_t)n);
+    for (int64_t i = 0; i < n; ++i) x[i] = uniform() < 0.1 ? NAN : value(1);
+    CHECK(kwk_group_sort(KWK_FLOAT32, x, groups, g, descending, out, perm) == KWK_OK, "gs");
+    for (int64_t i = 0; i < groups; ++i) {
+        int seen[256] = {0};
+        for (int64_t k = 0; k < g; ++k) {
+            const float v = out[i * g + k];
+            CHECK(memcmp(&v, &x[i * g + perm[i * g + k]], sizeof v) == 0, "gs value");
+            seen[perm[i * g + k]]++;
+            if (k > 0) {
+                const float a = out[i * g + k - 1], b = v;
+                const int ordered = descending ? (isnan(a) || !(a < b)) : (isnan(b) || !(b < a));
+                CHECK(ordered, "gs order g=%lld", (long long)g);
+                if (a == b || (isnan(a) && isnan(b)))
+                    CHECK(perm[i * g + k - 1] < perm[i * g + k], "gs stable");
+            }
+        }
+        for (int64_t k = 0; k < g; ++k) CHECK(seen[k] == 1, "gs permutation");
+    }
+    CHECK(kwk_group_sort_backward(KWK_FLOAT32, out, perm, groups, g, back) == KWK_OK, "gsb");
+    for (int64_t i = 0; i < n; ++i)
+        CHECK(memcmp(&back[i], &x[i], sizeof(float)) == 0, "gs backward inverts");
+    free(x); free(out); free(back); free(perm);
+}
+
+static void sort_pool(int64_t batch, int64_t nodes, int64_t c, int64_t k)
+{
+    float *x = malloc(sizeof(float) * (batch * nodes * c + 1));
+    float *out = malloc(sizeof(float) * (batch * k * c + 1));
+    int64_t *count = malloc(sizeof(int64_t) * batch), *index = malloc(sizeof(int64_t) * (batch * k + 1));
+    for (int64_t i = 0; i < batch * nodes * c; ++i) x[i] = value(1);
+    for (int64_t b = 0; b < batch; ++b) count[b] = (int64_t)(uniform() * (nodes + 1));
+    int status = kwk_sort_pool(KWK_FLOAT32, x, batch, nodes, c, count, k, out, index);
+    CHECK(status == KWK_OK, "sort_pool status %d", status);
+    for (int64_t b = 0; b < batch && status == KWK_OK; ++b)
+        for (int64_t r = 0; r < k; ++r) {
+            const int64_t node = index[b * k + r];
+            if (r >= count[b]) { CHECK(node == -1 && out[(b * k + r) * c] == 0, "pad"); continue; }
+            CHECK(node >= 0 && node < count[b], "node range");
+            CHECK(memcmp(&out[(b * k + r) * c], &x[(b * nodes + node) * c],
+                         sizeof(float) * c) == 0, "row copied");
+            if (r > 0) {
+                const int64_t prev = index[b * k + r - 1];
+                const float a = x[(b * nodes + prev) * c + c - 1], v = x[(b * nodes + node) * c + c - 1];
+                CHECK(a > v || (a == v && prev < node), "descending, ties by node");
+            }
+        }
+    free(x); free(out); free(count); free(index);
+}
+
+int main(void)
+{
+    const char *targets[] = {"portable", "avx2"};
+    static float first[4 * 5000], second[4 * 5000];
+    for (int64_t n = 1; n <= 300; ++n)
+        for (int kind = 0; kind < 4; ++kind)
+            for (int t = 0; t < 2; ++t) {
+                if (kwk_set_target(targets[t]) != 0 && t == 1) continue;
+                simplex(targets[t], 3, n, kind, NULL);
+            }
+    for (int kind = 0; kind < 4; ++kind) {
+        uint64_t saved = state;
+        kwk_set_target("portable");
+        simplex("portable", 4, 5000, kind, first);
+        state = saved;
+        if (kwk_set_target("avx2") == 0) {
+            simplex("avx2", 4, 5000, kind, second);
+            CHECK(memcmp(first, second, sizeof first) == 0, "targets differ, kind %d", kind);
+        }
+    }
+    kwk_set_target("auto");
+    for (int64_t g = 1; g <= 9; ++g) {
+        group_sort(37, g, 0);
+        group_sort(37, g, 1);
+    }
+    group_sort(3, 256, 0);
+    sort_pool(5, 9, 3, 4);
+    sort_pool(5, 3, 2, 7);
+    sort_pool(1, 1, 1, 1);
+    printf("test_sparse: %s (%d failures)\n", failures ? "FAILED" : "ok", failures);
+    return failures != 0;
+}
