@@ -7,6 +7,10 @@ and a fast path through torch.ops.kwker chosen by use_fast.
 """
 from kwker.nn import functional, reference
 from kwker.nn.modules import FastModule, MedianPool2d, deactivate, fast_modules, set_use_fast
+from kwker.nn import reference_topk, topk_layers
+from kwker.nn.topk_layers import MinPLogits, TopK, TopKLogits, TopKSoftmaxRouter, TopPLogits
 
 __all__ = ["MedianPool2d", "FastModule", "set_use_fast", "fast_modules", "deactivate",
-           "functional", "reference"]
+           "functional", "reference",
+           "TopK", "TopKSoftmaxRouter", "TopKLogits", "TopPLogits", "MinPLogits",
+           "topk_layers", "reference_topk"]
