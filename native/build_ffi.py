@@ -83,6 +83,8 @@ int kwk_median_pool2d_addr(int dtype, uintptr_t src, int64_t planes, int64_t h, 
 int kwk_median_pool2d_backward_addr(int dtype, uintptr_t grad, uintptr_t index,
                                     int64_t planes, int64_t h, int64_t w,
                                     uintptr_t geometry, int mode, uintptr_t grad_input);
+int kwk_topk_dense_addr(int dtype, uintptr_t src, int64_t rows, int64_t len, int64_t k,
+                        int mode, double fill, uintptr_t out, uintptr_t mask);
 """
 
 ADDRESS_ADAPTERS_SOURCE = """
@@ -146,6 +148,11 @@ int kwk_median_pool2d_backward_addr(int dtype, uintptr_t grad, uintptr_t index,
 {
     return kwk_median_pool2d_backward(dtype, P(grad), (const int64_t *)P(index), planes, h, w,
                                       (const int64_t *)P(geometry), mode, P(grad_input));
+}
+int kwk_topk_dense_addr(int dtype, uintptr_t src, int64_t rows, int64_t len, int64_t k,
+                        int mode, double fill, uintptr_t out, uintptr_t mask)
+{
+    return kwk_topk_dense(dtype, P(src), rows, len, k, mode, fill, P(out), (uint8_t *)P(mask));
 }
 """
 

@@ -57,7 +57,7 @@ def topk_activation(x, k, relu):
     kept = torch.zeros(x.shape, dtype=torch.bool).scatter_(-1, indices, True)
     if relu:
         values = torch.relu(values)
-    return torch.zeros_like(x).scatter_(-1, indices, values), kept
+    return x.new_zeros(x.shape).scatter_(-1, indices, values), kept
 
 
 def topk_softmax(logits, k, renormalize):

@@ -55,10 +55,10 @@ def _takes(x):
 def topk_activation_any(x, k, relu):
     """The reference, with the kept mask."""
     values, indices = torch.topk(x, k, dim=-1)
-    kept = torch.zeros(x.shape, dtype=torch.bool, device=x.device).scatter_(-1, indices, True)
+    kept = x.new_zeros(x.shape, dtype=torch.bool).scatter_(-1, indices, True)
     if relu:
         values = torch.relu(values)
-    return torch.zeros_like(x).scatter_(-1, indices, values), kept
+    return x.new_zeros(x.shape).scatter_(-1, indices, values), kept
 
 
 def topk_activation_cpu(x, k, relu):
@@ -70,7 +70,7 @@ def topk_activation_cpu(x, k, relu):
 def topk_activation_fake(x, k, relu):
     torch._check(x.dim() == 0 or 0 <= k <= x.shape[-1],
                  lambda: "selected index k out of range")
-    return torch.empty_like(x), torch.empty_like(x, dtype=torch.bool)
+    return x.new_empty(x.shape), x.new_empty(x.shape, dtype=torch.bool)
 
 
 class _TopKActivation(torch.autograd.Function):
@@ -150,15 +150,16 @@ def _filter_ops(name, removed_by_reference, fast_fn, valid):
 
     def any_(scores, value, filter_value, min_tokens_to_keep):
         removed = removed_by_reference(scores, value, min_tokens_to_keep)
-        return scores.masked_fill(removed, filter_value), removed
+        return scores.masked_fill(removed, filter_value).contiguous(), removed.contiguous()
 
     def cpu(scores, value, filter_value, min_tokens_to_keep):
         if _takes(scores) and valid(scores, value, min_tokens_to_keep):
-            return fast_fn(scores, value, filter_value, min_tokens_to_keep)
+            out, removed = fast_fn(scores, value, filter_value, min_tokens_to_keep)
+            return out.contiguous(), removed.contiguous()
         return any_(scores, value, filter_value, min_tokens_to_keep)
 
     def fake(scores, value, filter_value, min_tokens_to_keep):
-        return torch.empty_like(scores), torch.empty_like(scores, dtype=torch.bool)
+        return scores.new_empty(scores.shape), scores.new_empty(scores.shape, dtype=torch.bool)
 
     def autograd(scores, value, filter_value, min_tokens_to_keep):
         if _direct(scores):

@@ -24,7 +24,7 @@
 
 #include <stdint.h>
 
-#define KWK_ABI_VERSION 4
+#define KWK_ABI_VERSION 5
 
 /* Status codes (negative: the call did nothing useful; see kwk_strerror). */
 enum {
@@ -144,4 +144,19 @@ int kwk_median_pool2d(int dtype, const void *src, int64_t planes, int64_t h, int
 int kwk_median_pool2d_backward(int dtype, const void *grad, const int64_t *index,
                                int64_t planes, int64_t h, int64_t w,
                                const int64_t *geometry, int mode, void *grad_input);
+/* kwk_topk_dense modes. */
+enum { KWK_TOPK_DENSE_KEEP = 0, KWK_TOPK_DENSE_RELU = 1, KWK_TOPK_DENSE_FILTER = 2 };
+/* The k largest of each of `rows` contiguous rows of `len` float32/float64
+ * elements (0 <= k <= len), written densely to out (same layout) with a byte
+ * mask:
+ *   KEEP    out = the element where kept, +0.0 elsewhere; mask = kept.  Of
+ *           elements tied at the k-th value, those torch.topk(sorted=True)
+ *           returns are kept.
+ *   RELU    as KEEP with kept negative values made +0.0 (torch.relu).
+ *   FILTER  out = fill (rounded to the dtype) where the element is below
+ *           the k-th largest, the element elsewhere; mask = replaced.
+ * Order as everywhere: -0.0 == +0.0, NaN largest. */
+int kwk_topk_dense(int dtype, const void *src, int64_t rows, int64_t len, int64_t k,
+                   int mode, double fill, void *out, uint8_t *mask);
+
 #endif

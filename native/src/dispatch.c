@@ -283,3 +283,21 @@ int kwk_median_pool2d_backward(int dtype, const void *grad, const int64_t *index
     return kernels()->median_pool2d_backward(dtype, grad, index, planes, h, w, geometry, mode,
                                              grad_input);
 }
+
+/* ---------------------------------------------------------- topk_dense */
+
+int kwk_topk_dense(int dtype, const void *src, int64_t rows, int64_t len, int64_t k,
+                   int mode, double fill, void *out, uint8_t *mask)
+{
+    int64_t t;
+    if (dtype != KWK_FLOAT32 && dtype != KWK_FLOAT64) return KWK_E_DTYPE;
+    if (mode != KWK_TOPK_DENSE_KEEP && mode != KWK_TOPK_DENSE_RELU &&
+        mode != KWK_TOPK_DENSE_FILTER)
+        return KWK_E_ARG;
+    if (rows < 0 || len < 0 || k < 0 || k > len) return KWK_E_ARG;
+    if (!mul_ok(rows, len, &t) || !mul_ok(t, 8, &t)) return KWK_E_OVERFLOW;
+    if (!mul_ok(len, 3 * 8, &t)) return KWK_E_OVERFLOW;
+    if (rows == 0 || len == 0) return KWK_OK;
+    if (!src || !out || !mask) return KWK_E_ARG;
+    return kernels()->topk_dense(dtype, src, rows, len, k, mode, fill, out, mask);
+}

@@ -41,6 +41,8 @@ typedef struct {
     int (*median_pool2d_backward)(int dtype, const void *grad, const int64_t *index,
                                   int64_t planes, int64_t h, int64_t w,
                                   const int64_t *geometry, int mode, void *grad_input);
+    int (*topk_dense)(int dtype, const void *src, int64_t rows, int64_t len, int64_t k,
+                      int mode, double fill, void *out, uint8_t *mask);
 } kwk_kernel_table;
 
 extern const kwk_kernel_table kwk_kernels_portable;
