@@ -67,6 +67,7 @@ def median_pool2d_rows(repeats):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--quick", action="store_true", help="fewer top-k layer rows")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     print("median_pool2d 3x3, reflect padding, float32, 1 thread; ms per call (min of "
@@ -79,6 +80,8 @@ def main(argv=None):
         print(f"{'x'.join(map(str, shape)):>16} {t_ref * 1e3:8.2f} {t_fast * 1e3:8.2f} "
               f"{t_ref / t_fast:5.1f}x {b_ref * 1e3:8.2f} {b_fast * 1e3:8.2f} "
               f"{b_ref / b_fast:5.1f}x  {extra}")
+    from kwker.nn import bench_topk
+    bench_topk.print_rows(args.repeats, args.quick)
 
 
 if __name__ == "__main__":

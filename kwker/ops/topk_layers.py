@@ -12,7 +12,6 @@ reference."""
 import torch
 
 from kwker import _native
-from kwker.nn import reference_topk as R
 from kwker.ops import selection, sorting
 from kwker.ops._call import lib
 
@@ -50,13 +49,23 @@ def _topk_indices(x, k):
 
 
 def topk_activation(x, k, relu):
-    """(out, kept): kept marks the k selected elements of each row."""
+    """(out, passes): passes marks where the gradient goes: the k selected
+    elements of each row (with relu, those not <= 0, as ReLU's backward)."""
     if _dense is not None and x.dtype in NATIVE_DTYPES:
         return _dense_call(x, k, DENSE_RELU if relu else DENSE_KEEP, 0.0)
     values, indices = _topk_indices(x, k)
-    kept = torch.zeros(x.shape, dtype=torch.bool).scatter_(-1, indices, True)
+    return scatter_activation(x, values, indices, relu)
+
+
+def scatter_activation(x, values, indices, relu):
+    """(out, passes) from torch.topk's (values, indices), as the reference
+    builds out."""
     if relu:
         values = torch.relu(values)
+        passes = ~(values <= 0)
+    else:
+        passes = torch.ones(values.shape, dtype=torch.bool, device=x.device)
+    kept = x.new_zeros(x.shape, dtype=torch.bool).scatter_(-1, indices, passes)
     return x.new_zeros(x.shape).scatter_(-1, indices, values), kept
 
 
@@ -77,6 +86,12 @@ def top_k_filter(scores, top_k, filter_value, min_tokens_to_keep):
     kth = _topk_indices(scores, top_k)[0][..., -1:]
     removed = scores < kth
     return scores.masked_fill(removed, filter_value), removed
+
+
+def _reference(name):
+    # imported late: kwker.nn imports torch_ops, which imports this module
+    from kwker.nn import reference_topk
+    return getattr(reference_topk, name)
 
 
 def _redo_rows(scores, out, removed, rows, removed_by_reference, filter_value, *args):
@@ -110,7 +125,7 @@ def top_p_filter(scores, top_p, filter_value, min_tokens_to_keep):
     straddle = ((count > 0) & (below == cutoff)).view(-1)
     out, removed = out.view(scores.shape), removed.view(scores.shape)
     if bool(straddle.any()):
-        _redo_rows(scores, out, removed, straddle.nonzero().view(-1), R.top_p_removed,
+        _redo_rows(scores, out, removed, straddle.nonzero().view(-1), _reference("top_p_removed"),
                    filter_value, top_p, min_tokens_to_keep)
     return out, removed
 
@@ -130,6 +145,7 @@ def min_p_filter(scores, min_p, filter_value, min_tokens_to_keep):
         kth = _topk_indices(scores, m)[0][..., -1:]
         unprotected = (removed & (scores >= kth)).reshape(-1, scores.shape[-1]).any(dim=-1)
         if bool(unprotected.any()):
-            _redo_rows(scores, out, removed, unprotected.nonzero().view(-1), R.min_p_removed,
+            _redo_rows(scores, out, removed, unprotected.nonzero().view(-1),
+                       _reference("min_p_removed"),
                        filter_value, min_p, min_tokens_to_keep)
     return out, removed

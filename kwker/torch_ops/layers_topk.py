@@ -1,14 +1,14 @@
 """torch.ops.kwker top-k layers, each over the last dim, each bit-identical
 to its plain-torch reference in kwker.nn.reference_topk:
 
-    out, kept = torch.ops.kwker.topk_activation(x, k, relu)       # TopK SAE activation
+    out, passes = torch.ops.kwker.topk_activation(x, k, relu)       # TopK SAE activation
     weights, ids = torch.ops.kwker.topk_softmax(logits, k, renormalize)  # MoE router
     out, removed = torch.ops.kwker.top_k_filter(scores, top_k, filter_value, min_tokens_to_keep)
     out, removed = torch.ops.kwker.top_p_filter(scores, top_p, filter_value, min_tokens_to_keep)
     out, removed = torch.ops.kwker.min_p_filter(scores, min_p, filter_value, min_tokens_to_keep)
 
-The second output of each (a bool mask: the kept elements, the removed
-scores; int64 expert ids for topk_softmax) is what the backward needs;
+The second output of each (a bool mask: where topk_activation's gradient
+passes, the removed scores; int64 expert ids for topk_softmax) is what the backward needs;
 kwker.nn's functions return the first.  On the CPU the kernels of
 kwker.ops.topk_layers run (native selection and sort in torch's order of
 ties; torch's softmax/cumsum on the same values); other devices run the
@@ -31,7 +31,7 @@ from kwker.torch_ops.autograd import (_below_autograd, _direct, _functorch_activ
                                       _may_need_grad, kernel_entry)
 from kwker.torch_ops.schemas import LIB
 
-LIB.define("topk_activation(Tensor self, int k, bool relu) -> (Tensor out, Tensor kept)")
+LIB.define("topk_activation(Tensor self, int k, bool relu) -> (Tensor out, Tensor passes)")
 LIB.define("topk_softmax(Tensor logits, int k, bool renormalize) "
            "-> (Tensor weights, Tensor ids)")
 _FILTER = "float filter_value, int min_tokens_to_keep) -> (Tensor out, Tensor removed)"
@@ -53,12 +53,9 @@ def _takes(x):
 # ------------------------------------------------------ topk_activation
 
 def topk_activation_any(x, k, relu):
-    """The reference, with the kept mask."""
+    """The reference, with the mask of where the gradient passes."""
     values, indices = torch.topk(x, k, dim=-1)
-    kept = x.new_zeros(x.shape, dtype=torch.bool).scatter_(-1, indices, True)
-    if relu:
-        values = torch.relu(values)
-    return x.new_zeros(x.shape).scatter_(-1, indices, values), kept
+    return fast.scatter_activation(x, values, indices, relu)
 
 
 def topk_activation_cpu(x, k, relu):
@@ -81,15 +78,14 @@ class _TopKActivation(torch.autograd.Function):
 
     @staticmethod
     def setup_context(ctx, inputs, output):
-        ctx.relu = inputs[2]
         ctx.mark_non_differentiable(output[1])
-        ctx.save_for_backward(output[0] if ctx.relu else None, output[1])
+        ctx.save_for_backward(output[1])
 
     @staticmethod
-    def backward(ctx, grad_out, grad_kept):
-        out, kept = ctx.saved_tensors
-        # torch.relu's backward zeroes where its output is <= 0 (NaN passes)
-        passes = kept & ~(out <= 0) if ctx.relu else kept
+    def backward(ctx, grad_out, grad_passes):
+        # a masked copy: topk's backward (the kept elements) and ReLU's
+        # (not where its output is <= 0; NaN passes), in the one mask
+        (passes,) = ctx.saved_tensors
         return torch.where(passes, grad_out, 0), None, None
 
 

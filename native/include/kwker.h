@@ -152,7 +152,8 @@ enum { KWK_TOPK_DENSE_KEEP = 0, KWK_TOPK_DENSE_RELU = 1, KWK_TOPK_DENSE_FILTER =
  *   KEEP    out = the element where kept, +0.0 elsewhere; mask = kept.  Of
  *           elements tied at the k-th value, those torch.topk(sorted=True)
  *           returns are kept.
- *   RELU    as KEEP with kept negative values made +0.0 (torch.relu).
+ *   RELU    as KEEP with kept negative values made +0.0 (torch.relu); mask =
+ *           kept and not <= 0 (where ReLU's gradient passes; NaN does).
  *   FILTER  out = fill (rounded to the dtype) where the element is below
  *           the k-th largest, the element elsewhere; mask = replaced.
  * Order as everywhere: -0.0 == +0.0, NaN largest. */
