@@ -285,13 +285,10 @@ def test_modules_match_their_references(make, data, use_fast):
     module = make(use_fast=use_fast)
     ref_cls = next(c for c in type(module).__mro__ if c.__module__ == R.__name__)
     x = data()
-    assert module.state_dict().keys() == nn_state(module).keys() == set()
+    # the references hold no parameters or buffers: nor do the fast modules
+    assert len(module.state_dict()) == 0 and not list(module.parameters())
     _same(ref_cls.forward(module, x), module(x))
     assert f"use_fast={use_fast!r}" in repr(module)
-
-
-def nn_state(module):
-    return module.state_dict()
 
 
 def test_module_switches_and_validation(monkeypatch):
