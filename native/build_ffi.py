@@ -96,6 +96,8 @@ int kwk_group_sort_backward_addr(int dtype, uintptr_t grad, uintptr_t perm, int6
                                  int64_t g, uintptr_t grad_input);
 int kwk_sort_pool_addr(int dtype, uintptr_t src, int64_t batch, int64_t nodes, int64_t c,
                        uintptr_t count, int64_t k, uintptr_t out, uintptr_t index);
+int kwk_topk_dense_addr(int dtype, uintptr_t src, int64_t rows, int64_t len, int64_t k,
+                        int mode, double fill, uintptr_t out, uintptr_t mask);
 """
 
 ADDRESS_ADAPTERS_SOURCE = """
@@ -187,6 +189,11 @@ int kwk_sort_pool_addr(int dtype, uintptr_t src, int64_t batch, int64_t nodes, i
 {
     return kwk_sort_pool(dtype, P(src), batch, nodes, c, (const int64_t *)P(count), k, P(out),
                          (int64_t *)P(index));
+}
+int kwk_topk_dense_addr(int dtype, uintptr_t src, int64_t rows, int64_t len, int64_t k,
+                        int mode, double fill, uintptr_t out, uintptr_t mask)
+{
+    return kwk_topk_dense(dtype, P(src), rows, len, k, mode, fill, P(out), (uint8_t *)P(mask));
 }
 """
 

@@ -67,6 +67,7 @@ def median_pool2d_rows(repeats):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--quick", action="store_true", help="fewer top-k layer rows")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
     print("median_pool2d 3x3, reflect padding, float32, 1 thread; ms per call (min of "
@@ -82,6 +83,9 @@ def main(argv=None):
     print()
     from kwker.nn import bench_sparse
     bench_sparse.print_rows(args.repeats)
+    print()
+    from kwker.nn import bench_topk
+    bench_topk.print_rows(args.repeats, args.quick)
 
 
 if __name__ == "__main__":

@@ -41,3 +41,4 @@ _register()
 
 from kwker.torch_ops import layers  # noqa: E402,F401  (registers its ops)
 from kwker.torch_ops import layers_sparse  # noqa: E402,F401  (registers its ops)
+from kwker.torch_ops import layers_topk  # noqa: E402,F401  (registers its ops)

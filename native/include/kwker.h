@@ -189,4 +189,20 @@ int kwk_group_sort_backward(int dtype, const void *grad, const uint8_t *perm,
  * (float32) / 2^53 (float64) (see sparse_kernels.h). */
 int kwk_sort_pool(int dtype, const void *src, int64_t batch, int64_t nodes, int64_t c,
                   const int64_t *count, int64_t k, void *out, int64_t *index);
+/* kwk_topk_dense modes. */
+enum { KWK_TOPK_DENSE_KEEP = 0, KWK_TOPK_DENSE_RELU = 1, KWK_TOPK_DENSE_FILTER = 2 };
+/* The k largest of each of `rows` contiguous rows of `len` float32/float64
+ * elements (0 <= k <= len), written densely to out (same layout) with a byte
+ * mask:
+ *   KEEP    out = the element where kept, +0.0 elsewhere; mask = kept.  Of
+ *           elements tied at the k-th value, those torch.topk(sorted=True)
+ *           returns are kept.
+ *   RELU    as KEEP with kept negative values made +0.0 (torch.relu); mask =
+ *           kept and not <= 0 (where ReLU's gradient passes; NaN does).
+ *   FILTER  out = fill (rounded to the dtype) where the element is below
+ *           the k-th largest, the element elsewhere; mask = replaced.
+ * Order as everywhere: -0.0 == +0.0, NaN largest. */
+int kwk_topk_dense(int dtype, const void *src, int64_t rows, int64_t len, int64_t k,
+                   int mode, double fill, void *out, uint8_t *mask);
+
 #endif

@@ -360,3 +360,21 @@ int kwk_sort_pool(int dtype, const void *src, int64_t batch, int64_t nodes, int6
         if (count[b] < 0 || count[b] > nodes) return KWK_E_ARG;
     return kernels()->sort_pool(dtype, src, batch, nodes, c, count, k, out, index);
 }
+
+/* ---------------------------------------------------------- topk_dense */
+
+int kwk_topk_dense(int dtype, const void *src, int64_t rows, int64_t len, int64_t k,
+                   int mode, double fill, void *out, uint8_t *mask)
+{
+    int64_t t;
+    if (dtype != KWK_FLOAT32 && dtype != KWK_FLOAT64) return KWK_E_DTYPE;
+    if (mode != KWK_TOPK_DENSE_KEEP && mode != KWK_TOPK_DENSE_RELU &&
+        mode != KWK_TOPK_DENSE_FILTER)
+        return KWK_E_ARG;
+    if (rows < 0 || len < 0 || k < 0 || k > len) return KWK_E_ARG;
+    if (!mul_ok(rows, len, &t) || !mul_ok(t, 8, &t)) return KWK_E_OVERFLOW;
+    if (!mul_ok(len, 3 * 8, &t)) return KWK_E_OVERFLOW;
+    if (rows == 0 || len == 0) return KWK_OK;
+    if (!src || !out || !mask) return KWK_E_ARG;
+    return kernels()->topk_dense(dtype, src, rows, len, k, mode, fill, out, mask);
+}

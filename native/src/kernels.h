@@ -52,6 +52,8 @@ typedef struct {
                                int64_t groups, int64_t g, void *grad_input);
     int (*sort_pool)(int dtype, const void *src, int64_t batch, int64_t nodes, int64_t c,
                      const int64_t *count, int64_t k, void *out, int64_t *index);
+    int (*topk_dense)(int dtype, const void *src, int64_t rows, int64_t len, int64_t k,
+                      int mode, double fill, void *out, uint8_t *mask);
 } kwk_kernel_table;
 
 extern const kwk_kernel_table kwk_kernels_portable;

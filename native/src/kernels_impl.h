@@ -17,9 +17,11 @@
 #include "quantile_kernels.h"
 #include "median_pool_kernels.h"
 #include "sparse_kernels.h"
+#include "topk_layer_kernels.h"
 
 const kwk_kernel_table KWK_TABLE = {
     KWK_TARGET_NAME, impl_sort, impl_topk, impl_median_dim, impl_median_all, impl_kthvalue,
     impl_quantile, impl_median_pool2d, impl_median_pool2d_backward,
     impl_sparse_simplex, impl_sparsemax_backward, impl_group_sort, impl_group_sort_backward, impl_sort_pool,
+    impl_topk_dense,
 };

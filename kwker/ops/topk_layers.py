@@ -1,0 +1,151 @@
+"""The top-k layers on Kwker's kernels, on already-validated arguments: rows
+along the last dim of a CPU tensor, results bit-identical to
+kwker.nn.reference_topk.
+
+Where the native selection or sort stands in for torch.topk / torch.sort it
+runs in torch's order of equal elements (KWK_ORDER_TORCH), so ties at the
+k-th value are broken as the reference breaks them.  Softmax and cumsum are
+torch's own calls on the same values in the same layout as the reference
+(their rounding is not reproduced natively: that is what keeps the results
+exact); the work saved is the sort / topk / argsort / scatter of the
+reference."""
+import torch
+
+from kwker import _native
+from kwker.ops import selection, sorting
+from kwker.ops._call import lib
+
+_TORCH_ORDER = _native.ORDER_TORCH
+_dense = lib.kwk_topk_dense_addr if lib is not None and hasattr(lib, "kwk_topk_dense_addr") \
+    else None
+
+# What the native kernels read; other dtypes run the same torch calls as
+# the reference on the selection Kwker makes (still exact)
+NATIVE_DTYPES = frozenset({torch.float32, torch.float64})
+# kwk_topk_dense modes
+DENSE_KEEP, DENSE_RELU, DENSE_FILTER = 0, 1, 2
+
+
+def _rows(x):
+    """x as a contiguous (rows, n) tensor."""
+    return x.contiguous().view(-1, x.shape[-1])
+
+
+def _dense_call(x, k, mode, fill):
+    """(out, mask) from kwk_topk_dense over x's rows (see kwker.h)."""
+    rows = _rows(x)
+    out = torch.empty_like(rows)
+    mask = torch.empty(rows.shape, dtype=torch.bool)
+    status = _dense(_native.DTYPE_CODES[x.dtype], rows.data_ptr(), rows.shape[0], rows.shape[1],
+                    k, mode, fill, out.data_ptr(), mask.data_ptr())
+    if status:
+        _native.check(status, "topk_dense")
+    return out.view(x.shape), mask.view(x.shape)
+
+
+def _topk_indices(x, k):
+    """torch.topk(x, k).indices (sorted, torch's ties) on Kwker's kernel."""
+    return selection.topk(x, k, x.dim() - 1, True, True, _TORCH_ORDER)
+
+
+def topk_activation(x, k, relu):
+    """(out, passes): passes marks where the gradient goes: the k selected
+    elements of each row (with relu, those not <= 0, as ReLU's backward)."""
+    if _dense is not None and x.dtype in NATIVE_DTYPES:
+        return _dense_call(x, k, DENSE_RELU if relu else DENSE_KEEP, 0.0)
+    values, indices = _topk_indices(x, k)
+    return scatter_activation(x, values, indices, relu)
+
+
+def scatter_activation(x, values, indices, relu):
+    """(out, passes) from torch.topk's (values, indices), as the reference
+    builds out."""
+    if relu:
+        values = torch.relu(values)
+        passes = ~(values <= 0)
+    else:
+        passes = torch.ones(values.shape, dtype=torch.bool, device=x.device)
+    kept = x.new_zeros(x.shape, dtype=torch.bool).scatter_(-1, indices, passes)
+    return x.new_zeros(x.shape).scatter_(-1, indices, values), kept
+
+
+def topk_softmax(logits, k, renormalize):
+    """(weights float32, ids int64) as the reference."""
+    probs = torch.softmax(logits, dim=-1, dtype=torch.float32)
+    weights, ids = _topk_indices(probs, k)
+    if renormalize:
+        weights = weights / weights.sum(dim=-1, keepdim=True)
+    return weights, ids
+
+
+def top_k_filter(scores, top_k, filter_value, min_tokens_to_keep):
+    """(out, removed) of TopKLogitsWarper."""
+    top_k = min(max(top_k, min_tokens_to_keep), scores.shape[-1])
+    if _dense is not None and scores.dtype in NATIVE_DTYPES:
+        return _dense_call(scores, top_k, DENSE_FILTER, filter_value)
+    kth = _topk_indices(scores, top_k)[0][..., -1:]
+    removed = scores < kth
+    return scores.masked_fill(removed, filter_value), removed
+
+
+def _reference(name):
+    # imported late: kwker.nn imports torch_ops, which imports this module
+    from kwker.nn import reference_topk
+    return getattr(reference_topk, name)
+
+
+def _redo_rows(scores, out, removed, rows, removed_by_reference, filter_value, *args):
+    """Rows the shortcut cannot decide exactly, computed by the reference
+    (row by row it is the same computation)."""
+    n = scores.shape[-1]
+    sub = scores.reshape(-1, n)[rows]
+    mask = removed_by_reference(sub, *args)
+    removed.view(-1, n)[rows] = mask
+    out.view(-1, n)[rows] = sub.masked_fill(mask, filter_value)
+
+
+def top_p_filter(scores, top_p, filter_value, min_tokens_to_keep):
+    """(out, removed) of TopPLogitsWarper.  The reference removes a prefix of
+    the ascending sort (the cumulative sum never decreases); its length c
+    needs only the sorted values, and the prefix is then every score below
+    sorted[c], unless sorted[c-1] == sorted[c] (equal scores straddling the
+    boundary, where torch.sort's order of ties decides): such rows are
+    redone by the reference."""
+    rows = scores.contiguous().view(-1, scores.shape[-1])
+    n = rows.shape[-1]
+    ascending = sorting.sort(rows, 1, False, _TORCH_ORDER, want_indices=False)[0]
+    cumulative = ascending.softmax(dim=-1).cumsum(dim=-1)
+    sorted_remove = cumulative <= (1 - top_p)
+    sorted_remove[..., -min_tokens_to_keep:] = 0
+    count = sorted_remove.sum(dim=-1, keepdim=True)
+    cutoff = ascending.gather(-1, count.clamp(max=n - 1))
+    removed = rows < cutoff
+    out = rows.masked_fill(removed, filter_value)
+    below = ascending.gather(-1, (count - 1).clamp(min=0))
+    straddle = ((count > 0) & (below == cutoff)).view(-1)
+    out, removed = out.view(scores.shape), removed.view(scores.shape)
+    if bool(straddle.any()):
+        _redo_rows(scores, out, removed, straddle.nonzero().view(-1), _reference("top_p_removed"),
+                   filter_value, top_p, min_tokens_to_keep)
+    return out, removed
+
+
+def min_p_filter(scores, min_p, filter_value, min_tokens_to_keep):
+    """(out, removed) of MinPLogitsWarper.  Its argsort only protects the
+    min_tokens_to_keep highest scores; when none of the scores at or above
+    the m-th highest is removed anyway that protection changes nothing, and
+    the argsort, gather and scatter are skipped.  Other rows are redone by
+    the reference."""
+    probs = torch.softmax(scores, dim=-1)
+    top_probs, _ = probs.max(dim=-1, keepdim=True)
+    removed = probs < min_p * top_probs
+    out = scores.masked_fill(removed, filter_value)
+    m = min(min_tokens_to_keep, scores.shape[-1])
+    if m > 0:
+        kth = _topk_indices(scores, m)[0][..., -1:]
+        unprotected = (removed & (scores >= kth)).reshape(-1, scores.shape[-1]).any(dim=-1)
+        if bool(unprotected.any()):
+            _redo_rows(scores, out, removed, unprotected.nonzero().view(-1),
+                       _reference("min_p_removed"),
+                       filter_value, min_p, min_tokens_to_keep)
+    return out, removed

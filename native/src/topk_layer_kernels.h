@@ -1,0 +1,228 @@
+/*
+ * topk_layer_kernels.h - the k largest of each row written densely, in one
+ * call: the TopK activation (kept values, zeros elsewhere, optionally
+ * ReLU'd) and the top-k logits filter (scores below the k-th largest
+ * replaced by a fill value), each with a byte mask: where the activation's
+ * gradient passes (kept, and with ReLU not <= 0), or the filter's removed.
+ *
+ * The k-th largest key T of a row comes from a radix select on order keys
+ * (keys.h: -0.0 == +0.0, all NaNs equal and largest): a histogram of the
+ * top 8 bits over the row, then the keys of the chosen bucket only, 8
+ * bits at a time.  It also counts the G keys above T and the E keys equal
+ * to it.  The filter keeps every key >= T (ties all kept, as
+ * TopKLogitsWarper).  The activation keeps the keys > T and k - G of those
+ * equal to T: all of them when E == k - G; otherwise which ones is
+ * torch.topk's choice, and the row's k indices come from impl_topk in
+ * torch's order (KWK_ORDER_TORCH, sorted, as the reference calls it).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include "keys.h"
+
+#define TL_DIGIT_BITS 8 /* 256 buckets: clearing the counts costs little next to the keys */
+#define TL_BUCKETS (1 << TL_DIGIT_BITS)
+
+/* Radix select of the k-th largest (1 <= k <= n) of n keys (bits wide);
+ * cand is scratch for n keys.  Sets *above (keys > T) and *equal (== T). */
+#define TL_DEFINE_SELECT(UT, SUF)                                             \
+    static UT tl_kth_largest_##SUF(const UT *keys, int64_t n, int64_t k, int bits, \
+                                   UT *cand, int64_t *above, int64_t *equal)  \
+    {                                                                         \
+        int64_t hist[TL_BUCKETS];                                             \
+        const UT *cur = keys;                                                 \
+        int64_t m = n, rank = k, gt = 0; /* rank: k-th largest among cur */   \
+        UT prefix = 0;                                                        \
+        int shift = bits;                                                     \
+        while (shift > 0) {                                                   \
+            int w = shift < TL_DIGIT_BITS ? shift : TL_DIGIT_BITS;            \
+            shift -= w;                                                       \
+            const UT dmask = (UT)(((UT)1 << w) - 1);                          \
+            memset(hist, 0, sizeof(int64_t) * ((size_t)1 << w));              \
+            for (int64_t j = 0; j < m; ++j) hist[(cur[j] >> shift) & dmask]++; \
+            int64_t b = (int64_t)dmask, seen = 0;                             \
+            while (seen + hist[b] < rank) seen += hist[b--];                  \
+            gt += seen;                                                       \
+            rank -= seen;                                                     \
+            prefix = (UT)(prefix | ((UT)b << shift));                         \
+            if (shift == 0) {                                                 \
+                *above = gt;                                                  \
+                *equal = hist[b];                                             \
+                return prefix;                                                \
+            }                                                                 \
+            int64_t c = 0;                                                    \
+            for (int64_t j = 0; j < m; ++j) {                                 \
+                cand[c] = cur[j];                                             \
+                c += ((cur[j] >> shift) & dmask) == (UT)b;                    \
+            }                                                                 \
+            cur = cand;                                                       \
+            m = c;                                                            \
+        }                                                                     \
+        *above = gt;                                                          \
+        *equal = m;                                                           \
+        return prefix;                                                        \
+    }
+
+TL_DEFINE_SELECT(uint32_t, u32)
+TL_DEFINE_SELECT(uint64_t, u64)
+
+/* The k-th largest key T of a row of n floats (1 <= k < n), with the
+ * counts of keys above and equal to it.  Long rows first guess a lower
+ * bound p from a strided sample (its element of rank a little above
+ * k * SAMPLE / n, so that p is below T with high probability), keep in one
+ * pass only the keys >= p, and select among those; when fewer than k keys
+ * pass (an unlucky sample), or for short rows, the radix select runs over
+ * all keys. */
+#define TL_SAMPLE 1024
+#define TL_BLOCK 16 /* elements tested at once for a candidate */
+#define TL_DEFINE_THRESHOLD(T, UT, SUF, KEY)                                  \
+    static inline UT tl_bits_##SUF(T v)                                       \
+    {                                                                         \
+        UT b;                                                                 \
+        memcpy(&b, &v, sizeof b);                                             \
+        return b;                                                             \
+    }                                                                         \
+    /* the value whose key is `key` (the inverse of KWK_FLOAT_KEY on */    \
+    /* keys of values: -0.0 comes back as +0.0, NaN as a NaN) */              \
+    static inline T tl_value_##SUF(UT key)                                    \
+    {                                                                         \
+        const UT sign = (UT)((UT)1 << (8 * sizeof(UT) - 1));                  \
+        UT b = (key & sign) ? (UT)(key ^ sign) : (UT)~key;                    \
+        T v;                                                                  \
+        memcpy(&v, &b, sizeof v);                                             \
+        return v;                                                             \
+    }                                                                         \
+    static UT tl_threshold_##SUF(const T *x, int64_t n, int64_t k, UT *keys, UT *cand, \
+                                 int64_t *gt, int64_t *eq)                    \
+    {                                                                         \
+        const int bits = (int)(8 * sizeof(UT));                               \
+        if (n >= 4 * TL_SAMPLE) {                                             \
+            const int64_t step = n / TL_SAMPLE;                               \
+            for (int64_t i = 0; i < TL_SAMPLE; ++i) keys[i] = KEY(tl_bits_##SUF(x[i * step])); \
+            const int64_t expect = k * TL_SAMPLE / n;                         \
+            int64_t rank = expect + 3 * sw_isqrt(expect) + 4;                 \
+            if (rank > TL_SAMPLE) rank = TL_SAMPLE;                           \
+            int64_t g_, e_;                                                   \
+            const UT p = tl_kth_largest_##SUF(keys, TL_SAMPLE, rank, bits, cand, &g_, &e_); \
+            /* the keys >= p: x >= pf or NaN (pf = p's value; equal */         \
+            /* zeros compare equal either way); blocks without one are */     \
+            /* skipped by a vectorised test */                                \
+            const T pf = tl_value_##SUF(p);                                   \
+            int64_t c = 0, j = 0;                                             \
+            for (; j + TL_BLOCK <= n; j += TL_BLOCK) {                        \
+                int any = 0;                                                  \
+                for (int l = 0; l < TL_BLOCK; ++l)                            \
+                    any |= !(x[j + l] < pf); /* >= pf or NaN */               \
+                if (!any) continue;                                           \
+                for (int l = 0; l < TL_BLOCK; ++l) {                          \
+                    const UT key = KEY(tl_bits_##SUF(x[j + l]));              \
+                    keys[c] = key;                                            \
+                    c += key >= p;                                            \
+                }                                                             \
+            }                                                                 \
+            for (; j < n; ++j) {                                              \
+                const UT key = KEY(tl_bits_##SUF(x[j]));                      \
+                keys[c] = key;                                                \
+                c += key >= p;                                                \
+            }                                                                 \
+            if (c >= k) return tl_kth_largest_##SUF(keys, c, k, bits, cand, gt, eq); \
+        }                                                                     \
+        for (int64_t j = 0; j < n; ++j) keys[j] = KEY(tl_bits_##SUF(x[j]));   \
+        return tl_kth_largest_##SUF(keys, n, k, bits, cand, gt, eq);          \
+    }
+
+/* One row of one float type: T (type of the values), UT (same-width
+ * unsigned), KEY (its order key). */
+#define TL_DEFINE_ROW(T, UT, SUF, KEY)                                        \
+    static int tl_row_##SUF(const T *x, int64_t n, int64_t k, int mode, T fill, T *out, \
+                            uint8_t *mask, UT *keys, UT *cand, T *tvals, int64_t *tidx) \
+    {                                                                         \
+        if (k == 0 || k == n) { /* nothing or everything kept */              \
+            const int all = k == n;                                           \
+            for (int64_t j = 0; j < n; ++j) {                                 \
+                T v = x[j];                                                   \
+                const int passes = !(mode == KWK_TOPK_DENSE_RELU && v <= 0);  \
+                if (mode == KWK_TOPK_DENSE_RELU && v < 0) v = 0;              \
+                out[j] = all ? v : (mode == KWK_TOPK_DENSE_FILTER ? fill : (T)0); \
+                mask[j] = (uint8_t)(mode == KWK_TOPK_DENSE_FILTER ? !all : all && passes); \
+            }                                                                 \
+            return KWK_OK;                                                    \
+        }                                                                     \
+        int64_t gt, eq;                                                       \
+        const UT t = tl_threshold_##SUF(x, n, k, keys, cand, &gt, &eq);      \
+        if (mode == KWK_TOPK_DENSE_FILTER) {                                  \
+            /* key < t as the reference's x < kth: NaN on either side */      \
+            /* removes nothing, zeros of both signs compare equal */          \
+            const T tf = tl_value_##SUF(t);                                   \
+            for (int64_t j = 0; j < n; ++j) {                                 \
+                const T v = x[j];                                             \
+                const int removed = v < tf;                                   \
+                out[j] = removed ? fill : v;                                  \
+                mask[j] = (uint8_t)removed;                                   \
+            }                                                                 \
+            return KWK_OK;                                                    \
+        }                                                                     \
+        if (eq == k - gt) { /* every key >= t kept: no tie is cut */          \
+            /* key >= t: x >= tf, or x NaN (tf NaN: the NaNs only) */         \
+            const T tf = tl_value_##SUF(t);                                   \
+            const int relu = mode == KWK_TOPK_DENSE_RELU;                     \
+            const int tnan = t == (UT)~(UT)0;                                 \
+            for (int64_t j = 0; j < n; ++j) {                                 \
+                const T v = x[j];                                             \
+                const int kept = tnan ? v != v : !(v < tf); /* >= tf or NaN */ \
+                const T r = relu && v < 0 ? (T)0 : v;                         \
+                out[j] = kept ? r : (T)0;                                     \
+                mask[j] = (uint8_t)(kept & !(relu && v <= 0));                \
+            }                                                                 \
+            return KWK_OK;                                                    \
+        }                                                                     \
+        /* a tie cut by k: torch.topk's choice of indices */                  \
+        int st = impl_topk(TL_DTYPE_##SUF, x, 1, n, 1, n, 1, 1, k, tvals, tidx, k, 1, 1, 1, \
+                           1, KWK_ORDER_TORCH);                               \
+        if (st != KWK_OK) return st;                                          \
+        memset(mask, 0, (size_t)n);                                           \
+        for (int64_t j = 0; j < n; ++j) out[j] = (T)0;                        \
+        for (int64_t i = 0; i < k; ++i) {                                     \
+            const int64_t j = tidx[i];                                        \
+            T v = x[j];                                                       \
+            mask[j] = (uint8_t)!(mode == KWK_TOPK_DENSE_RELU && v <= 0);      \
+            if (mode == KWK_TOPK_DENSE_RELU && v < 0) v = 0;                  \
+            out[j] = v;                                                       \
+        }                                                                     \
+        return KWK_OK;                                                        \
+    }
+
+#define TL_DTYPE_f32 KWK_FLOAT32
+#define TL_DTYPE_f64 KWK_FLOAT64
+#define tl_kth_largest_f32 tl_kth_largest_u32
+#define tl_kth_largest_f64 tl_kth_largest_u64
+TL_DEFINE_THRESHOLD(float, uint32_t, f32, kwk_key_f32)
+TL_DEFINE_THRESHOLD(double, uint64_t, f64, kwk_key_f64)
+TL_DEFINE_ROW(float, uint32_t, f32, kwk_key_f32)
+TL_DEFINE_ROW(double, uint64_t, f64, kwk_key_f64)
+
+static int impl_topk_dense(int dtype, const void *src, int64_t rows, int64_t len, int64_t k,
+                           int mode, double fill, void *out, uint8_t *mask)
+{
+    if (rows == 0 || len == 0) return KWK_OK;
+    const size_t es = dtype == KWK_FLOAT32 ? 4 : 8;
+    /* one row's k indices, keys, candidates and k values (in that order:
+     * each part stays aligned for its type) */
+    char *scratch = malloc((size_t)k * (8 + es) + 2 * (size_t)len * es + 8);
+    if (!scratch) return KWK_E_NOMEM;
+    int64_t *tidx = (int64_t *)(void *)scratch;
+    void *keys = scratch + (size_t)k * 8;
+    void *cand = (char *)keys + (size_t)len * es;
+    void *tvals = (char *)cand + (size_t)len * es;
+    int st = KWK_OK;
+    for (int64_t r = 0; r < rows && st == KWK_OK; ++r) {
+        const size_t at = (size_t)r * (size_t)len;
+        if (dtype == KWK_FLOAT32)
+            st = tl_row_f32((const float *)src + at, len, k, mode, (float)fill,
+                            (float *)out + at, mask + at, keys, cand, tvals, tidx);
+        else
+            st = tl_row_f64((const double *)src + at, len, k, mode, fill,
+                            (double *)out + at, mask + at, keys, cand, tvals, tidx);
+    }
+    free(scratch);
+    return st;
+}

@@ -1,0 +1,326 @@
+"""kwker.nn's top-k layers (torch.ops.kwker.topk_activation, topk_softmax,
+top_k_filter, top_p_filter, min_p_filter): outputs and gradients bit for
+bit against the plain-torch references (kwker.nn.reference_topk) on random,
+tied, NaN/inf and special inputs, opcheck, gradcheck, vmap, compile, the
+modules' use_fast switch, and (opt-in) transformers' own warpers."""
+import importlib.util
+
+import pytest
+import torch
+from torch.library import opcheck
+
+import kwker.nn as knn
+from kwker import _native
+from kwker.nn import reference_topk as R
+from kwker.nn import topk_layers as T
+from kwker_testing import bits, has_avx2, make_values
+
+K = torch.ops.kwker
+DTYPES = [torch.float32, torch.float64, torch.bfloat16, torch.float16]
+KINDS = ["random", "ties", "bf16ties", "equal", "nan", "special"]
+
+TARGETS = [
+    "portable",
+    pytest.param("avx2", marks=pytest.mark.skipif(not has_avx2(), reason="no AVX2")),
+]
+
+
+@pytest.fixture(params=TARGETS)
+def target(request):
+    _native.set_target(request.param)
+    yield request.param
+    _native.set_target("auto")
+
+
+def _same(ref, got):
+    if isinstance(ref, tuple):
+        for r, g in zip(ref, got):
+            _same(r, g)
+        return
+    assert ref.dtype == got.dtype and ref.shape == got.shape, (ref.dtype, got.dtype)
+    if ref.is_floating_point():
+        ref, got = bits(ref), bits(got)
+    assert torch.equal(ref, got), (ref != got).nonzero()[:5].tolist()
+
+
+def _scores(kind, shape, dtype, gen):
+    x = make_values(kind, shape, dtype, gen)
+    return x
+
+
+# ------------------------------------------------------- topk_activation
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("relu", [True, False])
+def test_topk_activation_equals_the_reference(dtype, kind, relu, target, gen):
+    """Values (bits) and which tied elements are kept: torch.topk's choice."""
+    for n, ks in ((1, (0, 1)), (7, (0, 1, 3, 7)), (100, (1, 5, 32, 99, 100)),
+                  (3000, (1, 32, 64, 300)), (4100, (1, 64, 2000))):  # 4100: sampled
+        x = _scores(kind, (5, n), dtype, gen)
+        for k in ks:
+            _same(R.topk_activation(x, k, relu), T.topk_activation(x, k, relu))
+
+
+def test_topk_activation_large_rows_and_layouts(gen):
+    x = torch.randn(6, 20000, generator=gen)
+    x[0, :100] = 1.5  # a tie across the boundary of k=64
+    x[1] = x[1].round()
+    for k in (32, 64, 256):
+        _same(R.topk_activation(x, k), T.topk_activation(x, k))
+    strided = torch.randn(40, 3, 50, generator=gen).transpose(0, 2)  # non-contiguous
+    _same(R.topk_activation(strided, 5), T.topk_activation(strided, 5))
+    _same(R.topk_activation(x[:, ::3], 7), T.topk_activation(x[:, ::3], 7))
+    empty = torch.randn(0, 10)
+    _same(R.topk_activation(empty, 3), T.topk_activation(empty, 3))
+    one = torch.randn(9, generator=gen)
+    _same(R.topk_activation(one, 4), T.topk_activation(one, 4))
+    with pytest.raises(RuntimeError):
+        T.topk_activation(x, 20001)
+
+
+@pytest.mark.parametrize("relu", [True, False])
+def test_topk_activation_gradient_is_the_references(relu, gen):
+    x = make_values("bf16ties", (4, 300), torch.float32, gen)
+    x[0, 3] = float("nan")
+    grad = torch.randn(x.shape, generator=gen)
+    xr, xf = x.clone().requires_grad_(), x.clone().requires_grad_()
+    R.topk_activation(xr, 40, relu).backward(grad)
+    T.topk_activation(xf, 40, relu).backward(grad)
+    _same(xr.grad, xf.grad)
+
+
+@pytest.mark.parametrize("relu", [True, False])
+def test_topk_activation_gradcheck(relu, gen):
+    x = torch.randn(3, 12, dtype=torch.float64, generator=gen, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda t: T.topk_activation(t, 4, relu), (x,))
+    assert torch.autograd.gradgradcheck(lambda t: T.topk_activation(t, 4, relu), (x,))
+
+
+# --------------------------------------------------------- topk_softmax
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("renormalize", [True, False])
+def test_topk_softmax_equals_the_reference(dtype, kind, renormalize, gen):
+    for experts in (1, 8, 64, 128, 256):
+        x = _scores(kind, (33, experts), dtype, gen)
+        for k in sorted({0, 1, min(2, experts), min(8, experts), experts}):
+            _same(R.topk_softmax(x, k, renormalize), T.topk_softmax(x, k, renormalize))
+
+
+def test_topk_softmax_gradient_and_gradcheck(gen):
+    x = torch.randn(16, 64, generator=gen)
+    grad = torch.randn(16, 4, generator=gen)
+    for renormalize in (True, False):
+        xr, xf = x.clone().requires_grad_(), x.clone().requires_grad_()
+        R.topk_softmax(xr, 4, renormalize)[0].backward(grad)
+        T.topk_softmax(xf, 4, renormalize)[0].backward(grad)
+        _same(xr.grad, xf.grad)
+        x64 = torch.randn(3, 10, dtype=torch.float64, generator=gen, requires_grad=True)
+        # the weights are float32: gradcheck in float64 on a float64 detour
+        fn = lambda t: T.topk_softmax(t, 3, renormalize)[0].double()  # noqa: E731
+        ref = lambda t: R.topk_softmax(t, 3, renormalize)[0].double()  # noqa: E731
+        gf = torch.autograd.grad(fn(x64).sum(), x64)[0]
+        gr = torch.autograd.grad(ref(x64).sum(), x64)[0]
+        _same(gr, gf)
+
+
+def test_topk_softmax_ids_dtype_and_shape(gen):
+    w, ids = T.topk_softmax(torch.randn(4096, 128, generator=gen), 8)
+    assert w.dtype == torch.float32 and ids.dtype == torch.int64 and w.shape == (4096, 8)
+    assert torch.allclose(w.sum(-1), torch.ones(4096))
+
+
+# -------------------------------------------------------------- filters
+
+FILTERS = [
+    ("top_k", R.top_k_filter, T.top_k_filter, (1, 2, 50, 999)),
+    ("top_p", R.top_p_filter, T.top_p_filter, (0.0, 0.1, 0.5, 0.9, 0.95, 1.0)),
+    ("min_p", R.min_p_filter, T.min_p_filter, (0.0, 0.05, 0.1, 0.5, 1.0)),
+]
+
+
+@pytest.mark.parametrize("name,ref,fast,values", FILTERS, ids=[f[0] for f in FILTERS])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kind", KINDS)
+def test_filters_equal_the_reference(name, ref, fast, values, dtype, kind, target, gen):
+    for shape in ((3, 1), (4, 17), (2, 1000), (1, 5000)):  # 5000: sampled pivot
+        x = _scores(kind, shape, dtype, gen)
+        if kind == "random":
+            x = x * 4  # logits-like spread
+        for value in values:
+            for keep, fv in ((1, -float("inf")), (3, -1e4)):
+                _same(ref(x, value, fv, keep), fast(x, value, fv, keep))
+
+
+@pytest.mark.parametrize("name,ref,fast,values", FILTERS, ids=[f[0] for f in FILTERS])
+def test_filters_at_vocab_size(name, ref, fast, values, gen):
+    """Rows as long as an LLM's vocabulary, logits from a peaked distribution
+    (so top-p and min-p keep a handful of tokens), one with bf16-rounded
+    logits (many ties across the top-p boundary), one with -inf masked
+    tokens."""
+    x = torch.randn(4, 32000, generator=gen) * 3
+    x[1] = x[1].to(torch.bfloat16).float()
+    x[2, ::7] = -float("inf")
+    x[3, :5] += 12
+    for value in values:
+        _same(ref(x, value), fast(x, value))
+        _same(ref(x, value, min_tokens_to_keep=5), fast(x, value, min_tokens_to_keep=5))
+
+
+def test_top_p_ties_straddling_the_boundary(gen):
+    """Equal logits across the cumulative boundary: torch.sort's order of
+    ties decides which are removed; those rows are the reference's."""
+    x = torch.zeros(3, 64)
+    x[:, :4] = 2.0
+    for p in (0.3, 0.5, 0.77, 0.9):
+        _same(R.top_p_filter(x, p), T.top_p_filter(x, p))
+    y = torch.tensor([[0.0, -0.0, 0.0, -0.0, 1.0]])
+    for p in (0.2, 0.5, 0.7, 0.8):
+        _same(R.top_p_filter(y, p), T.top_p_filter(y, p))
+
+
+def test_min_p_protection_by_argsort(gen):
+    """min_tokens_to_keep larger than the kept set: the argsort's first ones
+    stay, ties in torch's order (rows redone by the reference)."""
+    x = torch.tensor([[10.0, 0.0, 0.0, 0.0, 0.0, -1.0], [10.0, 9.0, 1.0, 1.0, 1.0, 1.0]])
+    for keep in (1, 2, 3, 4):
+        _same(R.min_p_filter(x, 0.5, min_tokens_to_keep=keep),
+              T.min_p_filter(x, 0.5, min_tokens_to_keep=keep))
+
+
+def test_filters_edge_layouts(gen):
+    x = torch.randn(8, 40, 3, generator=gen).transpose(1, 2)  # non-contiguous rows
+    for _, ref, fast, values in FILTERS:
+        _same(ref(x, values[1]), fast(x, values[1]))
+        empty = torch.randn(0, 50)
+        _same(ref(empty, values[1]), fast(empty, values[1]))
+        one = torch.randn(50, generator=gen)
+        _same(ref(one, values[1]), fast(one, values[1]))
+
+
+@pytest.mark.parametrize("name,ref,fast,values", FILTERS, ids=[f[0] for f in FILTERS])
+def test_filter_gradients(name, ref, fast, values, gen):
+    x = torch.randn(3, 30, dtype=torch.float64, generator=gen)
+    grad = torch.randn(x.shape, dtype=x.dtype, generator=gen)
+    xr, xf = x.clone().requires_grad_(), x.clone().requires_grad_()
+    ref(xr, values[1]).backward(grad)
+    fast(xf, values[1]).backward(grad)
+    _same(xr.grad, xf.grad)
+    xf.grad = None
+    assert torch.autograd.gradcheck(lambda t: fast(t, values[1], -1e4), (xf,))
+
+
+# --------------------------------------------------- torch integration
+
+def _op_cases(gen):
+    x64 = torch.randn(3, 20, dtype=torch.float64, generator=gen)
+    x32 = make_values("ties", (4, 30, 3), torch.float32, gen).transpose(1, 2)
+    return [
+        (K.topk_activation.default, (x64, 5, True)),
+        (K.topk_activation.default, (x32, 4, False)),
+        (K.topk_softmax.default, (x64, 3, True)),
+        (K.topk_softmax.default, (x32, 2, False)),
+        (K.top_k_filter.default, (x64, 5, -float("inf"), 1)),
+        (K.top_p_filter.default, (x64, 0.9, -float("inf"), 1)),
+        (K.min_p_filter.default, (x32.contiguous(), 0.1, -1e4, 2)),
+    ]
+
+
+def test_opcheck(gen):
+    utils = ("test_schema", "test_faketensor", "test_aot_dispatch_dynamic",
+             "test_autograd_registration")
+    for op, args in _op_cases(gen):
+        x = args[0]
+        opcheck(op, (x,) + args[1:], test_utils=utils[:3])
+        if x.dtype == torch.float64:
+            opcheck(op, (x.clone().requires_grad_(),) + args[1:], test_utils=utils)
+
+
+def test_vmap_and_func_grad(gen):
+    for op, args in _op_cases(gen):
+        x = args[0].contiguous()
+        batched = torch.stack([x, x.flip(-1)])
+        got = torch.vmap(lambda t: op(t, *args[1:]))(batched)
+        for i in range(2):
+            _same(tuple(t[i] for t in got), op(batched[i], *args[1:]))
+    x = torch.randn(4, 20, dtype=torch.float64, generator=gen)
+    fast = lambda t: T.topk_activation(t, 5).pow(2).sum()  # noqa: E731
+    ref = lambda t: R.topk_activation(t, 5).pow(2).sum()  # noqa: E731
+    _same(torch.func.grad(ref)(x), torch.func.grad(fast)(x))
+
+
+def test_compile_fullgraph(gen):
+    def f(x, logits, scores):
+        a = T.topk_activation(x, 8)
+        w, ids = T.topk_softmax(logits, 2)
+        s = T.top_p_filter(T.top_k_filter(scores, 20), 0.9)
+        return a.sum() + w.sum() + T.min_p_filter(s, 0.05).amax(), ids
+    x = torch.randn(4, 64, generator=gen, requires_grad=True)
+    logits = torch.randn(16, 8, generator=gen)
+    scores = torch.randn(2, 500, generator=gen)
+    compiled = torch.compile(f, fullgraph=True, backend="aot_eager")
+    got, want = compiled(x, logits, scores), f(x, logits, scores)
+    _same(want[0].detach(), got[0].detach())
+    _same(want[1], got[1])
+    got[0].backward()
+    assert x.grad is not None
+
+
+# ------------------------------------------------------------- modules
+
+MODULES = [
+    (lambda **kw: knn.TopK(8, **kw), lambda: torch.randn(4, 100)),
+    (lambda **kw: knn.TopKSoftmaxRouter(2, **kw), lambda: torch.randn(16, 8)),
+    (lambda **kw: knn.TopKLogits(10, **kw), lambda: torch.randn(2, 300)),
+    (lambda **kw: knn.TopPLogits(0.9, **kw), lambda: torch.randn(2, 300)),
+    (lambda **kw: knn.MinPLogits(0.1, **kw), lambda: torch.randn(2, 300)),
+]
+
+
+@pytest.mark.parametrize("make,data", MODULES)
+@pytest.mark.parametrize("use_fast", [False, True, "auto"])
+def test_modules_match_their_references(make, data, use_fast):
+    module = make(use_fast=use_fast)
+    ref_cls = next(c for c in type(module).__mro__ if c.__module__ == R.__name__)
+    x = data()
+    # the references hold no parameters or buffers: nor do the fast modules
+    assert len(module.state_dict()) == 0 and not list(module.parameters())
+    _same(ref_cls.forward(module, x), module(x))
+    assert f"use_fast={use_fast!r}" in repr(module)
+
+
+def test_module_switches_and_validation(monkeypatch):
+    model = torch.nn.Sequential(knn.TopK(4), knn.TopPLogits(0.5))
+    assert [n for n, _ in knn.fast_modules(model)] == ["0", "1"]
+    calls = []
+    monkeypatch.setattr(T, "topk_activation", lambda *a: calls.append(a) or R.topk_activation(*a))
+    model(torch.randn(2, 10))
+    assert len(calls) == 1
+    knn.deactivate(model)
+    model(torch.randn(2, 10))
+    assert len(calls) == 1
+    with pytest.raises(ValueError):
+        knn.TopKLogits(0)
+    with pytest.raises(ValueError):
+        knn.TopPLogits(1.5)
+    with pytest.raises(ValueError):
+        knn.MinPLogits(-0.1)
+
+
+# ------------------------------------------------- transformers (opt-in)
+
+@pytest.mark.skipif(importlib.util.find_spec("transformers") is None,
+                    reason="transformers not installed")
+def test_matches_transformers_warpers(gen):
+    from transformers.generation import logits_process as lp
+    ids = torch.zeros(3, 1, dtype=torch.long)
+    x = torch.randn(3, 32000, generator=gen) * 3
+    x[1] = x[1].to(torch.bfloat16).float()
+    for keep in (1, 4):
+        for warper, fast, value in ((lp.TopKLogitsWarper, T.top_k_filter, 50),
+                                    (lp.TopPLogitsWarper, T.top_p_filter, 0.9),
+                                    (lp.MinPLogitsWarper, T.min_p_filter, 0.05)):
+            want = warper(value, min_tokens_to_keep=keep)(ids, x.clone())
+            _same(want, fast(x, value, min_tokens_to_keep=keep))
