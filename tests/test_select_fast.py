@@ -12,9 +12,9 @@ import torch
 
 from kwker_testing import (LAYOUTS, SELECT_DTYPES, compare, layout, make_values)
 
-# kthvalue's long-row kernel starts at 2048 elements (KTH_LONG_MIN) and reads
+# kthvalue's long-row kernel starts at 128 elements (KTH_LONG_MIN) and reads
 # rows in blocks of 2048 (SW_SRC_BLOCK); its bracket sample grows with sqrt(n)
-KTH_LONG_LENGTHS = (1000, 2047, 2048, 2049, 4095, 4096, 4097, 6000, 20000)
+KTH_LONG_LENGTHS = (127, 128, 129, 300, 1000, 2047, 2048, 2049, 4097, 6000, 20000)
 
 
 def kth_ranks(n):

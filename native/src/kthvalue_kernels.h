@@ -112,8 +112,8 @@ static int kth_short(int dtype, const void *src, int64_t outer, int64_t len,
  *     which of them, in index order, sits at that rank (occ).  32/64-bit
  *     keys: quantile's machinery (a sorted sample brackets the rank, one
  *     pass counts the keys below the bracket and compresses those inside
- *     it, a radix sort of the survivors - a few percent of the row - gives
- *     the rank); 8/16-bit keys: a 256-bin histogram of the high byte, then
+ *     it, a quickselect (radix sort when many) on the survivors - a few
+ *     percent of the row - gives the rank); 8/16-bit keys: a 256-bin histogram of the high byte, then
  *     one of the low byte inside the chosen bucket.
  *  2. count == 1 (the usual case) or stable order: the index is that of the
  *     occ-th key equal to v, found by a scan that stops there.
@@ -121,7 +121,7 @@ static int kth_short(int dtype, const void *src, int64_t outer, int64_t len,
  *     quickselect, so the whole row is re-run through emu_torch_quickselect
  *     (only rows whose k-th value is shared pay for it).
  */
-enum { KTH_LONG_MIN = 2048 };
+enum { KTH_LONG_MIN = 128 };
 
 /* What step 1 finds. */
 typedef struct {
@@ -228,8 +228,45 @@ static int64_t kth_bracket_u64(const uint64_t *buf, int64_t b, uint64_t lo, uint
     return c;
 }
 
+/* Rearrange a[0..n) so a[k] is the k-th smallest key, with no larger key
+ * before it and no smaller after (Hoare partitions around a median of
+ * three; the last few keys insertion-sorted).  A sort of the sample and of
+ * the survivors would cost more: only one or two ranks of each are read. */
+#define KTH_DEFINE_QSELECT(UT, SUF)                                           \
+    static void kth_qselect_##SUF(UT *a, int64_t n, int64_t k)                \
+    {                                                                         \
+        int64_t lo = 0, hi = n - 1;                                           \
+        while (hi - lo > 16) {                                                \
+            const int64_t mid = lo + (hi - lo) / 2;                           \
+            UT x = a[lo], y = a[mid], z = a[hi], t;                           \
+            if (x > y) { t = x; x = y; y = t; }                               \
+            if (y > z) { t = y; y = z; z = t; }                               \
+            if (x > y) { t = x; x = y; y = t; }                               \
+            const UT pivot = y;                                               \
+            int64_t i = lo - 1, j = hi + 1;                                   \
+            for (;;) {                                                        \
+                do ++i; while (a[i] < pivot);                                 \
+                do --j; while (a[j] > pivot);                                 \
+                if (i >= j) break;                                            \
+                t = a[i]; a[i] = a[j]; a[j] = t;                              \
+            }                                                                 \
+            /* a[lo..j] <= pivot <= a[j+1..hi] */                             \
+            if (k <= j) hi = j; else lo = j + 1;                              \
+        }                                                                     \
+        for (int64_t i = lo + 1; i <= hi; ++i) {                              \
+            const UT v = a[i];                                                \
+            int64_t j = i;                                                    \
+            for (; j > lo && a[j - 1] > v; --j) a[j] = a[j - 1];              \
+            a[j] = v;                                                         \
+        }                                                                     \
+    }
+KTH_DEFINE_QSELECT(uint32_t, u32)
+KTH_DEFINE_QSELECT(uint64_t, u64)
+
 /* Scratch of the bracket path: the survivors' keys (in index order) and
- * indices, and two arrays to sort a copy of the keys; n + 8 entries each. */
+ * indices, a copy of the keys to select on and radix scratch; n + 8 entries
+ * each. */
+enum { KTH_RADIX_MIN = 4096 };
 typedef struct {
     void *keys, *sorted, *tmp;
     uint32_t *idx;
@@ -246,18 +283,25 @@ typedef struct {
                               int64_t *index)                                 \
     {                                                                         \
         UT sample[QK_SAMPLE_MAX], buf[SW_SRC_BLOCK];                          \
-        UT *keys = (UT *)ks->keys, *sorted = (UT *)ks->sorted, *tmp = (UT *)ks->tmp; \
+        UT *keys = (UT *)ks->keys, *sorted = (UT *)ks->sorted;                \
         const int64_t ns = qk_sample_size(n), stride = n / ns;               \
-        UT smin = (UT)~(UT)0, smax = 0;                                       \
         *index = -1;                                                          \
-        for (int64_t i = 0; i < ns; ++i) {                                    \
+        for (int64_t i = 0; i < ns; ++i)                                      \
             g(row + (i * stride + stride / 2) * step, step, 1, (UT)0, &sample[i]); \
-            smin = sample[i] < smin ? sample[i] : smin;                       \
-            smax = sample[i] > smax ? sample[i] : smax;                       \
+        /* keys bracketing rank r: sample ranks about 2 sigma either side */  \
+        const int64_t centre = (int64_t)(((double)r + 0.5) * (double)ns / (double)n); \
+        const int64_t margin = sw_isqrt(ns) + 1;                              \
+        const int64_t sa = centre - margin, sb = centre + margin;             \
+        UT lo = 0, hi = (UT)~(UT)0;                                           \
+        if (sa > 0) {                                                         \
+            kth_qselect_##SUF(sample, ns, sa);                                \
+            lo = sample[sa];                                                  \
         }                                                                     \
-        key_radix_##SUF(sample, buf, ns, smin, kwk_bits_for((uint64_t)(UT)(smax - smin))); \
-        UT lo, hi;                                                            \
-        sw_bounds_##SUF(sample, ns, r, n, 0, &lo, &hi);                       \
+        if (sb < ns - 1) {                                                    \
+            const int64_t from = sa > 0 ? sa : 0;                             \
+            kth_qselect_##SUF(sample + from, ns - from, sb - from);           \
+            hi = sample[sb];                                                  \
+        }                                                                     \
         const UT span = (UT)(hi - lo);                                        \
         int64_t below = 0, c = 0;                                             \
         for (int64_t j0 = 0; j0 < n; j0 += SW_SRC_BLOCK) {                    \
@@ -268,15 +312,21 @@ typedef struct {
         }                                                                     \
         if (r >= below && r < below + c) {                                    \
             memcpy(sorted, keys, (size_t)c * sizeof(UT));                     \
-            if (c > 1) key_radix_##SUF(sorted, tmp, c, lo, kwk_bits_for((uint64_t)span)); \
             const int64_t rr = r - below;                                     \
+            /* many survivors: a radix sort's passes beat a branchy select */ \
+            if (c > KTH_RADIX_MIN)                                            \
+                key_radix_##SUF(sorted, (UT *)ks->tmp, c, lo, kwk_bits_for((uint64_t)span)); \
+            else                                                              \
+                kth_qselect_##SUF(sorted, c, rr);                             \
             const UT v = sorted[rr];                                          \
-            int64_t a = rr, e = rr + 1;                                       \
-            while (a > 0 && sorted[a - 1] == v) --a;                          \
-            while (e < c && sorted[e] == v) ++e;                              \
+            int64_t under = 0, same = 0;                                      \
+            for (int64_t j = 0; j < c; ++j) {                                 \
+                under += keys[j] < v;                                         \
+                same += keys[j] == v;                                         \
+            }                                                                 \
             out->key = v;                                                     \
-            out->count = e - a;                                               \
-            out->occ = rr - a;                                                \
+            out->count = same;                                                \
+            out->occ = rr - under;                                            \
             /* every key equal to v survived, in index order */              \
             for (int64_t j = 0, left = out->occ; j < c; ++j)                  \
                 if (keys[j] == v && left-- == 0) { *index = ks->idx[j]; break; } \
