@@ -87,3 +87,62 @@ def test_kthvalue_long_rows_corpus_like(kw, gen):
     scores = torch.rand(10000, generator=gen) ** 4
     compare("kthvalue", scores, 9001, 0)
     compare("kthvalue", torch.rand(512, generator=gen), 256, -1)
+
+
+# ------------------------------------------- median of short rows, non-last dim
+# float32 rows of 1..16 elements along a dim whose neighbours are adjacent
+# (inner stride 1) are ranked eight at a time; inner sizes around multiples
+# of 8 leave remainders that take the per-row path.
+
+MC_LENGTHS = tuple(range(1, 18))
+MC_INNER = (7, 8, 9, 16, 21)
+
+
+def _mc_values(kind, shape, gen):
+    if kind == "smallint":
+        return torch.randint(-2, 3, shape, generator=gen).float()
+    if kind == "bf16":
+        return torch.randn(shape, generator=gen).to(torch.bfloat16).float()
+    if kind == "equal":
+        return torch.full(shape, 2.5)
+    if kind == "zeros":  # +0.0 and -0.0 tie: the index decides the sign
+        z = torch.zeros(shape)
+        z[torch.rand(shape, generator=gen) < 0.5] = -0.0
+        z[torch.rand(shape, generator=gen) < 0.2] = 1.0
+        return z
+    return torch.randn(shape, generator=gen)
+
+
+@pytest.mark.parametrize("op", ["median", "nanmedian"])
+@pytest.mark.parametrize("kind", ["random", "smallint", "bf16", "equal", "zeros"])
+def test_median_short_rows_dim0(kw, gen, op, kind):
+    for n in MC_LENGTHS:
+        for inner in MC_INNER:
+            x = _mc_values(kind, (n, 2, inner), gen)
+            compare(op, x, 0)
+            compare(op, x, 0, keepdim=True)
+            compare(op, x.reshape(1, n, 2 * inner), 1)
+
+
+@pytest.mark.parametrize("op", ["median", "nanmedian"])
+def test_median_short_rows_nan_groups(kw, gen, op):
+    """A NaN in one row of a group of eight sends that group to the per-row
+    path; the other groups stay on the vector path."""
+    for n in (1, 2, 5, 9, 10, 16):
+        x = _mc_values("smallint", (n, 3, 40), gen)
+        x[n // 2, 1, 3] = float("nan")
+        x[0, 2, 17] = -float("nan")
+        x[:, 0, 30] = float("nan")  # an all-NaN row
+        compare(op, x, 0)
+
+
+def test_median_short_rows_layouts(kw, gen):
+    """Corpus-like shapes and strided / expanded inputs (strides other than
+    an adjacent inner dim take the per-row path; results are torch's)."""
+    compare("median", _mc_values("random", (10, 1, 48, 64), gen), 0, keepdim=True)
+    compare("median", _mc_values("bf16", (10, 64, 32, 5, 5), gen), 0)
+    compare("median", _mc_values("smallint", (1, 3, 9, 32, 32), gen), 2)
+    base = _mc_values("smallint", (9, 40, 3), gen)
+    compare("median", base.permute(0, 2, 1), 0)       # inner stride 3
+    compare("median", base[:, ::2, 0], 0)             # inner stride 6
+    compare("median", _mc_values("random", (5, 64), gen)[:, 1:], 0)  # offset
