@@ -331,6 +331,53 @@ static void test_kthvalue(int dt, int kind, int64_t len, int64_t outer, int64_t 
     }
 }
 
+/* median_dim over (outer, len, inner) with inner > 1 (rows along a non-last
+ * dim; float32 takes the eight-rows-at-once kernel there) against the
+ * reference, row by row. */
+static void test_median_inner(int dt, int kind, int64_t len, int64_t outer, int64_t inner,
+                              const char *x, rec *ref)
+{
+    const kwk_dtype_info info = KWK_DTYPES[dt];
+    const int es = info.elem_size;
+    const uint64_t nan_key = kwk_width_mask(info.key_bits);
+    const int64_t nout = outer * inner;
+    for (int ignore_nan = 0; ignore_nan < 2; ++ignore_nan) {
+        char *vals = red_alloc((size_t)nout * es);
+        int64_t *inds = red_alloc((size_t)nout * 8);
+        int st = kwk_median_dim(dt, x, outer, len, inner, len * inner, inner, 1, vals, inds,
+                                inner, 1, ignore_nan);
+        ++checks;
+        if (st != KWK_OK) FAIL("median inner status %d", st);
+        if (!red_ok(vals, (size_t)nout * es) || !red_ok(inds, (size_t)nout * 8))
+            FAIL("median inner red zone");
+        for (int64_t o = 0; o < outer && st == KWK_OK; ++o) {
+            for (int64_t i = 0; i < inner; ++i) {
+                const char *row = x + (o * len * inner + i) * es;
+                const int64_t step = inner * es;
+                reference(dt, row, len, step, 0, ref);
+                int64_t nnan = 0, first_nan = -1;
+                for (int64_t j = 0; j < len; ++j)
+                    if (info.is_float && kwk_key_at(dt, row + j * step) == nan_key) {
+                        if (first_nan < 0) first_nan = j;
+                        ++nnan;
+                    }
+                int64_t want = (!ignore_nan && first_nan >= 0) ? first_nan
+                                                               : ref[(len - nnan - 1) / 2].idx;
+                const int64_t got = inds[o * inner + i];
+                if (ignore_nan && nnan == len) want = got; /* nth_element's choice */
+                if (got != want)
+                    FAIL("median inner index dt=%s kind=%s len=%lld inner=%lld nan=%d got %lld want %lld",
+                         DT_NAMES[dt], KIND_NAMES[kind], (long long)len, (long long)inner,
+                         ignore_nan, (long long)got, (long long)want);
+                else if (get_bits(vals + (o * inner + i) * es, es) != get_bits(row + got * step, es))
+                    FAIL("median inner value bits");
+            }
+        }
+        red_free(vals);
+        red_free(inds);
+    }
+}
+
 static void test_median(int dt, int kind, int64_t len, int64_t outer, const char *x, rec *ref)
 {
     const kwk_dtype_info info = KWK_DTYPES[dt];
@@ -448,6 +495,11 @@ int main(int argc, char **argv)
                         fill(dt, kind, x, outer * len);
                     }
                     if (len > 0) test_median(dt, kind, len, outer, x, ref);
+                    if (len > 0 && len <= 18) { /* short rows along a non-last dim */
+                        fill(dt, kind, x, 2 * len * 19);
+                        test_median_inner(dt, kind, len, 2, 19, x, ref);
+                        fill(dt, kind, x, outer * len);
+                    }
                     if (len > 0 && (!quick || len >= 60)) {
                         const int64_t kk[] = {1, 2, len / 10 + 1, (len + 1) / 2, len - len / 1000, len - 1, len};
                         test_kthvalue(dt, kind, len, outer, 1, x, ref, kk, 7);
