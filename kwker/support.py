@@ -122,8 +122,10 @@ class SizeRule:
 # float32) with `python -m kwker crossover` and row-shape sweeps: the sizes
 # from which the fast path was at least as fast as torch.  Rows of 2-4
 # elements still cost more per row than torch's inline insertion sort
-# (sort 0.33-0.65x), and kthvalue's selection loses to torch's quickselect
-# on long rows (0.8x at 1024).
+# (sort 0.33-0.65x).  kthvalue: rows of up to 127 elements pack as words
+# and lose to torch's quickselect unless there are many (0.56x at 100x70);
+# longer rows take the bracket kernel (faster from 128 elements), and a
+# single row needs about 1024 elements to cover the per-call cost.
 SIZE_RULES: Dict[str, SizeRule] = {
     "sort": SizeRule(2048, 16, 65536, min_row=8),
     "argsort": SizeRule(2048, 16, 65536, min_row=8),
@@ -131,7 +133,7 @@ SIZE_RULES: Dict[str, SizeRule] = {
     "topk": SizeRule(8192, 16, 16384, min_row=4),
     "median": SizeRule(4096, 16, 8192),
     "nanmedian": SizeRule(4096, 16, 8192),
-    "kthvalue": SizeRule(65536, 64, 65536, max_row=64),
+    "kthvalue": SizeRule(1024, 127, 65536),
     # unique: torch's own is cheap below ~2-3k elements (measured 0.35-0.7x
     # at 1500, 1-2.6x at 3000)
     "unique": SizeRule(3072, 0),

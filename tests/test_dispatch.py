@@ -545,7 +545,7 @@ def test_small_inputs_go_to_torch(kw, gen):
             at = make_values("ties", (n,), torch.float32, gen)
             compare(op, at, *_ARGS[op])
             if op != "msort":  # msort sorts dim 0: rows of 1 are short rows
-                compare(op, at.reshape(1, n), *(_ARGS[op][:1] if op == "topk" else ()))
+                compare(op, at.reshape(1, n), *(_ARGS[op][:1] if op in ("topk", "kthvalue") else ()))
         # short rows need more elements before the kernel wins
         if rule.min_numel_short > n:
             rows = (n // rule.short_row, rule.short_row)

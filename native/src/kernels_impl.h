@@ -18,9 +18,24 @@
 #include "median_pool_kernels.h"
 #include "sparse_kernels.h"
 #include "topk_layer_kernels.h"
+#include "median_columns.h"
+
+/* median_dim: many short float32 rows along a non-last dim take the
+ * eight-rows-at-once kernel (median_columns.h), the rest the per-row one. */
+static int impl_median_dim_any(int dtype, const void *src, int64_t outer, int64_t len,
+                               int64_t inner, int64_t src_so, int64_t src_sl, int64_t src_si,
+                               void *values, int64_t *indices, int64_t dst_so, int64_t dst_si,
+                               int ignore_nan)
+{
+    if (mc_applies(dtype, len, inner, src_si, dst_si, values, indices))
+        return mc_median_dim(src, outer, len, inner, src_so, src_sl, values, indices, dst_so,
+                             ignore_nan);
+    return impl_median_dim(dtype, src, outer, len, inner, src_so, src_sl, src_si, values,
+                           indices, dst_so, dst_si, ignore_nan);
+}
 
 const kwk_kernel_table KWK_TABLE = {
-    KWK_TARGET_NAME, impl_sort, impl_topk, impl_median_dim, impl_median_all, impl_kthvalue,
+    KWK_TARGET_NAME, impl_sort, impl_topk, impl_median_dim_any, impl_median_all, impl_kthvalue,
     impl_quantile, impl_median_pool2d, impl_median_pool2d_backward,
     impl_sparse_simplex, impl_sparsemax_backward, impl_group_sort, impl_group_sort_backward, impl_sort_pool,
     impl_topk_dense,

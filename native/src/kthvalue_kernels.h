@@ -12,6 +12,8 @@
 #define KWK_KTHVALUE_KERNELS_H
 
 #include "row_io.h"
+#include "select_kernels.h"
+#include "quantile_kernels.h"
 
 /* torch's quick_select_template with gt_or_nan as the comparison: afterwards
  * a[k] holds the record torch's kthvalue reports. */
@@ -45,10 +47,11 @@ static void emu_torch_quickselect(kwk_kv *a, int64_t n, int64_t k)
 #undef GT
 }
 
-static int impl_kthvalue(int dtype, const void *src, int64_t outer, int64_t len,
-                         int64_t inner, int64_t src_so, int64_t src_sl,
-                         int64_t src_si, int64_t k, void *values, int64_t *indices,
-                         int64_t dst_so, int64_t dst_si, int order)
+/* Short rows: pack the row as words (or records) and select on them. */
+static int kth_short(int dtype, const void *src, int64_t outer, int64_t len,
+                     int64_t inner, int64_t src_so, int64_t src_sl,
+                     int64_t src_si, int64_t k, void *values, int64_t *indices,
+                     int64_t dst_so, int64_t dst_si, int order)
 {
     const kwk_dtype_info info = KWK_DTYPES[dtype];
     const int es = info.elem_size;
@@ -98,6 +101,368 @@ static int impl_kthvalue(int dtype, const void *src, int64_t outer, int64_t len,
     }
     workspace_free(&ws);
     return status;
+}
+
+/* ------------------------------------------------------- long rows
+ *
+ * Rows of at least KTH_LONG_MIN elements (below it, packing the row costs
+ * less than the sample and the bracket scratch) are answered in three steps, none
+ * of which sorts or copies the row:
+ *  1. the key v at stable rank k-1, with how many keys equal it (count) and
+ *     which of them, in index order, sits at that rank (occ).  32/64-bit
+ *     keys: quantile's machinery (a sorted sample brackets the rank, one
+ *     pass counts the keys below the bracket and compresses those inside
+ *     it, a quickselect (radix sort when many) on the survivors - a few
+ *     percent of the row - gives the rank); 8/16-bit keys: a 256-bin histogram of the high byte, then
+ *     one of the low byte inside the chosen bucket.
+ *  2. count == 1 (the usual case) or stable order: the index is that of the
+ *     occ-th key equal to v, found by a scan that stops there.
+ *  3. count > 1 with KWK_ORDER_TORCH: the index depends on torch's
+ *     quickselect, so the whole row is re-run through emu_torch_quickselect
+ *     (only rows whose k-th value is shared pay for it).
+ */
+enum { KTH_LONG_MIN = 128 };
+
+/* What step 1 finds. */
+typedef struct {
+    uint64_t key;
+    int64_t count, occ;
+} kth_pick;
+
+#define KTH_DEFINE_FIND(UT, SUF)                                              \
+    /* Index of the occ-th (from 0) element whose key is v; -1 if none. */    \
+    static int64_t kth_find_##SUF(sw_gather_fn_##SUF g, const char *row, int64_t step, \
+                                  int64_t n, UT v, int64_t occ)               \
+    {                                                                         \
+        UT buf[SW_SRC_BLOCK];                                                 \
+        for (int64_t j0 = 0; j0 < n; j0 += SW_SRC_BLOCK) {                    \
+            const int64_t b = n - j0 < SW_SRC_BLOCK ? n - j0 : SW_SRC_BLOCK;  \
+            g(row + j0 * step, step, b, (UT)0, buf);                          \
+            int64_t c = 0;                                                    \
+            for (int64_t j = 0; j < b; ++j) c += buf[j] == v;                 \
+            if (occ >= c) { occ -= c; continue; }                             \
+            for (int64_t j = 0; j < b; ++j)                                   \
+                if (buf[j] == v && occ-- == 0) return j0 + j;                 \
+        }                                                                     \
+        return -1;                                                            \
+    }
+
+/* count and occ of the key at index idx (the bracket's exact fallback). */
+#define KTH_DEFINE_PICK_AT(UT, SUF)                                           \
+    static kth_pick kth_pick_at_##SUF(sw_gather_fn_##SUF g, const char *row, int64_t step, \
+                                      int64_t n, int64_t idx)                 \
+    {                                                                         \
+        UT buf[SW_SRC_BLOCK], v;                                              \
+        g(row + idx * step, step, 1, (UT)0, &v);                              \
+        kth_pick p = {v, 0, 0};                                               \
+        for (int64_t j0 = 0; j0 < n; j0 += SW_SRC_BLOCK) {                    \
+            const int64_t b = n - j0 < SW_SRC_BLOCK ? n - j0 : SW_SRC_BLOCK;  \
+            g(row + j0 * step, step, b, (UT)0, buf);                          \
+            for (int64_t j = 0; j < b; ++j) {                                 \
+                p.count += buf[j] == v;                                       \
+                p.occ += buf[j] == v && j0 + j < idx;                         \
+            }                                                                 \
+        }                                                                     \
+        return p;                                                             \
+    }
+
+KTH_DEFINE_FIND(uint8_t, u8)
+KTH_DEFINE_FIND(uint16_t, u16)
+KTH_DEFINE_FIND(uint32_t, u32)
+KTH_DEFINE_FIND(uint64_t, u64)
+KTH_DEFINE_PICK_AT(uint32_t, u32)
+KTH_DEFINE_PICK_AT(uint64_t, u64)
+
+/* One block of the bracket pass: keys x of buf[0..b) with x - lo <= span
+ * go, in order, to keys[c..] with their row indices (base + j) to idx[c..];
+ * returns how many, and adds the count of keys below lo to *below.  keys
+ * and idx need room for b + 8 entries (the AVX2 path stores whole vectors:
+ * compress = keep the selected lanes, packed to the front). */
+static int64_t kth_bracket_u32(const uint32_t *buf, int64_t b, uint32_t lo, uint32_t span,
+                               uint32_t *keys, uint32_t *idx, uint32_t base, int64_t *below)
+{
+    int64_t c = 0, j = 0, under = 0;
+#if defined(__AVX2__)
+    const __m256i vlo = _mm256_set1_epi32((int)lo), vspan = _mm256_set1_epi32((int)span);
+    __m256i vidx = _mm256_add_epi32(_mm256_set1_epi32((int)base),
+                                    _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    const __m256i eight = _mm256_set1_epi32(8);
+    for (; j + 8 <= b; j += 8) {
+        const __m256i v = _mm256_loadu_si256((const __m256i *)(buf + j));
+        const __m256i d = _mm256_sub_epi32(v, vlo);
+        const __m256i in = _mm256_cmpeq_epi32(_mm256_min_epu32(d, vspan), d); /* d <= span */
+        const __m256i ge = _mm256_cmpeq_epi32(_mm256_max_epu32(v, vlo), v);   /* v >= lo */
+        const unsigned mask = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(in));
+        under += 8 - __builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(ge)));
+        const __m256i perm =
+            _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)KWK_COMPRESS_LUT[mask]));
+        _mm256_storeu_si256((__m256i *)(keys + c), _mm256_permutevar8x32_epi32(v, perm));
+        _mm256_storeu_si256((__m256i *)(idx + c), _mm256_permutevar8x32_epi32(vidx, perm));
+        vidx = _mm256_add_epi32(vidx, eight);
+        c += __builtin_popcount(mask);
+    }
+#endif
+    for (; j < b; ++j) {
+        const uint32_t x = buf[j];
+        keys[c] = x;
+        idx[c] = base + (uint32_t)j;
+        under += x < lo;
+        c += (uint32_t)(x - lo) <= span;
+    }
+    *below += under;
+    return c;
+}
+
+static int64_t kth_bracket_u64(const uint64_t *buf, int64_t b, uint64_t lo, uint64_t span,
+                               uint64_t *keys, uint32_t *idx, uint32_t base, int64_t *below)
+{
+    int64_t c = 0, under = 0;
+    for (int64_t j = 0; j < b; ++j) {
+        const uint64_t x = buf[j];
+        keys[c] = x;
+        idx[c] = base + (uint32_t)j;
+        under += x < lo;
+        c += (uint64_t)(x - lo) <= span;
+    }
+    *below += under;
+    return c;
+}
+
+/* Rearrange a[0..n) so a[k] is the k-th smallest key, with no larger key
+ * before it and no smaller after (Hoare partitions around a median of
+ * three; the last few keys insertion-sorted).  A sort of the sample and of
+ * the survivors would cost more: only one or two ranks of each are read. */
+#define KTH_DEFINE_QSELECT(UT, SUF)                                           \
+    static void kth_qselect_##SUF(UT *a, int64_t n, int64_t k)                \
+    {                                                                         \
+        int64_t lo = 0, hi = n - 1;                                           \
+        while (hi - lo > 16) {                                                \
+            const int64_t mid = lo + (hi - lo) / 2;                           \
+            UT x = a[lo], y = a[mid], z = a[hi], t;                           \
+            if (x > y) { t = x; x = y; y = t; }                               \
+            if (y > z) { t = y; y = z; z = t; }                               \
+            if (x > y) { t = x; x = y; y = t; }                               \
+            const UT pivot = y;                                               \
+            int64_t i = lo - 1, j = hi + 1;                                   \
+            for (;;) {                                                        \
+                do ++i; while (a[i] < pivot);                                 \
+                do --j; while (a[j] > pivot);                                 \
+                if (i >= j) break;                                            \
+                t = a[i]; a[i] = a[j]; a[j] = t;                              \
+            }                                                                 \
+            /* a[lo..j] <= pivot <= a[j+1..hi] */                             \
+            if (k <= j) hi = j; else lo = j + 1;                              \
+        }                                                                     \
+        for (int64_t i = lo + 1; i <= hi; ++i) {                              \
+            const UT v = a[i];                                                \
+            int64_t j = i;                                                    \
+            for (; j > lo && a[j - 1] > v; --j) a[j] = a[j - 1];              \
+            a[j] = v;                                                         \
+        }                                                                     \
+    }
+KTH_DEFINE_QSELECT(uint32_t, u32)
+KTH_DEFINE_QSELECT(uint64_t, u64)
+
+/* Scratch of the bracket path: the survivors' keys (in index order) and
+ * indices, a copy of the keys to select on and radix scratch; n + 8 entries
+ * each. */
+enum { KTH_RADIX_MIN = 4096 };
+typedef struct {
+    void *keys, *sorted, *tmp;
+    uint32_t *idx;
+} kth_scratch;
+
+/* Step 1 for 32/64-bit keys (rows shorter than 2^32).  s is initialised on
+ * first use (a missed bracket).  KWK_E_NOMEM or KWK_OK; *index is the
+ * answer's index when the bracket already tells it (count == 1 or stable
+ * order), else -1. */
+#define KTH_DEFINE_PICK_BRACKET(UT, SUF)                                      \
+    static int kth_pick_##SUF(sw_gather_fn_##SUF g, const char *row, int64_t step, \
+                              int64_t n, int64_t r, kth_scratch *ks,          \
+                              sw_rank_scratch *s, int *have_s, kth_pick *out, \
+                              int64_t *index)                                 \
+    {                                                                         \
+        UT sample[QK_SAMPLE_MAX], buf[SW_SRC_BLOCK];                          \
+        UT *keys = (UT *)ks->keys, *sorted = (UT *)ks->sorted;                \
+        const int64_t ns = qk_sample_size(n), stride = n / ns;               \
+        *index = -1;                                                          \
+        for (int64_t i = 0; i < ns; ++i)                                      \
+            g(row + (i * stride + stride / 2) * step, step, 1, (UT)0, &sample[i]); \
+        /* keys bracketing rank r: sample ranks about 2 sigma either side */  \
+        const int64_t centre = (int64_t)(((double)r + 0.5) * (double)ns / (double)n); \
+        const int64_t margin = sw_isqrt(ns) + 1;                              \
+        const int64_t sa = centre - margin, sb = centre + margin;             \
+        UT lo = 0, hi = (UT)~(UT)0;                                           \
+        if (sa > 0) {                                                         \
+            kth_qselect_##SUF(sample, ns, sa);                                \
+            lo = sample[sa];                                                  \
+        }                                                                     \
+        if (sb < ns - 1) {                                                    \
+            const int64_t from = sa > 0 ? sa : 0;                             \
+            kth_qselect_##SUF(sample + from, ns - from, sb - from);           \
+            hi = sample[sb];                                                  \
+        }                                                                     \
+        const UT span = (UT)(hi - lo);                                        \
+        int64_t below = 0, c = 0;                                             \
+        for (int64_t j0 = 0; j0 < n; j0 += SW_SRC_BLOCK) {                    \
+            const int64_t b = n - j0 < SW_SRC_BLOCK ? n - j0 : SW_SRC_BLOCK;  \
+            g(row + j0 * step, step, b, (UT)0, buf);                          \
+            c += kth_bracket_##SUF(buf, b, lo, span, keys + c, ks->idx + c, (uint32_t)j0, \
+                                   &below);                                   \
+        }                                                                     \
+        if (r >= below && r < below + c) {                                    \
+            memcpy(sorted, keys, (size_t)c * sizeof(UT));                     \
+            const int64_t rr = r - below;                                     \
+            /* many survivors: a radix sort's passes beat a branchy select */ \
+            if (c > KTH_RADIX_MIN)                                            \
+                key_radix_##SUF(sorted, (UT *)ks->tmp, c, lo, kwk_bits_for((uint64_t)span)); \
+            else                                                              \
+                kth_qselect_##SUF(sorted, c, rr);                             \
+            const UT v = sorted[rr];                                          \
+            int64_t under = 0, same = 0;                                      \
+            for (int64_t j = 0; j < c; ++j) {                                 \
+                under += keys[j] < v;                                         \
+                same += keys[j] == v;                                         \
+            }                                                                 \
+            out->key = v;                                                     \
+            out->count = same;                                                \
+            out->occ = rr - under;                                            \
+            /* every key equal to v survived, in index order */              \
+            for (int64_t j = 0, left = out->occ; j < c; ++j)                  \
+                if (keys[j] == v && left-- == 0) { *index = ks->idx[j]; break; } \
+            return KWK_OK;                                                    \
+        }                                                                     \
+        /* the sample misjudged the rank (rare): exact stable-rank select */  \
+        if (!*have_s) {                                                       \
+            if (sw_rank_scratch_init(s, n) != KWK_OK) return KWK_E_NOMEM;     \
+            *have_s = 1;                                                      \
+        }                                                                     \
+        const int64_t idx = sw_rank_src_##SUF(g, row, step, n, r, s);         \
+        if (idx < 0) return KWK_E_NOMEM;                                      \
+        *out = kth_pick_at_##SUF(g, row, step, n, idx);                       \
+        *index = idx;                                                         \
+        return KWK_OK;                                                        \
+    }
+
+KTH_DEFINE_PICK_BRACKET(uint32_t, u32)
+KTH_DEFINE_PICK_BRACKET(uint64_t, u64)
+
+/* Step 1 for 8/16-bit keys: histograms. */
+#define KTH_DEFINE_PICK_HIST(UT, SUF, HI_SHIFT)                               \
+    static int kth_pick_##SUF(sw_gather_fn_##SUF g, const char *row, int64_t step, \
+                              int64_t n, int64_t r, kth_scratch *ks,          \
+                              sw_rank_scratch *s, int *have_s, kth_pick *out, \
+                              int64_t *index)                                 \
+    {                                                                         \
+        (void)ks; (void)s; (void)have_s;                                      \
+        *index = -1;                                                          \
+        UT buf[SW_SRC_BLOCK];                                                 \
+        int64_t h[256] = {0};                                                 \
+        for (int64_t j0 = 0; j0 < n; j0 += SW_SRC_BLOCK) {                    \
+            const int64_t b = n - j0 < SW_SRC_BLOCK ? n - j0 : SW_SRC_BLOCK;  \
+            g(row + j0 * step, step, b, (UT)0, buf);                          \
+            for (int64_t j = 0; j < b; ++j) h[buf[j] >> (HI_SHIFT)]++;        \
+        }                                                                     \
+        int64_t below = 0, top = 0;                                           \
+        while (below + h[top] <= r) below += h[top++];                        \
+        if (HI_SHIFT == 0) {                                                  \
+            out->key = (uint64_t)top;                                         \
+            out->count = h[top];                                              \
+            out->occ = r - below;                                             \
+            return KWK_OK;                                                    \
+        }                                                                     \
+        int64_t h2[256] = {0};                                                \
+        for (int64_t j0 = 0; j0 < n; j0 += SW_SRC_BLOCK) {                    \
+            const int64_t b = n - j0 < SW_SRC_BLOCK ? n - j0 : SW_SRC_BLOCK;  \
+            g(row + j0 * step, step, b, (UT)0, buf);                          \
+            for (int64_t j = 0; j < b; ++j)                                   \
+                h2[buf[j] & 0xFF] += (buf[j] >> (HI_SHIFT)) == (UT)top;       \
+        }                                                                     \
+        int64_t low = 0;                                                      \
+        while (below + h2[low] <= r) below += h2[low++];                      \
+        out->key = (uint64_t)top << (HI_SHIFT) | (uint64_t)low;               \
+        out->count = h2[low];                                                 \
+        out->occ = r - below;                                                 \
+        return KWK_OK;                                                        \
+    }
+
+KTH_DEFINE_PICK_HIST(uint8_t, u8, 0)
+KTH_DEFINE_PICK_HIST(uint16_t, u16, 8)
+
+/* The row loop for long rows. */
+#define KTH_DEFINE_LONG(UT, SUF)                                              \
+    static int kth_long_##SUF(sw_gather_fn_##SUF g, int dtype, const void *src, \
+                              int64_t outer, int64_t len, int64_t inner,      \
+                              int64_t src_so, int64_t src_sl, int64_t src_si, \
+                              int64_t k, void *values, int64_t *indices,      \
+                              int64_t dst_so, int64_t dst_si, int order)      \
+    {                                                                         \
+        const int es = (int)sizeof(UT);                                       \
+        const int wide = sizeof(UT) >= 4;                                     \
+        const size_t cap = (size_t)len + 8;                                   \
+        kth_scratch ks = {NULL, NULL, NULL, NULL};                            \
+        if (wide) {                                                           \
+            ks.keys = malloc(cap * sizeof(UT));                               \
+            ks.sorted = malloc(cap * sizeof(UT));                             \
+            ks.tmp = malloc(cap * sizeof(UT));                                \
+            ks.idx = (uint32_t *)malloc(cap * sizeof(uint32_t));              \
+        }                                                                     \
+        kwk_kv *kv = NULL;                                                    \
+        sw_rank_scratch s;                                                    \
+        int have_s = 0, status = KWK_OK;                                      \
+        if (wide && (!ks.keys || !ks.sorted || !ks.tmp || !ks.idx)) status = KWK_E_NOMEM; \
+        for (int64_t o = 0; status == KWK_OK && o < outer; ++o) {             \
+            for (int64_t i = 0; i < inner; ++i) {                             \
+                out_row out = {                                               \
+                    (const char *)src + (o * src_so + i * src_si) * es, src_sl * es, \
+                    values ? (char *)values + (o * dst_so + i * dst_si) * es : NULL, \
+                    indices ? indices + o * dst_so + i * dst_si : NULL, 0, es, 0}; \
+                kth_pick p;                                                   \
+                int64_t idx;                                                  \
+                status = kth_pick_##SUF(g, out.row, out.step, len, k - 1, &ks, &s, \
+                                        &have_s, &p, &idx);                   \
+                if (status != KWK_OK) break;                                  \
+                if (p.count > 1 && order == KWK_ORDER_TORCH) {                \
+                    if (!kv) kv = (kwk_kv *)malloc((size_t)len * sizeof(kwk_kv)); \
+                    if (!kv) { status = KWK_E_NOMEM; break; }                 \
+                    for (int64_t j = 0; j < len; ++j) {                       \
+                        kv[j].key = kwk_key_at(dtype, out.row + j * out.step); \
+                        kv[j].idx = j;                                        \
+                    }                                                         \
+                    emu_torch_quickselect(kv, len, k - 1);                    \
+                    idx = kv[k - 1].idx;                                      \
+                } else if (idx < 0) {                                         \
+                    idx = kth_find_##SUF(g, out.row, out.step, len, (UT)p.key, p.occ); \
+                }                                                             \
+                emit(&out, 0, idx);                                           \
+            }                                                                 \
+        }                                                                     \
+        free(ks.keys);                                                        \
+        free(ks.sorted);                                                      \
+        free(ks.tmp);                                                         \
+        free(ks.idx);                                                         \
+        free(kv);                                                             \
+        if (have_s) sw_rank_scratch_free(&s);                                 \
+        return status;                                                        \
+    }
+
+KTH_DEFINE_LONG(uint8_t, u8)
+KTH_DEFINE_LONG(uint16_t, u16)
+KTH_DEFINE_LONG(uint32_t, u32)
+KTH_DEFINE_LONG(uint64_t, u64)
+
+static int impl_kthvalue(int dtype, const void *src, int64_t outer, int64_t len,
+                         int64_t inner, int64_t src_so, int64_t src_sl,
+                         int64_t src_si, int64_t k, void *values, int64_t *indices,
+                         int64_t dst_so, int64_t dst_si, int order)
+{
+    /* (survivor indices are 32-bit) */
+    if (len >= KTH_LONG_MIN && len <= (int64_t)UINT32_MAX && outer > 0 && inner > 0) {
+        SK_BY_DTYPE(kth_long, dtype, src, outer, len, inner, src_so, src_sl, src_si, k,
+                    values, indices, dst_so, dst_si, order)
+    }
+    return kth_short(dtype, src, outer, len, inner, src_so, src_sl, src_si, k, values,
+                     indices, dst_so, dst_si, order);
 }
 
 #endif

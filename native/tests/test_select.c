@@ -1,5 +1,5 @@
 /*
- * test_select.c - kwk_topk / kwk_median_dim / kwk_median_all against a
+ * test_select.c - kwk_topk / kwk_median_dim / kwk_median_all / kwk_kthvalue against a
  * simple reference (a full stable sort of (key, index)), for every dtype,
  * many lengths and k, several input kinds, both CPU targets, with poisoned
  * red zones around every output buffer.
@@ -245,6 +245,139 @@ out:
     red_free(inds);
 }
 
+
+/* torch's kthvalue quickselect (aten quick_select_template with a NaN-largest
+ * comparison), written out independently of the kernel's emulation: the
+ * record it leaves at k is the one torch reports. */
+static void ref_torch_quickselect(rec *a, int64_t n, int64_t k)
+{
+#define GT(x, y) ((x).key > (y).key)
+#define SWAP(x, y) do { rec t_ = (x); (x) = (y); (y) = t_; } while (0)
+    int64_t L = 0, R = n - 1;
+    while (R > L) {
+        if (R == L + 1) {
+            if (GT(a[L], a[R])) SWAP(a[L], a[R]);
+            return;
+        }
+        int64_t md = (L + R) >> 1;
+        SWAP(a[md], a[L + 1]);
+        if (GT(a[L + 1], a[R])) SWAP(a[L + 1], a[R]);
+        if (GT(a[L], a[R])) SWAP(a[L], a[R]);
+        if (GT(a[L + 1], a[L])) SWAP(a[L + 1], a[L]);
+        int64_t i = L + 1, j = R;
+        const rec piv = a[L];
+        for (;;) {
+            do ++i; while (GT(piv, a[i]));
+            do --j; while (GT(a[j], piv));
+            if (j < i) break;
+            SWAP(a[i], a[j]);
+        }
+        SWAP(a[L], a[j]);
+        if (j <= k) L = i;
+        if (j >= k) R = j - 1;
+    }
+#undef GT
+#undef SWAP
+}
+
+/* kthvalue of `outer` rows of len laid out (outer, len, inner), every k in
+ * ks, both orders, against the stable sort (and the quickselect for torch
+ * order when the k-th key is shared). */
+static void test_kthvalue(int dt, int kind, int64_t len, int64_t outer, int64_t inner,
+                          const char *x, rec *ref, const int64_t *ks, int nks)
+{
+    const int es = KWK_DTYPES[dt].elem_size;
+    const int64_t nout = outer * inner;
+    for (int ki = 0; ki < nks; ++ki) {
+        const int64_t k = ks[ki];
+        if (k < 1 || k > len) continue;
+        for (int order = 0; order < 2; ++order) {
+            char *vals = red_alloc((size_t)nout * es);
+            int64_t *inds = red_alloc((size_t)nout * 8);
+            int st = kwk_kthvalue(dt, x, outer, len, inner, len * inner, inner, 1, k, vals, inds,
+                                  inner, 1, order);
+            ++checks;
+            if (st != KWK_OK) FAIL("kthvalue status %d", st);
+            if (!red_ok(vals, (size_t)nout * es) || !red_ok(inds, (size_t)nout * 8))
+                FAIL("kthvalue red zone");
+            for (int64_t o = 0; o < outer && st == KWK_OK; ++o) {
+                for (int64_t i = 0; i < inner; ++i) {
+                    const char *row = x + (o * len * inner + i) * es;
+                    const int64_t step = inner * es;
+                    reference(dt, row, len, step, 0, ref);
+                    const uint64_t kkey = ref[k - 1].key;
+                    int shared = (k > 1 && ref[k - 2].key == kkey) || (k < len && ref[k].key == kkey);
+                    int64_t want = ref[k - 1].idx;
+                    if (order == KWK_ORDER_TORCH && shared) {
+                        for (int64_t j = 0; j < len; ++j) {
+                            ref[j].key = kwk_key_at(dt, row + j * step);
+                            ref[j].idx = j;
+                        }
+                        ref_torch_quickselect(ref, len, k - 1);
+                        want = ref[k - 1].idx;
+                    }
+                    const int64_t got = inds[o * inner + i];
+                    if (got != want)
+                        FAIL("kthvalue index dt=%s kind=%s len=%lld k=%lld order=%d got %lld want %lld",
+                             DT_NAMES[dt], KIND_NAMES[kind], (long long)len, (long long)k, order,
+                             (long long)got, (long long)want);
+                    else if (get_bits(vals + (o * inner + i) * es, es) != get_bits(row + got * step, es))
+                        FAIL("kthvalue value bits dt=%s", DT_NAMES[dt]);
+                }
+            }
+            red_free(vals);
+            red_free(inds);
+        }
+    }
+}
+
+/* median_dim over (outer, len, inner) with inner > 1 (rows along a non-last
+ * dim; float32 takes the eight-rows-at-once kernel there) against the
+ * reference, row by row. */
+static void test_median_inner(int dt, int kind, int64_t len, int64_t outer, int64_t inner,
+                              const char *x, rec *ref)
+{
+    const kwk_dtype_info info = KWK_DTYPES[dt];
+    const int es = info.elem_size;
+    const uint64_t nan_key = kwk_width_mask(info.key_bits);
+    const int64_t nout = outer * inner;
+    for (int ignore_nan = 0; ignore_nan < 2; ++ignore_nan) {
+        char *vals = red_alloc((size_t)nout * es);
+        int64_t *inds = red_alloc((size_t)nout * 8);
+        int st = kwk_median_dim(dt, x, outer, len, inner, len * inner, inner, 1, vals, inds,
+                                inner, 1, ignore_nan);
+        ++checks;
+        if (st != KWK_OK) FAIL("median inner status %d", st);
+        if (!red_ok(vals, (size_t)nout * es) || !red_ok(inds, (size_t)nout * 8))
+            FAIL("median inner red zone");
+        for (int64_t o = 0; o < outer && st == KWK_OK; ++o) {
+            for (int64_t i = 0; i < inner; ++i) {
+                const char *row = x + (o * len * inner + i) * es;
+                const int64_t step = inner * es;
+                reference(dt, row, len, step, 0, ref);
+                int64_t nnan = 0, first_nan = -1;
+                for (int64_t j = 0; j < len; ++j)
+                    if (info.is_float && kwk_key_at(dt, row + j * step) == nan_key) {
+                        if (first_nan < 0) first_nan = j;
+                        ++nnan;
+                    }
+                int64_t want = (!ignore_nan && first_nan >= 0) ? first_nan
+                                                               : ref[(len - nnan - 1) / 2].idx;
+                const int64_t got = inds[o * inner + i];
+                if (ignore_nan && nnan == len) want = got; /* nth_element's choice */
+                if (got != want)
+                    FAIL("median inner index dt=%s kind=%s len=%lld inner=%lld nan=%d got %lld want %lld",
+                         DT_NAMES[dt], KIND_NAMES[kind], (long long)len, (long long)inner,
+                         ignore_nan, (long long)got, (long long)want);
+                else if (get_bits(vals + (o * inner + i) * es, es) != get_bits(row + got * step, es))
+                    FAIL("median inner value bits");
+            }
+        }
+        red_free(vals);
+        red_free(inds);
+    }
+}
+
 static void test_median(int dt, int kind, int64_t len, int64_t outer, const char *x, rec *ref)
 {
     const kwk_dtype_info info = KWK_DTYPES[dt];
@@ -318,6 +451,7 @@ int main(int argc, char **argv)
     const int quick = argc > 1 && strcmp(argv[1], "quick") == 0;
     const char *targets[] = {"portable", "avx2"};
     static const int64_t extra_lens[] = {127, 128, 129, 191, 192, 193, 255, 256, 257, 300, 511, 512, 513,
+                                         2002, 2047, 2048, 2049, 4095, 4097,
                                          639, 640, 641, 1000, 1023, 1024, 1025, 1100, 4096, 6400, 6463, 6464, 20000};
     const int64_t max_len = 140000;
     char *x = malloc((size_t)max_len * 8 + 8);
@@ -361,6 +495,19 @@ int main(int argc, char **argv)
                         fill(dt, kind, x, outer * len);
                     }
                     if (len > 0) test_median(dt, kind, len, outer, x, ref);
+                    if (len > 0 && len <= 18) { /* short rows along a non-last dim */
+                        fill(dt, kind, x, 2 * len * 19);
+                        test_median_inner(dt, kind, len, 2, 19, x, ref);
+                        fill(dt, kind, x, outer * len);
+                    }
+                    if (len > 0 && (!quick || len >= 60)) {
+                        const int64_t kk[] = {1, 2, len / 10 + 1, (len + 1) / 2, len - len / 1000, len - 1, len};
+                        test_kthvalue(dt, kind, len, outer, 1, x, ref, kk, 7);
+                        if (len <= 2100 && len % 7 == 0) { /* strided rows: (2, len, 3) */
+                            fill(dt, kind, x, 6 * len);
+                            test_kthvalue(dt, kind, len, 2, 3, x, ref, kk, 7);
+                        }
+                    }
                 }
             }
             (void)es;
@@ -370,6 +517,8 @@ int main(int argc, char **argv)
                 const int64_t len = q & 1 ? 70001 : 131072;
                 fill(dt, long_kinds[q], x, len);
                 test_median(dt, long_kinds[q], len, 1, x, ref);
+                const int64_t kk[] = {1, len / 3, (len + 1) / 2, len - 7, len};
+                test_kthvalue(dt, long_kinds[q], len, 1, 1, x, ref, kk, 5);
             }
         }
     }

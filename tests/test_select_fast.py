@@ -1,0 +1,148 @@
+"""Differential tests of the selection fast paths for long and short rows
+(kthvalue over long rows, median/kthvalue over many short rows along a
+non-last dim, topk over short MoE-router rows) against torch 2.13: values
+bit for bit, indices including torch's order of tied values, NaN placement.
+
+Every length around each kernel's switch points is covered, with tie-heavy
+data (small ints, bf16-rounded values, all-equal rows), NaN rows and
+non-contiguous / expanded inputs.
+"""
+import pytest
+import torch
+
+from kwker_testing import (LAYOUTS, SELECT_DTYPES, compare, layout, make_values)
+
+# kthvalue's long-row kernel starts at 128 elements (KTH_LONG_MIN) and reads
+# rows in blocks of 2048 (SW_SRC_BLOCK); its bracket sample grows with sqrt(n)
+KTH_LONG_LENGTHS = (127, 128, 129, 300, 1000, 2047, 2048, 2049, 4097, 6000, 20000)
+
+
+def kth_ranks(n):
+    """The ends, the middle, a percentile near each end, and neighbours."""
+    return sorted({k for k in (1, 2, n // 100 + 1, n // 2, n // 2 + 1, n - n // 1000 - 1,
+                               n - 1, n) if 1 <= k <= n})
+
+
+def _tie_kinds(n, dtype, gen):
+    """Rows whose k-th value is shared: small ints, bf16-rounded normals,
+    all equal, two values, a sea of zeros (+0.0 and -0.0) with a few others."""
+    out = {
+        "smallint": torch.randint(0, 5, (n,), generator=gen).to(dtype),
+        "equal": torch.full((n,), 3, dtype=dtype),
+        "two": (torch.randint(0, 2, (n,), generator=gen) * 7).to(dtype),
+    }
+    if dtype.is_floating_point:
+        out["bf16"] = torch.randn(n, generator=gen).to(torch.bfloat16).to(dtype)
+        z = torch.zeros(n, dtype=dtype)
+        z[torch.rand(n, generator=gen) < 0.5] = -0.0
+        z[torch.rand(n, generator=gen) < 0.1] = 1.5
+        out["zeros"] = z
+    return out
+
+
+@pytest.mark.parametrize("dtype", SELECT_DTYPES, ids=str)
+def test_kthvalue_long_rows(kw, gen, dtype):
+    for n in KTH_LONG_LENGTHS:
+        xs = dict(_tie_kinds(n, dtype, gen))
+        xs["random"] = make_values("random", (n,), dtype, gen)
+        for name, x in xs.items():
+            for k in kth_ranks(n):
+                compare("kthvalue", x, k, 0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.float16, torch.bfloat16],
+                         ids=str)
+def test_kthvalue_long_rows_nan(kw, gen, dtype):
+    """NaN is the largest value: ranks inside the NaNs give torch's NaN
+    (its bits and index among several NaNs), ranks below them do not."""
+    for n in (512, 3000, 9000):
+        x = torch.randn(n, generator=gen).to(dtype)
+        x[torch.rand(n, generator=gen) < 0.2] = float("nan")
+        x[5] = -float("nan")
+        for k in kth_ranks(n):
+            compare("kthvalue", x, k, 0)
+        compare("kthvalue", torch.full((n,), float("nan"), dtype=dtype), n // 2, 0)
+
+
+@pytest.mark.parametrize("lay", LAYOUTS)
+def test_kthvalue_long_rows_layouts(kw, gen, lay):
+    """Strided rows (a non-last dim, steps, offsets) and several rows per call."""
+    for dtype in (torch.float32, torch.int16):
+        base = make_values("ties", (3, 1500), dtype, gen)
+        x = layout(base, lay, -1)
+        for k in (1, 700, 1500):
+            compare("kthvalue", x, k, -1)
+            compare("kthvalue", x.transpose(0, 1), k, 0, keepdim=True)
+    e = torch.randn(1, 3000, generator=gen).expand(4, 3000)
+    compare("kthvalue", e, 2000, 1)
+    compare("kthvalue", e.t(), 2000, 0)
+
+
+def test_kthvalue_long_rows_corpus_like(kw, gen):
+    """Shapes of the corpus inputs: percentiles of flattened activations
+    (ReLU: most of the row exactly zero), conformal scores, prune masks."""
+    relu = torch.relu(torch.randn(200000, generator=gen))
+    compare("kthvalue", relu, 199990, -1)
+    compare("kthvalue", relu, 100000, -1)  # inside the zeros: torch's tie order
+    scores = torch.rand(10000, generator=gen) ** 4
+    compare("kthvalue", scores, 9001, 0)
+    compare("kthvalue", torch.rand(512, generator=gen), 256, -1)
+
+
+# ------------------------------------------- median of short rows, non-last dim
+# float32 rows of 1..16 elements along a dim whose neighbours are adjacent
+# (inner stride 1) are ranked eight at a time; inner sizes around multiples
+# of 8 leave remainders that take the per-row path.
+
+MC_LENGTHS = tuple(range(1, 18))
+MC_INNER = (7, 8, 9, 16, 21)
+
+
+def _mc_values(kind, shape, gen):
+    if kind == "smallint":
+        return torch.randint(-2, 3, shape, generator=gen).float()
+    if kind == "bf16":
+        return torch.randn(shape, generator=gen).to(torch.bfloat16).float()
+    if kind == "equal":
+        return torch.full(shape, 2.5)
+    if kind == "zeros":  # +0.0 and -0.0 tie: the index decides the sign
+        z = torch.zeros(shape)
+        z[torch.rand(shape, generator=gen) < 0.5] = -0.0
+        z[torch.rand(shape, generator=gen) < 0.2] = 1.0
+        return z
+    return torch.randn(shape, generator=gen)
+
+
+@pytest.mark.parametrize("op", ["median", "nanmedian"])
+@pytest.mark.parametrize("kind", ["random", "smallint", "bf16", "equal", "zeros"])
+def test_median_short_rows_dim0(kw, gen, op, kind):
+    for n in MC_LENGTHS:
+        for inner in MC_INNER:
+            x = _mc_values(kind, (n, 2, inner), gen)
+            compare(op, x, 0)
+            compare(op, x, 0, keepdim=True)
+            compare(op, x.reshape(1, n, 2 * inner), 1)
+
+
+@pytest.mark.parametrize("op", ["median", "nanmedian"])
+def test_median_short_rows_nan_groups(kw, gen, op):
+    """A NaN in one row of a group of eight sends that group to the per-row
+    path; the other groups stay on the vector path."""
+    for n in (1, 2, 5, 9, 10, 16):
+        x = _mc_values("smallint", (n, 3, 40), gen)
+        x[n // 2, 1, 3] = float("nan")
+        x[0, 2, 17] = -float("nan")
+        x[:, 0, 30] = float("nan")  # an all-NaN row
+        compare(op, x, 0)
+
+
+def test_median_short_rows_layouts(kw, gen):
+    """Corpus-like shapes and strided / expanded inputs (strides other than
+    an adjacent inner dim take the per-row path; results are torch's)."""
+    compare("median", _mc_values("random", (10, 1, 48, 64), gen), 0, keepdim=True)
+    compare("median", _mc_values("bf16", (10, 64, 32, 5, 5), gen), 0)
+    compare("median", _mc_values("smallint", (1, 3, 9, 32, 32), gen), 2)
+    base = _mc_values("smallint", (9, 40, 3), gen)
+    compare("median", base.permute(0, 2, 1), 0)       # inner stride 3
+    compare("median", base[:, ::2, 0], 0)             # inner stride 6
+    compare("median", _mc_values("random", (5, 64), gen)[:, 1:], 0)  # offset
