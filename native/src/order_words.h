@@ -63,12 +63,6 @@ static uint64_t *words_radix_narrow_res(uint64_t *a, uint64_t *tmp, int64_t n, i
     return src;
 }
 
-static void words_radix_sort_narrow(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int bits)
-{
-    uint64_t *res = words_radix_narrow_res(a, tmp, n, lo, bits);
-    if (res != a) memcpy(a, res, (size_t)n * sizeof(uint64_t));
-}
-
 /* One radix pass set with `passes` digits of `db` bits (db <= 11), 32-bit
  * counts.  Returns the array holding the result (a or tmp). */
 static uint64_t *words_radix_passes32(uint64_t *a, uint64_t *tmp, int64_t n, int lo,
