@@ -12,22 +12,31 @@
 
 /* key_radix_<SUF>(a, tmp, n, lo, bits): sort a[0..n) (every key in
  * [lo, lo + 2^bits)) in place; tmp holds n keys.  8-bit digits; a digit all
- * keys share is skipped. */
+ * keys share is skipped.
+ *
+ * Rows of at least KEY_MSD_MIN_N keys that need three or more passes take
+ * one most-significant-digit pass (KEY_MSD_BITS wide) first: a single
+ * scatter through memory, then each bucket is LSD-sorted while it sits in
+ * cache (every LSD pass over a row bigger than the cache costs a trip
+ * through memory; float keys crowd into a few exponents, so the digit is
+ * wide enough to split those too). */
 #define KEY_RADIX_BITS 8
+enum { KEY_MSD_MIN_N = 1 << 17, KEY_MSD_BITS = 11 };
 #define KEY_DEFINE_RADIX(UT, SUF)                                              \
-    static void key_radix_##SUF(UT *a, UT *tmp, int64_t n, UT lo, int bits)    \
+    /* LSD on keys already relative to the row's minimum; returns the       \
+     * array holding the result (a or tmp) */                                 \
+    static UT *key_lsd_##SUF(UT *a, UT *tmp, int64_t n, int bits)             \
     {                                                                         \
         enum { B = 1 << KEY_RADIX_BITS };                                      \
         enum { PASSES_MAX = (sizeof(UT) * 8 + KEY_RADIX_BITS - 1) / KEY_RADIX_BITS }; \
         int64_t count[PASSES_MAX][B];                                         \
         int passes = (bits + KEY_RADIX_BITS - 1) / KEY_RADIX_BITS;              \
         if (passes > PASSES_MAX) passes = PASSES_MAX;                         \
+        if (n < 2 || passes <= 0) return a;                                   \
         memset(count, 0, sizeof(int64_t) * B * (size_t)passes);               \
-        for (int64_t j = 0; j < n; ++j) {                                     \
-            a[j] = (UT)(a[j] - lo);                                           \
+        for (int64_t j = 0; j < n; ++j)                                       \
             for (int p = 0; p < passes; ++p)                                  \
                 count[p][(a[j] >> (p * KEY_RADIX_BITS)) & (B - 1)]++;          \
-        }                                                                     \
         UT *from = a, *to = tmp;                                              \
         for (int p = 0; p < passes; ++p) {                                    \
             int64_t *c = count[p], sum = 0;                                   \
@@ -37,7 +46,41 @@
             for (int64_t j = 0; j < n; ++j) to[c[(from[j] >> shift) & (B - 1)]++] = from[j]; \
             UT *t = from; from = to; to = t;                                  \
         }                                                                     \
-        for (int64_t j = 0; j < n; ++j) a[j] = (UT)(from[j] + lo);            \
+        return from;                                                          \
+    }                                                                         \
+    static void key_radix_##SUF(UT *a, UT *tmp, int64_t n, UT lo, int bits)    \
+    {                                                                         \
+        if (n < 2) return;                                                    \
+        const int msd = sizeof(UT) > 1 && n >= KEY_MSD_MIN_N && n < ((int64_t)1 << 32) && \
+                        bits > 2 * KEY_RADIX_BITS && bits > KEY_MSD_BITS;     \
+        if (!msd) {                                                           \
+            for (int64_t j = 0; j < n; ++j) a[j] = (UT)(a[j] - lo);           \
+            const UT *res = key_lsd_##SUF(a, tmp, n, bits);                   \
+            for (int64_t j = 0; j < n; ++j) a[j] = (UT)(res[j] + lo);         \
+            return;                                                           \
+        }                                                                     \
+        enum { NB = 1 << KEY_MSD_BITS };                                      \
+        const int shift = bits - KEY_MSD_BITS, rest = shift;                 \
+        uint32_t count[NB];                                                   \
+        memset(count, 0, sizeof count);                                       \
+        for (int64_t j = 0; j < n; ++j) {                                     \
+            const UT k = (UT)(a[j] - lo);                                     \
+            a[j] = k;                                                         \
+            count[(k >> shift) & (NB - 1)]++;                                 \
+        }                                                                     \
+        uint32_t sum = 0;                                                     \
+        for (int b = 0; b < NB; ++b) { const uint32_t t = count[b]; count[b] = sum; sum += t; } \
+        for (int64_t j = 0; j < n; ++j) tmp[count[(a[j] >> shift) & (NB - 1)]++] = a[j]; \
+        /* count[b] is now the end of bucket b */                             \
+        int64_t start = 0;                                                    \
+        for (int b = 0; b < NB; ++b) {                                        \
+            const int64_t end = count[b], m = end - start;                    \
+            if (m > 0) {                                                      \
+                const UT *res = key_lsd_##SUF(tmp + start, a + start, m, rest); \
+                for (int64_t j = 0; j < m; ++j) a[start + j] = (UT)(res[j] + lo); \
+            }                                                                 \
+            start = end;                                                      \
+        }                                                                     \
     }
 KEY_DEFINE_RADIX(uint8_t, u8)
 KEY_DEFINE_RADIX(uint16_t, u16)

@@ -30,7 +30,8 @@ enum { KWK_DIGIT_BITS = 8, KWK_BUCKETS = 1 << KWK_DIGIT_BITS };
  * Counts are 32-bit (half the table cache footprint) below 2^32 elements. */
 enum { KWK_WIDE_DIGIT_BITS = 11, KWK_WIDE_DIGIT_MIN_N = 1 << 16 };
 
-static void words_radix_sort_narrow(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int bits)
+/* Returns the array holding the result (a or tmp). */
+static uint64_t *words_radix_narrow_res(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int bits)
 {
     const int passes = (bits + KWK_DIGIT_BITS - 1) / KWK_DIGIT_BITS;
     int64_t counts[8][KWK_BUCKETS];
@@ -59,7 +60,7 @@ static void words_radix_sort_narrow(uint64_t *a, uint64_t *tmp, int64_t n, int l
         src = dst;
         dst = t;
     }
-    if (src != a) memcpy(a, src, (size_t)n * sizeof(uint64_t));
+    return src;
 }
 
 /* One radix pass set with `passes` digits of `db` bits (db <= 11), 32-bit
@@ -108,26 +109,24 @@ static uint64_t *words_radix_passes32(uint64_t *a, uint64_t *tmp, int64_t n, int
     return src;
 }
 
-static void words_radix_sort(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int bits)
+/* Returns the array holding the result (a or tmp). */
+static uint64_t *words_radix_res(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int bits)
 {
-    if (n <= 0 || bits <= 0) return;
-    if (n >= ((int64_t)1 << 32)) {
-        words_radix_sort_narrow(a, tmp, n, lo, bits);
-        return;
-    }
-    if (n < KWK_WIDE_DIGIT_MIN_N) {
-        /* 8-bit digits: the constant-digit loops measured faster here */
-        words_radix_sort_narrow(a, tmp, n, lo, bits);
-        return;
-    }
+    if (n <= 0 || bits <= 0) return a;
+    /* 8-bit digits below KWK_WIDE_DIGIT_MIN_N: the constant-digit loops
+     * measured faster there */
+    if (n >= ((int64_t)1 << 32) || n < KWK_WIDE_DIGIT_MIN_N)
+        return words_radix_narrow_res(a, tmp, n, lo, bits);
     const int maxdb = KWK_WIDE_DIGIT_BITS;
     int passes = (bits + maxdb - 1) / maxdb;
-    if (passes > 6) {
-        words_radix_sort_narrow(a, tmp, n, lo, bits);
-        return;
-    }
+    if (passes > 6) return words_radix_narrow_res(a, tmp, n, lo, bits);
     const int db = (bits + passes - 1) / passes;
-    uint64_t *res = words_radix_passes32(a, tmp, n, lo, bits, passes, db);
+    return words_radix_passes32(a, tmp, n, lo, bits, passes, db);
+}
+
+static void words_radix_sort(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int bits)
+{
+    uint64_t *res = words_radix_res(a, tmp, n, lo, bits);
     if (res != a) memcpy(a, res, (size_t)n * sizeof(uint64_t));
 }
 
@@ -237,6 +236,7 @@ static void words_small_sort(uint64_t *a, uint64_t *tmp, int64_t n)
  * costs about as much as that whole second stage.) */
 enum { KWK_MSD_MIN_N = 1 << 17, KWK_MSD_LSD_MAX_BITS = 2 * KWK_WIDE_DIGIT_BITS };
 
+static uint64_t *words_sort_bits_res(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int bits);
 static void words_sort_bits(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int bits);
 
 static void words_msd_sort(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int bits)
@@ -264,12 +264,14 @@ static void words_msd_sort(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int bi
         const uint64_t w = a[i];
         tmp[count[(w >> shift) & (NB - 1)]++] = w;
     }
-    /* count[b] is now the end of bucket b */
+    /* count[b] is now the end of bucket b; each bucket is sorted with its
+     * place in a[] as scratch, and copied only if the result is in tmp */
     int64_t start = 0;
     for (int b = 0; b < NB; ++b) {
         const int64_t end = count[b], m = end - start;
-        if (m > 1) words_sort_bits(tmp + start, a + start, m, lo, bits - D);
-        if (m > 0) memcpy(a + start, tmp + start, (size_t)m * sizeof(uint64_t));
+        const uint64_t *res = m > 1 ? words_sort_bits_res(tmp + start, a + start, m, lo, bits - D)
+                                    : tmp + start;
+        if (m > 0 && res != a + start) memcpy(a + start, res, (size_t)m * sizeof(uint64_t));
         start = end;
     }
     free(count);
@@ -277,13 +279,21 @@ static void words_msd_sort(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int bi
 
 /* Stable sort of n unique words by bits [lo, lo + bits) (the bits above
  * are equal in all of them); tmp holds n words. */
-static void words_sort_bits(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int bits)
+static uint64_t *words_sort_bits_res(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int bits)
 {
-    if (bits <= 0 || n < 2) return;
+    if (bits <= 0 || n < 2) return a;
     if (n <= KWK_SMALL_SORT_MAX) words_small_sort(a, tmp, n);
     else if (n >= KWK_MSD_MIN_N && n < ((int64_t)1 << 32) && bits > KWK_MSD_LSD_MAX_BITS)
         words_msd_sort(a, tmp, n, lo, bits);
-    else words_radix_sort(a, tmp, n, lo, bits);
+    else return words_radix_res(a, tmp, n, lo, bits);
+    return a;
+}
+
+/* Same, the result in a[]. */
+static void words_sort_bits(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int bits)
+{
+    uint64_t *res = words_sort_bits_res(a, tmp, n, lo, bits);
+    if (res != a) memcpy(a, res, (size_t)n * sizeof(uint64_t));
 }
 
 static void words_sort(uint64_t *a, uint64_t *tmp, int64_t n, int ibits, int rbits)

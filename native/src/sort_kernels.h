@@ -63,6 +63,67 @@ static void emit_kvs(const out_row *o, const kwk_kv *kv, int64_t n)
 #undef KWK_EMIT_ALL
 #undef KWK_EMIT_LOOP
 
+/* Write a sorted row of packed words, (key - lo) << ibits | index, whose
+ * values are rebuilt from the keys: a sequential pass instead of a random
+ * gather from the source row (a fifth of a million-element sort's time).
+ * A key maps back to one bit pattern except the zeros' (+0.0 / -0.0) and
+ * NaN's (any payload): those few elements, and bool rows (any nonzero byte
+ * is true), are still copied from the source by index.  Rows shorter than
+ * KWK_DECODE_MIN_N sit in cache, where the plain gather takes fewer
+ * instructions (19 vs 30 a word at 8 elements, measured with cachegrind). */
+enum { KWK_DECODE_MIN_N = 1 << 14 };
+#define KWK_DECODE_LOOP(T, DECODE, GATHER_IF)                                 \
+    for (int64_t j = 0; j < n; ++j) {                                         \
+        const uint64_t w_ = w[j];                                             \
+        const int64_t idx_ = (int64_t)(w_ & mask);                            \
+        const T k_ = (T)(((w_ >> ibits) + lo) ^ flip);                        \
+        T v_;                                                                 \
+        if (GATHER_IF) memcpy(&v_, o->row + idx_ * o->step, sizeof(T));       \
+        else v_ = (T)(DECODE);                                                \
+        memcpy(o->vals + j * dstep, &v_, sizeof(T));                          \
+        if (o->inds) o->inds[j * o->dsl] = idx_;                              \
+    }
+/* float keys: NaN -> all ones, zeros -> the sign bit alone; others are
+ * (k & sign) ? k ^ sign : ~k (keys.h's map inverted) */
+#define KWK_FLOAT_DECODE(T, SIGN) ((k_ & (T)(SIGN)) ? (T)(k_ ^ (T)(SIGN)) : (T)~k_)
+#define KWK_FLOAT_GATHER(T, SIGN) (k_ == (T)~(T)0 || k_ == (T)(SIGN))
+
+static void emit_words_decoded(const out_row *o, int dtype, const uint64_t *w, int64_t n,
+                               int ibits, uint64_t mask, uint64_t lo, uint64_t flip)
+{
+    if (!o->vals || dtype == KWK_BOOL || n < KWK_DECODE_MIN_N) {
+        emit_words(o, w, n, mask);
+        return;
+    }
+    const int64_t dstep = o->dsl * o->es;
+    switch (dtype) {
+    case KWK_UINT8: KWK_DECODE_LOOP(uint8_t, k_, 0) break;
+    case KWK_INT8: KWK_DECODE_LOOP(uint8_t, k_ ^ 0x80u, 0) break;
+    case KWK_UINT16: KWK_DECODE_LOOP(uint16_t, k_, 0) break;
+    case KWK_INT16: KWK_DECODE_LOOP(uint16_t, k_ ^ 0x8000u, 0) break;
+    case KWK_UINT32: KWK_DECODE_LOOP(uint32_t, k_, 0) break;
+    case KWK_INT32: KWK_DECODE_LOOP(uint32_t, k_ ^ 0x80000000u, 0) break;
+    case KWK_UINT64: KWK_DECODE_LOOP(uint64_t, k_, 0) break;
+    case KWK_INT64: KWK_DECODE_LOOP(uint64_t, k_ ^ 0x8000000000000000ull, 0) break;
+    case KWK_FLOAT16:
+    case KWK_BFLOAT16:
+        KWK_DECODE_LOOP(uint16_t, KWK_FLOAT_DECODE(uint16_t, 0x8000u), KWK_FLOAT_GATHER(uint16_t, 0x8000u))
+        break;
+    case KWK_FLOAT32:
+        KWK_DECODE_LOOP(uint32_t, KWK_FLOAT_DECODE(uint32_t, 0x80000000u),
+                        KWK_FLOAT_GATHER(uint32_t, 0x80000000u))
+        break;
+    case KWK_FLOAT64:
+        KWK_DECODE_LOOP(uint64_t, KWK_FLOAT_DECODE(uint64_t, 0x8000000000000000ull),
+                        KWK_FLOAT_GATHER(uint64_t, 0x8000000000000000ull))
+        break;
+    default: emit_words(o, w, n, mask); break;
+    }
+}
+#undef KWK_FLOAT_GATHER
+#undef KWK_FLOAT_DECODE
+#undef KWK_DECODE_LOOP
+
 /* Put unique words back in index order (dst[index(w)] = w). */
 static void words_to_index_order(const uint64_t *src, uint64_t *dst, int64_t n, uint64_t mask)
 {
@@ -296,7 +357,7 @@ static int impl_sort(int dtype, const void *src, int64_t outer, int64_t len,
                 if (torch_ties && tie_expected(ws.words, len, &r)) {
                     /* the stable sort would almost surely be thrown away */
                     wemu_std_sort(ws.words, len, r.ibits);
-                    emit_words(&out, ws.words, len, r.mask);
+                    emit_words_decoded(&out, dtype, ws.words, len, r.ibits, r.mask, r.lo, flip);
                     continue;
                 }
                 if (r.rbits > 0) words_sort_top_first(ws.words, ws.tmp, len, r.ibits, r.rbits);
@@ -304,9 +365,9 @@ static int impl_sort(int dtype, const void *src, int64_t outer, int64_t len,
                 if (torch_ties && has_adjacent_tie_words(&rk, ws.words, len)) {
                     words_to_index_order(ws.words, ws.tmp, len, r.mask);
                     wemu_std_sort(ws.tmp, len, r.ibits);
-                    emit_words(&out, ws.tmp, len, r.mask);
+                    emit_words_decoded(&out, dtype, ws.tmp, len, r.ibits, r.mask, r.lo, flip);
                 } else {
-                    emit_words(&out, ws.words, len, r.mask);
+                    emit_words_decoded(&out, dtype, ws.words, len, r.ibits, r.mask, r.lo, flip);
                 }
                 continue;
             }

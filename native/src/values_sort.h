@@ -46,9 +46,23 @@ enum { VS_MIN_LEN = 256 };
             hi = k > hi ? k : hi;                                             \
         }                                                                     \
         if (KIND == 2 && ((pz && nz) || nan_mixed)) return 0;                 \
-        key_radix_##SUF(key, tmp, n, lo, kwk_bits_for((uint64_t)(UT)(hi - lo))); \
+        const int bits_ = kwk_bits_for((uint64_t)(UT)(hi - lo));              \
+        /* 64-bit keys spanning at most 32 bits (token ids, positions) are   \
+         * sorted as 32-bit offsets from lo: half the memory traffic */      \
+        /* wide 64-bit keys in rows below the MSD size: 6-8 LSD passes;     \
+         * the indexed sort's leading-bits-first order is faster (measured   \
+         * 244x4096 int64 full range: 11.8 vs 19.6 ns/elem) */               \
+        if (sizeof(UT) == 8 && bits_ > 40 && n < KEY_MSD_MIN_N) return 0;     \
+        const int narrow = sizeof(UT) == 8 && bits_ <= 32;                    \
+        uint32_t *k32 = (uint32_t *)(void *)tmp;                              \
+        if (narrow) {                                                         \
+            for (int64_t j = 0; j < n; ++j) k32[j] = (uint32_t)(key[j] - lo); \
+            key_radix_u32(k32, (uint32_t *)(void *)key, n, 0, bits_);         \
+        } else {                                                              \
+            key_radix_##SUF(key, tmp, n, lo, bits_);                          \
+        }                                                                     \
         for (int64_t j = 0; j < n; ++j) {                                     \
-            const UT k = key[j] ^ flip;                                       \
+            const UT k = (narrow ? (UT)(k32[j] + lo) : key[j]) ^ flip;        \
             UT b;                                                             \
             if (KIND == 0) b = k;                                             \
             else if (KIND == 1) b = (UT)(k ^ sign);                           \
