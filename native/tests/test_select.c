@@ -286,49 +286,70 @@ static void ref_torch_quickselect(rec *a, int64_t n, int64_t k)
 static void test_kthvalue(int dt, int kind, int64_t len, int64_t outer, int64_t inner,
                           const char *x, rec *ref, const int64_t *ks, int nks)
 {
+    enum { MAX_KS = 8 };
     const int es = KWK_DTYPES[dt].elem_size;
     const int64_t nout = outer * inner;
-    for (int ki = 0; ki < nks; ++ki) {
+    char *vals[MAX_KS][2] = {{0}};
+    int64_t *inds[MAX_KS][2] = {{0}};
+    int ok[MAX_KS][2] = {{0}};
+    /* every (k, order) call first; then each row's reference once (a stable
+     * sort), checked against all of them */
+    for (int ki = 0; ki < nks && ki < MAX_KS; ++ki) {
         const int64_t k = ks[ki];
         if (k < 1 || k > len) continue;
         for (int order = 0; order < 2; ++order) {
-            char *vals = red_alloc((size_t)nout * es);
-            int64_t *inds = red_alloc((size_t)nout * 8);
-            int st = kwk_kthvalue(dt, x, outer, len, inner, len * inner, inner, 1, k, vals, inds,
-                                  inner, 1, order);
+            vals[ki][order] = red_alloc((size_t)nout * es);
+            inds[ki][order] = red_alloc((size_t)nout * 8);
+            int st = kwk_kthvalue(dt, x, outer, len, inner, len * inner, inner, 1, k,
+                                  vals[ki][order], inds[ki][order], inner, 1, order);
             ++checks;
             if (st != KWK_OK) FAIL("kthvalue status %d", st);
-            if (!red_ok(vals, (size_t)nout * es) || !red_ok(inds, (size_t)nout * 8))
+            if (!red_ok(vals[ki][order], (size_t)nout * es) ||
+                !red_ok(inds[ki][order], (size_t)nout * 8))
                 FAIL("kthvalue red zone");
-            for (int64_t o = 0; o < outer && st == KWK_OK; ++o) {
-                for (int64_t i = 0; i < inner; ++i) {
-                    const char *row = x + (o * len * inner + i) * es;
-                    const int64_t step = inner * es;
-                    reference(dt, row, len, step, 0, ref);
+            ok[ki][order] = st == KWK_OK;
+        }
+    }
+    rec *quick = malloc((size_t)len * sizeof(rec));
+    for (int64_t o = 0; o < outer; ++o) {
+        for (int64_t i = 0; i < inner; ++i) {
+            const char *row = x + (o * len * inner + i) * es;
+            const int64_t step = inner * es;
+            reference(dt, row, len, step, 0, ref);
+            for (int ki = 0; ki < nks && ki < MAX_KS; ++ki) {
+                const int64_t k = ks[ki];
+                for (int order = 0; order < 2; ++order) {
+                    if (!ok[ki][order]) continue;
                     const uint64_t kkey = ref[k - 1].key;
                     int shared = (k > 1 && ref[k - 2].key == kkey) || (k < len && ref[k].key == kkey);
                     int64_t want = ref[k - 1].idx;
                     if (order == KWK_ORDER_TORCH && shared) {
                         for (int64_t j = 0; j < len; ++j) {
-                            ref[j].key = kwk_key_at(dt, row + j * step);
-                            ref[j].idx = j;
+                            quick[j].key = kwk_key_at(dt, row + j * step);
+                            quick[j].idx = j;
                         }
-                        ref_torch_quickselect(ref, len, k - 1);
-                        want = ref[k - 1].idx;
+                        ref_torch_quickselect(quick, len, k - 1);
+                        want = quick[k - 1].idx;
                     }
-                    const int64_t got = inds[o * inner + i];
+                    const int64_t got = inds[ki][order][o * inner + i];
                     if (got != want)
                         FAIL("kthvalue index dt=%s kind=%s len=%lld k=%lld order=%d got %lld want %lld",
                              DT_NAMES[dt], KIND_NAMES[kind], (long long)len, (long long)k, order,
                              (long long)got, (long long)want);
-                    else if (get_bits(vals + (o * inner + i) * es, es) != get_bits(row + got * step, es))
+                    else if (get_bits(vals[ki][order] + (o * inner + i) * es, es) !=
+                             get_bits(row + got * step, es))
                         FAIL("kthvalue value bits dt=%s", DT_NAMES[dt]);
                 }
             }
-            red_free(vals);
-            red_free(inds);
         }
     }
+    free(quick);
+    for (int ki = 0; ki < MAX_KS; ++ki)
+        for (int order = 0; order < 2; ++order)
+            if (vals[ki][order]) {
+                red_free(vals[ki][order]);
+                red_free(inds[ki][order]);
+            }
 }
 
 /* median_dim over (outer, len, inner) with inner > 1 (rows along a non-last
