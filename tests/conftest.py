@@ -17,11 +17,26 @@ import pytest  # noqa: E402
 import kwker
 from kwker import support
 from kwker import _native
-from kwker_testing import ORIG, ORIG_METHOD, TEST_SEED, kernel_thresholds
+from kwker_testing import ORIG, ORIG_METHOD, TEST_SEED, has_avx2, kernel_thresholds
 import torch
 
 
 # ----------------------------------------------------------------- fixtures
+
+NATIVE_TARGETS = [
+    "portable",
+    pytest.param("avx2", marks=pytest.mark.skipif(not has_avx2(), reason="no AVX2")),
+]
+
+
+@pytest.fixture(params=NATIVE_TARGETS)
+def target(request):
+    """Each native kernel set in turn (test_native_targets.py has its own,
+    which also installs Kwker)."""
+    _native.set_target(request.param)
+    yield request.param
+    _native.set_target("auto")
+
 
 def pytest_configure(config):
     config.addinivalue_line(

@@ -10,8 +10,7 @@ import kwker.nn as knn
 from kwker.nn import functional as KF
 from kwker.nn import reference as R
 from kwker.ops import median_pool as native
-from kwker import _native
-from kwker_testing import bits, has_avx2, make_values
+from kwker_testing import bits, make_values
 
 K = torch.ops.kwker
 
@@ -40,18 +39,7 @@ def _input(kind, shape, dtype, gen):
     return x
 
 
-TARGETS = [
-    "portable",
-    pytest.param("avx2", marks=pytest.mark.skipif(not has_avx2(), reason="no AVX2")),
-]
-
-
-@pytest.fixture(params=TARGETS)
-def target(request):
-    """Each native kernel set in turn (the AVX2 one has its own 3x3 path)."""
-    _native.set_target(request.param)
-    yield request.param
-    _native.set_target("auto")
+# `target` (each native kernel set in turn): a fixture in conftest.py
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])

@@ -10,25 +10,14 @@ import torch
 from torch.library import opcheck
 
 import kwker.nn as knn
-from kwker import _native
 from kwker.nn import reference_sparse as R
 from kwker.nn import sparse as S
 from kwker.ops import sparse as native
-from kwker_testing import bits, has_avx2, make_values
+from kwker_testing import bits, make_values
 
 K = torch.ops.kwker
 DTYPES = [torch.float32, torch.float64]
-TARGETS = [
-    "portable",
-    pytest.param("avx2", marks=pytest.mark.skipif(not has_avx2(), reason="no AVX2")),
-]
-
-
-@pytest.fixture(params=TARGETS)
-def target(request):
-    _native.set_target(request.param)
-    yield request.param
-    _native.set_target("auto")
+# `target` (each native kernel set in turn): a fixture in conftest.py
 
 
 def _assert_same(ref, got):
