@@ -10,7 +10,7 @@ non-contiguous / expanded inputs.
 import pytest
 import torch
 
-from kwker_testing import (LAYOUTS, SELECT_DTYPES, compare, layout, make_values)
+from kwker_testing import (LAYOUTS, ORIG, SELECT_DTYPES, compare, layout, make_values)
 
 # kthvalue's long-row kernel starts at 128 elements (KTH_LONG_MIN) and reads
 # rows in blocks of 2048 (SW_SRC_BLOCK); its bracket sample grows with sqrt(n)
@@ -146,3 +146,56 @@ def test_median_short_rows_layouts(kw, gen):
     compare("median", base.permute(0, 2, 1), 0)       # inner stride 3
     compare("median", base[:, ::2, 0], 0)             # inner stride 6
     compare("median", _mc_values("random", (5, 64), gen)[:, 1:], 0)  # offset
+
+
+# topk over long contiguous float rows streams with a raw-value block skip
+# (float compares against the current k-th value instead of gathered keys)
+# from SW_SKIP_STREAM_MIN = 4096 elements; the first blocks fill the heap
+SKIP_LENGTHS = (4095, 4096, 4097, 6000, 65536, 65537, 130000)
+SKIP_DTYPES = (torch.float32, torch.bfloat16, torch.float64)
+
+
+def _skip_rows(kind, n, dtype, gen):
+    if kind == "minus_inf_mass":  # logits after top-k masking: few finite values
+        x = torch.full((2, n), float("-inf"), dtype=dtype)
+        x[:, torch.randint(0, n, (40,), generator=gen)] = torch.randn(2, 40, generator=gen).to(dtype)
+        return x
+    if kind == "zeros":  # +0.0 and -0.0 everywhere, a few positives and negatives
+        x = torch.where(torch.rand(2, n, generator=gen) < 0.5, 0.0, -0.0).to(dtype)
+        x[:, ::997] = torch.randn(2, x[:, ::997].shape[1], generator=gen).to(dtype)
+        return x
+    if kind == "subnormal":
+        tiny = torch.finfo(dtype).tiny
+        return (torch.rand(2, n, generator=gen, dtype=torch.float64) * tiny).to(dtype)
+    return make_values(kind, (2, n), dtype, gen)
+
+
+@pytest.mark.parametrize("dtype", SKIP_DTYPES, ids=str)
+@pytest.mark.parametrize("kind", ["random", "bf16ties", "equal", "sorted", "reversed", "nan",
+                                  "special", "minus_inf_mass", "zeros", "subnormal"])
+def test_topk_long_rows_with_block_skip(kw, gen, dtype, kind):
+    for n in SKIP_LENGTHS:
+        x = _skip_rows(kind, n, dtype, gen)
+        for k in (1, 5, 15, 50):
+            for largest in (True, False):
+                compare("topk", x, k, largest=largest)
+        compare("topk", x, 20, sorted=False)
+        compare("topk", x[:, ::2], 5)  # strided: no skip, same answer
+
+
+@pytest.mark.parametrize("dtype", SKIP_DTYPES, ids=str)
+def test_topk_long_rows_with_block_skip_stable(kw_stable, gen, dtype):
+    # (no NaN rows in bfloat16 here: torch's bfloat16 topk returns NaNs
+    # canonical, its sort with their bits, so the sort is no reference there)
+    kinds = ("bf16ties", "zeros", "minus_inf_mass") + (("nan",) if dtype != torch.bfloat16 else ())
+    for kind in kinds:
+        x = _skip_rows(kind, 70000, dtype, gen)
+        for k in (1, 8, 50):
+            compare("topk", x, k, largest=True, reference=_stable_topk)
+            compare("topk", x, k, largest=False, reference=_stable_topk)
+
+
+def _stable_topk(x, k, largest=True):
+    """torch.topk with equal values in index order (ties="stable")."""
+    values, indices = ORIG["sort"](x, dim=-1, descending=largest, stable=True)
+    return torch.return_types.topk((values[..., :k].contiguous(), indices[..., :k].contiguous()))

@@ -52,6 +52,9 @@ static int topk_row_general(workspace *ws, int dtype, const out_row *out, int64_
 
 /* Rows up to this long take the in-memory path for small m. */
 enum { SW_CAND_MAX = 1 << 16 };
+/* Rows from this long (contiguous float ones) stream with the raw-value
+ * block skip instead of taking the CAND path. */
+enum { SW_SKIP_STREAM_MIN = 4096 };
 
 /* How a topk call handles its rows (chosen once per call). */
 enum {
@@ -77,9 +80,13 @@ enum {
         const int torch = order == KWK_ORDER_TORCH;                           \
         const int heap_path = k * 64 <= len;                                  \
         int64_t m = torch ? (k < len ? k + 1 : len) : k;                      \
+        /* contiguous float rows: the streamed selections skip blocks on raw \
+         * values, faster than CAND's three passes over gathered keys */     \
+        const sw_skip_fn_##SUF skip = sw_skip_for_##SUF(dtype, src_sl * es);  \
+        const int stream_skip = skip && len >= SW_SKIP_STREAM_MIN && (heap_path || !torch); \
         int mode;                                                             \
         if (torch && !sorted && !heap_path) mode = TK_EMULATE;                \
-        else if (m <= SW_LANES && len <= SW_CAND_MAX) mode = TK_CAND;         \
+        else if (m <= SW_LANES && len <= SW_CAND_MAX && !stream_skip) mode = TK_CAND; \
         else if (heap_path && torch) { mode = TK_HEAP_TORCH; m = k; }         \
         else if (m <= SW_LIST_MAX) mode = TK_LIST;                            \
         else if (!torch && k * 16 <= len) { mode = TK_HEAP_STABLE; m = k; }   \
@@ -115,20 +122,20 @@ enum {
                         for (int64_t j = 1; j < m; ++j) tie |= h[j].key == h[j - 1].key; \
                         if (tie && heap_path) {                               \
                             /* exact partial_sort, streamed */                \
-                            sw_heap_torch_##SUF(g, out.row, out.step, len, k, flip, h, buf); \
+                            sw_heap_torch_##SUF(g, out.row, out.step, len, k, flip, h, buf, skip); \
                         } else {                                              \
                             emulate = tie;                                    \
                         }                                                     \
                     }                                                         \
                 } else if (mode == TK_HEAP_TORCH) {                           \
-                    sw_heap_torch_##SUF(g, out.row, out.step, len, k, flip, h, buf); \
+                    sw_heap_torch_##SUF(g, out.row, out.step, len, k, flip, h, buf, skip); \
                 } else if (mode == TK_LIST) {                                 \
-                    sw_list_stable_##SUF(g, out.row, out.step, len, m, flip, h, buf); \
+                    sw_list_stable_##SUF(g, out.row, out.step, len, m, flip, h, buf, skip); \
                     if (torch)                                                \
                         for (int64_t j = 1; j < m; ++j)                       \
                             emulate |= h[j].key == h[j - 1].key;              \
                 } else if (mode == TK_HEAP_STABLE) {                          \
-                    sw_heap_stable_##SUF(g, out.row, out.step, len, m, flip, h, buf); \
+                    sw_heap_stable_##SUF(g, out.row, out.step, len, m, flip, h, buf, skip); \
                     sw_sort_heap_ki(h, m);                                    \
                 } else if (mode == TK_GENERAL) {                              \
                     if (!have_ws) {                                           \

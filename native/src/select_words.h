@@ -203,6 +203,75 @@ static void sw_smallest_words(const uint64_t *w, int64_t n, int64_t m, kwk_kv *h
 
 /* -------------------------------------------- streaming selections */
 
+/* ------------------------------------------------- raw-value block skip */
+
+/* For the streaming selections over contiguous float rows: 1 when a block
+ * of n elements surely holds no element whose flipped key is below thr,
+ * decided on the raw values against the threshold's value (no key gather,
+ * which costs several times the compare).  The float compares agree with
+ * the key order (NaN largest, -0 == +0): for the largest (flip set) an
+ * element can enter when !(v <= t), i.e. v > t or v is NaN; for the
+ * smallest when v < t.  A NaN threshold is not skipped on (returns 0). */
+#define SW_DEFINE_SKIP(NAME, UT, FT, SIGN, LOAD)                              \
+    static int NAME(const char *row, int64_t n, UT thr, UT flip)              \
+    {                                                                         \
+        const UT k = (UT)(thr ^ flip);                                        \
+        if (k == (UT)~(UT)0) return 0;                                        \
+        const UT tb = (k & (UT)(SIGN)) ? (UT)(k ^ (UT)(SIGN)) : (UT)~k;       \
+        const FT t = LOAD(&tb);                                               \
+        int hit = 0;                                                          \
+        if (flip) {                                                           \
+            for (int64_t j = 0; j < n; ++j)                                   \
+                hit |= !(LOAD(row + j * (int64_t)sizeof(UT)) <= t);           \
+        } else {                                                              \
+            for (int64_t j = 0; j < n; ++j)                                   \
+                hit |= LOAD(row + j * (int64_t)sizeof(UT)) < t;               \
+        }                                                                     \
+        return !hit;                                                          \
+    }
+
+static inline float sw_load_f32(const void *p) { float v; memcpy(&v, p, 4); return v; }
+static inline double sw_load_f64(const void *p) { double v; memcpy(&v, p, 8); return v; }
+static inline float sw_load_bf16(const void *p)
+{
+    uint16_t h;
+    memcpy(&h, p, 2);
+    const uint32_t w = (uint32_t)h << 16; /* bfloat16 is float32's top half */
+    float v;
+    memcpy(&v, &w, 4);
+    return v;
+}
+SW_DEFINE_SKIP(sw_skip_f32, uint32_t, float, 0x80000000u, sw_load_f32)
+SW_DEFINE_SKIP(sw_skip_f64, uint64_t, double, 0x8000000000000000ull, sw_load_f64)
+SW_DEFINE_SKIP(sw_skip_bf16, uint16_t, float, 0x8000u, sw_load_bf16)
+#undef SW_DEFINE_SKIP
+
+typedef int (*sw_skip_fn_u8)(const char *, int64_t, uint8_t, uint8_t);
+typedef int (*sw_skip_fn_u16)(const char *, int64_t, uint16_t, uint16_t);
+typedef int (*sw_skip_fn_u32)(const char *, int64_t, uint32_t, uint32_t);
+typedef int (*sw_skip_fn_u64)(const char *, int64_t, uint64_t, uint64_t);
+
+/* The block skip for a dtype's contiguous rows (step: bytes between
+ * elements), or NULL. */
+static sw_skip_fn_u8 sw_skip_for_u8(int dtype, int64_t step)
+{
+    (void)dtype;
+    (void)step;
+    return NULL;
+}
+static sw_skip_fn_u16 sw_skip_for_u16(int dtype, int64_t step)
+{
+    return dtype == KWK_BFLOAT16 && step == 2 ? sw_skip_bf16 : NULL;
+}
+static sw_skip_fn_u32 sw_skip_for_u32(int dtype, int64_t step)
+{
+    return dtype == KWK_FLOAT32 && step == 4 ? sw_skip_f32 : NULL;
+}
+static sw_skip_fn_u64 sw_skip_for_u64(int dtype, int64_t step)
+{
+    return dtype == KWK_FLOAT64 && step == 8 ? sw_skip_f64 : NULL;
+}
+
 /* For each key type: the streaming selections over a row, reading keys
  * through a gather function.  `buf` holds SW_BLOCK keys. */
 #define SW_DEFINE_STREAM(UT, SUF)                                             \
@@ -240,13 +309,18 @@ static void sw_smallest_words(const uint64_t *w, int64_t n, int64_t m, kwk_kv *h
     /* std::partial_sort(first, first + k, first + len) on (key, index)       \
      * records compared by key: h[0..k) gets torch's output.  0 < k <= len. */ \
     static void sw_heap_torch_##SUF(sw_gather_fn_##SUF g, const char *row, int64_t step, \
-                                    int64_t len, int64_t k, UT flip, kwk_kv *h, UT *buf) \
+                                    int64_t len, int64_t k, UT flip, kwk_kv *h, UT *buf,  \
+                                    sw_skip_fn_##SUF skip) \
     {                                                                         \
         int64_t j = sw_fill_##SUF(g, row, step, k, flip, h, buf);             \
         sw_make_heap_key(h, k);                                               \
         UT thr = (UT)h[0].key;                                                \
         while (j < len) {                                                     \
             int64_t b = len - j < SW_BLOCK ? len - j : SW_BLOCK;              \
+            if (skip && skip(row + j * step, b, thr, flip)) {                 \
+                j += b;                                                       \
+                continue;                                                     \
+            }                                                                 \
             g(row + j * step, step, b, flip, buf);                            \
             if (sw_any_below_##SUF(buf, b, thr)) {                            \
                 for (int64_t i = 0; i < b; ++i) {                             \
@@ -265,13 +339,18 @@ static void sw_smallest_words(const uint64_t *w, int64_t n, int64_t m, kwk_kv *h
     /* The m smallest (key, index) records in order, m <= SW_LIST_MAX:        \
      * a sorted list.  0 < m <= len. */                                       \
     static void sw_list_stable_##SUF(sw_gather_fn_##SUF g, const char *row, int64_t step, \
-                                     int64_t len, int64_t m, UT flip, kwk_kv *h, UT *buf) \
+                                     int64_t len, int64_t m, UT flip, kwk_kv *h, UT *buf,  \
+                                    sw_skip_fn_##SUF skip) \
     {                                                                         \
         int64_t j = sw_fill_##SUF(g, row, step, m, flip, h, buf);             \
         sw_insertion_sort_kv(h, m);                                           \
         UT thr = (UT)h[m - 1].key;                                            \
         while (j < len) {                                                     \
             int64_t b = len - j < SW_BLOCK ? len - j : SW_BLOCK;              \
+            if (skip && skip(row + j * step, b, thr, flip)) {                 \
+                j += b;                                                       \
+                continue;                                                     \
+            }                                                                 \
             g(row + j * step, step, b, flip, buf);                            \
             if (sw_any_below_##SUF(buf, b, thr)) {                            \
                 for (int64_t i = 0; i < b; ++i) {                             \
@@ -295,13 +374,18 @@ static void sw_smallest_words(const uint64_t *w, int64_t n, int64_t m, kwk_kv *h
     /* The m smallest (key, index) records, unordered, in a heap.             \
      * 0 < m <= len. */                                                       \
     static void sw_heap_stable_##SUF(sw_gather_fn_##SUF g, const char *row, int64_t step, \
-                                     int64_t len, int64_t m, UT flip, kwk_kv *h, UT *buf) \
+                                     int64_t len, int64_t m, UT flip, kwk_kv *h, UT *buf,  \
+                                    sw_skip_fn_##SUF skip) \
     {                                                                         \
         int64_t j = sw_fill_##SUF(g, row, step, m, flip, h, buf);             \
         sw_make_heap_ki(h, m);                                                \
         UT thr = (UT)h[0].key;                                                \
         while (j < len) {                                                     \
             int64_t b = len - j < SW_BLOCK ? len - j : SW_BLOCK;              \
+            if (skip && skip(row + j * step, b, thr, flip)) {                 \
+                j += b;                                                       \
+                continue;                                                     \
+            }                                                                 \
             g(row + j * step, step, b, flip, buf);                            \
             if (sw_any_below_##SUF(buf, b, thr)) {                            \
                 for (int64_t i = 0; i < b; ++i) {                             \
