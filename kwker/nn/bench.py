@@ -27,9 +27,12 @@ def best(fn, repeats, budget=0.2):
 
 
 def forward_backward(fn, x, grad):
+    """A call of fn(x) and its backward with `grad` (the first output's, for
+    layers returning several)."""
     def run():
         x.grad = None
-        fn(x).backward(grad)
+        out = fn(x)
+        (out[0] if isinstance(out, tuple) else out).backward(grad)
     return run
 
 

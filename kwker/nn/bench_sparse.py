@@ -13,7 +13,7 @@ import torch
 
 from kwker.nn import reference_sparse as R
 from kwker.nn import sparse as S
-from kwker.nn.bench import best
+from kwker.nn.bench import best, forward_backward
 
 
 def _cases():
@@ -37,13 +37,6 @@ def _cases():
     return cases
 
 
-def _fwd_bwd(fn, x, grad):
-    def run():
-        x.grad = None
-        fn(x).backward(grad)
-    return run
-
-
 def rows(repeats):
     out = []
     for name, label, x, fast, ref in _cases():
@@ -52,8 +45,8 @@ def rows(repeats):
         t_ref, t_fast = best(lambda: ref(x), repeats), best(lambda: fast(x), repeats)
         xg = x.clone().requires_grad_()
         grad = torch.randn(want.shape, generator=torch.Generator().manual_seed(1))
-        b_ref = best(_fwd_bwd(ref, xg, grad), repeats)
-        b_fast = best(_fwd_bwd(fast, xg, grad), repeats)
+        b_ref = best(forward_backward(ref, xg, grad), repeats)
+        b_fast = best(forward_backward(fast, xg, grad), repeats)
         out.append((name, label, t_ref, t_fast, b_ref, b_fast))
     return out
 

@@ -12,7 +12,7 @@ import torch
 
 from kwker.nn import reference_topk as R
 from kwker.nn import topk_layers as T
-from kwker.nn.bench import best
+from kwker.nn.bench import best, forward_backward
 
 SAE = [(64, 16384, 32), (256, 16384, 64), (64, 65536, 128), (256, 65536, 256)]
 SAE_QUICK = [(64, 16384, 32), (64, 65536, 128)]
@@ -23,14 +23,6 @@ BATCHES = (1, 8, 32)
 FILTERS = (("top-k 50", R.top_k_filter, T.top_k_filter, 50),
            ("top-p 0.9", R.top_p_filter, T.top_p_filter, 0.9),
            ("min-p 0.05", R.min_p_filter, T.min_p_filter, 0.05))
-
-
-def _fwd_bwd(fn, x, grad):
-    def run():
-        x.grad = None
-        out = fn(x)
-        (out[0] if isinstance(out, tuple) else out).backward(grad)
-    return run
 
 
 def _same(a, b):
@@ -46,8 +38,8 @@ def _row(label, ref, fast, x, grad, repeats):
     if grad is None:
         return label, t_ref, t_fast, None, None
     xg = x.clone().requires_grad_()
-    b_ref = best(_fwd_bwd(ref, xg, grad), repeats)
-    b_fast = best(_fwd_bwd(fast, xg, grad), repeats)
+    b_ref = best(forward_backward(ref, xg, grad), repeats)
+    b_fast = best(forward_backward(fast, xg, grad), repeats)
     return label, t_ref, t_fast, b_ref, b_fast
 
 
