@@ -526,6 +526,18 @@ typedef struct {
 
 enum { FZ_OP_SORT, FZ_OP_TOPK, FZ_OP_KTHVALUE, FZ_OP_MEDIAN_DIM, FZ_OP_MEDIAN_ALL };
 
+/* Record the call about to be made (printed if it fails): op, or the name
+ * of the broken argument of a must-reject call, and a's sizes and strides. */
+static void fz_record(const char *op, const char *broken, const fz_args *a, int order,
+                      int flag_a, int flag_b, int reject)
+{
+    fz_call.op = broken ? broken : op;
+    fz_call.dt = a->dtype; fz_call.order = order; fz_call.flag_a = flag_a; fz_call.flag_b = flag_b;
+    fz_call.must_reject = reject; fz_call.outer = a->outer; fz_call.len = a->len;
+    fz_call.inner = a->inner; fz_call.k = a->k; fz_call.so = a->so; fz_call.sl = a->sl;
+    fz_call.si = a->si; fz_call.dso = a->dso; fz_call.dsl = a->dsl; fz_call.dsi = a->dsi;
+}
+
 /* Sizes a must-reject mutation needs non-zero (or large enough) to be
  * invalid whatever the rest of the call is. */
 static void fz_reject_prepare(int bad, int op, int64_t *outer, int64_t *len, int64_t *inner)

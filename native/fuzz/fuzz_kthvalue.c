@@ -64,11 +64,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                  outs != FZ_VALUES ? (int64_t *)inds.base : NULL,
                  vals.s[0], 0, vals.s[2], order};
     const char *broken = reject ? fz_break(bad, FZ_OP_KTHVALUE, &a, es, pick) : NULL;
-    fz_call.op = broken ? broken : "kthvalue";
-    fz_call.dt = dt; fz_call.order = order; fz_call.flag_a = 0; fz_call.flag_b = outs;
-    fz_call.must_reject = reject; fz_call.outer = a.outer; fz_call.len = a.len;
-    fz_call.inner = a.inner; fz_call.k = a.k; fz_call.so = a.so; fz_call.sl = a.sl; fz_call.si = a.si;
-    fz_call.dso = a.dso; fz_call.dsl = 0; fz_call.dsi = a.dsi;
+    fz_record("kthvalue", broken, &a, order, 0, outs, reject);
 
     char *before = fz_snapshot(&src);
     const int st = kwk_kthvalue(a.dtype, a.src, a.outer, a.len, a.inner, a.so, a.sl, a.si, a.k,

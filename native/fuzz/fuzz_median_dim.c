@@ -76,11 +76,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                  outs != FZ_VALUES ? (int64_t *)inds.base : NULL,
                  vals.s[0], 0, vals.s[2], 0};
     const char *broken = reject ? fz_break(bad, FZ_OP_MEDIAN_DIM, &a, es, pick) : NULL;
-    fz_call.op = broken ? broken : "median_dim";
-    fz_call.dt = dt; fz_call.order = -1; fz_call.flag_a = ignore_nan; fz_call.flag_b = outs;
-    fz_call.must_reject = reject; fz_call.outer = a.outer; fz_call.len = a.len;
-    fz_call.inner = a.inner; fz_call.k = 0; fz_call.so = a.so; fz_call.sl = a.sl; fz_call.si = a.si;
-    fz_call.dso = a.dso; fz_call.dsl = 0; fz_call.dsi = a.dsi;
+    fz_record("median_dim", broken, &a, -1, ignore_nan, outs, reject);
 
     char *before = fz_snapshot(&src);
     const int st = kwk_median_dim(a.dtype, a.src, a.outer, a.len, a.inner, a.so, a.sl, a.si,

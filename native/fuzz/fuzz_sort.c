@@ -78,11 +78,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                  outs != FZ_VALUES ? (int64_t *)inds.base : NULL,
                  vals.s[0], vals.s[1], vals.s[2], order};
     const char *broken = reject ? fz_break(bad, FZ_OP_SORT, &a, es, pick) : NULL;
-    fz_call.op = broken ? broken : "sort";
-    fz_call.dt = dt; fz_call.order = order; fz_call.flag_a = descending; fz_call.flag_b = outs;
-    fz_call.must_reject = reject; fz_call.outer = a.outer; fz_call.len = a.len;
-    fz_call.inner = a.inner; fz_call.k = 0; fz_call.so = a.so; fz_call.sl = a.sl; fz_call.si = a.si;
-    fz_call.dso = a.dso; fz_call.dsl = a.dsl; fz_call.dsi = a.dsi;
+    fz_record("sort", broken, &a, order, descending, outs, reject);
 
     char *before = fz_snapshot(&src);
     const int st = kwk_sort(a.dtype, a.src, a.outer, a.len, a.inner, a.so, a.sl, a.si, a.values,
