@@ -390,7 +390,7 @@ static int64_t qk_groups(const int64_t *want, int64_t m)
         const int use_net = len >= 2 && len <= KWK_NET_MAX && rows >= (LANES); \
         UT net[KWK_NET_MAX * (LANES)];                                        \
         qk_row_info net_info[LANES];                                          \
-        uint8_t pairs[KWK_NET_MAX_PAIRS][2];                                  \
+        kwk_net_pair pairs[KWK_NET_MAX_PAIRS];                                  \
         const int npairs = use_net ? kwk_net_pairs((int)len, pairs) : 0;      \
         const int64_t net_end = use_net ? rows - rows % (LANES) : 0;          \
         for (int64_t r = 0, o = 0, i = 0; status == KWK_OK && r < rows;       \
@@ -409,7 +409,7 @@ static int64_t qk_groups(const int64_t *want, int64_t m)
                                         step, len, key, &net_info[l]);        \
                         for (int64_t j = 0; j < len; ++j) net[j * (LANES) + l] = key[j]; \
                     }                                                         \
-                    kwk_net_sort_##SUF(net, (const uint8_t (*)[2])pairs, npairs); \
+                    kwk_net_sort_##SUF(net, (const kwk_net_pair *)pairs, npairs); \
                 }                                                             \
                 if (r < net_end) {                                            \
                     info = net_info[lane];                                    \

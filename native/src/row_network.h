@@ -23,9 +23,13 @@ enum {
     KWK_NET_MAX_PAIRS = 191, /* comparators for p = 32 */
 };
 
-/* The comparators for rows of n <= KWK_NET_MAX keys, in order; returns how
- * many (pairs[c][0] < pairs[c][1] < n). */
-static int kwk_net_pairs(int n, uint8_t pairs[KWK_NET_MAX_PAIRS][2])
+/* One comparator: positions [0] < [1]. */
+typedef uint16_t kwk_net_pair[2];
+
+/* The comparators for rows of n <= 65536 keys, in order; returns how many
+ * (pairs[c][0] < pairs[c][1] < n).  pairs has room for those of the next
+ * power of two 2^k: (k^2 - k + 4) 2^(k-2) - 1 (191 for 32, 3839 for 256). */
+static int kwk_net_pairs(int n, kwk_net_pair *pairs)
 {
     int c = 0;
     for (int p = 1; p < n; p += p)
@@ -33,8 +37,8 @@ static int kwk_net_pairs(int n, uint8_t pairs[KWK_NET_MAX_PAIRS][2])
             for (int j = k % p; j <= n - 1 - k; j += 2 * k)
                 for (int i = 0; i <= k - 1 && i <= n - j - k - 1; ++i)
                     if ((i + j) / (2 * p) == (i + j + k) / (2 * p)) {
-                        pairs[c][0] = (uint8_t)(i + j);
-                        pairs[c][1] = (uint8_t)(i + j + k);
+                        pairs[c][0] = (uint16_t)(i + j);
+                        pairs[c][1] = (uint16_t)(i + j + k);
                         ++c;
                     }
     return c;
@@ -54,7 +58,7 @@ static int kwk_net_pairs(int n, uint8_t pairs[KWK_NET_MAX_PAIRS][2])
     }                                                                         \
                                                                               \
     /* Sort L rows held as columns: buf[j * L + l] is key j of row l. */     \
-    static void kwk_net_sort_##SUF(UT *buf, const uint8_t (*pairs)[2], int npairs) \
+    static void kwk_net_sort_##SUF(UT *buf, const kwk_net_pair *pairs, int npairs) \
     {                                                                         \
         for (int c = 0; c < npairs; ++c)                                      \
             kwk_net_cmp_##SUF(buf + pairs[c][0] * (L), buf + pairs[c][1] * (L)); \
@@ -63,7 +67,7 @@ static int kwk_net_pairs(int n, uint8_t pairs[KWK_NET_MAX_PAIRS][2])
 #if defined(__AVX2__)
 #include <immintrin.h>
 /* gcc leaves the lane loop above scalar: the comparators by hand */
-static void kwk_net_sort_u32(uint32_t *buf, const uint8_t (*pairs)[2], int npairs)
+static void kwk_net_sort_u32(uint32_t *buf, const kwk_net_pair *pairs, int npairs)
 {
     for (int c = 0; c < npairs; ++c) {
         __m256i *a = (__m256i *)(buf + pairs[c][0] * 8), *b = (__m256i *)(buf + pairs[c][1] * 8);
@@ -73,7 +77,7 @@ static void kwk_net_sort_u32(uint32_t *buf, const uint8_t (*pairs)[2], int npair
     }
 }
 
-static void kwk_net_sort_u64(uint64_t *buf, const uint8_t (*pairs)[2], int npairs)
+static void kwk_net_sort_u64(uint64_t *buf, const kwk_net_pair *pairs, int npairs)
 {
     /* no unsigned 64-bit min/max in AVX2: a signed compare of the keys with
      * their top bit flipped, then blends */

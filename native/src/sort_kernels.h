@@ -22,6 +22,7 @@
 
 #include "row_io.h"
 #include "values_sort.h"
+#include "batch_sort.h"
 
 /* ---------------------------------------------------------------- sort */
 
@@ -318,6 +319,169 @@ static int tie_expected(const uint64_t *words, int64_t n, const sort_row *r)
     return n >= KWK_TIE_SAMPLE_MIN_N && (sample_has_tie(words, n, r->ibits) || extreme_key_repeats(words, n, r));
 }
 
+/* What a call's rows share. */
+typedef struct {
+    int dtype, descending, torch_ties, values_only;
+    int64_t len;
+    uint64_t flip;
+} sort_call;
+
+/* Sort one row into its outputs (the whole path: values-only sort, packed
+ * words with the tie check, wide keys, records). */
+static int sort_one_row(const sort_call *c, workspace *ws, uint64_t **keys, const out_row *out)
+{
+    const int dtype = c->dtype, torch_ties = c->torch_ties;
+    const int64_t len = c->len;
+    const uint64_t flip = c->flip;
+    if (c->values_only && vs_sort_values(dtype, out->row, out->step, len, out->vals,
+                                         out->dsl * out->es, c->descending, ws->words, ws->tmp))
+        return KWK_OK;
+    sort_row r;
+    sort_load(dtype, out->row, len, out->step, flip, ws->words, &r);
+    if (!r.packed) {
+        if (!*keys) *keys = (uint64_t *)malloc((size_t)len * sizeof(uint64_t));
+        if (!*keys) return KWK_E_NOMEM;
+        memcpy(*keys, ws->words, (size_t)len * sizeof(uint64_t));
+    }
+    if (r.packed) {
+        if (torch_ties && tie_expected(ws->words, len, &r)) {
+            /* the stable sort would almost surely be thrown away */
+            wemu_std_sort(ws->words, len, r.ibits);
+            emit_words_decoded(out, dtype, ws->words, len, r.ibits, r.mask, r.lo, flip);
+            return KWK_OK;
+        }
+        if (r.rbits > 0) words_sort_top_first(ws->words, ws->tmp, len, r.ibits, r.rbits);
+        row_keys rk = {1, r.ibits, r.lo, r.hi, r.mask};
+        if (torch_ties && has_adjacent_tie_words(&rk, ws->words, len)) {
+            words_to_index_order(ws->words, ws->tmp, len, r.mask);
+            wemu_std_sort(ws->tmp, len, r.ibits);
+            emit_words_decoded(out, dtype, ws->tmp, len, r.ibits, r.mask, r.lo, flip);
+        } else {
+            emit_words_decoded(out, dtype, ws->words, len, r.ibits, r.mask, r.lo, flip);
+        }
+        return KWK_OK;
+    }
+    uint64_t *k = *keys;
+    if (r.ibits <= 32) {
+        wide_sort(k, ws->words, ws->tmp, len, &r);
+        if (torch_ties && has_adjacent_tie_wide(k, ws->words, len, r.mask)) {
+            rank_words_from_sorted(k, ws->words, ws->tmp, len, r.ibits, r.mask);
+            wemu_std_sort(ws->tmp, len, r.ibits);
+            emit_words(out, ws->tmp, len, r.mask);
+        } else {
+            emit_words(out, ws->words, len, r.mask);
+        }
+        return KWK_OK;
+    }
+    /* rows of more than 2^32 elements: (key, index) records */
+    if (workspace_kv(ws, len) != KWK_OK) return KWK_E_NOMEM;
+    for (int64_t j = 0; j < len; ++j) {
+        ws->kv[j].key = k[j];
+        ws->kv[j].idx = j;
+    }
+    kvs_radix_sort(ws->kv, ws->kv_tmp, len);
+    if (torch_ties && has_adjacent_tie_kv(ws->kv, len)) {
+        records_reset_order(ws->kv, len);
+        emu_std_sort(ws->kv, len);
+    }
+    emit_kvs(out, ws->kv, len);
+    return KWK_OK;
+}
+
+/* Where row (o, i) of a sort call reads and writes. */
+typedef struct {
+    const char *src;
+    char *values;
+    int64_t *indices;
+    int64_t inner, src_so, src_sl, src_si, dst_so, dst_sl, dst_si;
+    int es;
+} sort_layout;
+
+static out_row sort_out_row(const sort_layout *g, int64_t r)
+{
+    const int64_t o = r / g->inner, i = r % g->inner, es = g->es;
+    out_row out = {g->src + (o * g->src_so + i * g->src_si) * es, g->src_sl * es,
+                   g->values ? g->values + (o * g->dst_so + i * g->dst_si) * es : NULL,
+                   g->indices ? g->indices + o * g->dst_so + i * g->dst_si : NULL,
+                   g->dst_sl, (int)es, 0};
+    return out;
+}
+
+#if defined(KWK_HAVE_BATCH_SORT)
+/* Write row l of a sorted batch: values copied from the source by index. */
+#define KWK_BATCH_EMIT_LOOP(T)                                                \
+    for (int64_t j = 0; j < n; ++j) {                                         \
+        const int64_t idx_ = batch_index(slots, j, l);                        \
+        T v_;                                                                 \
+        memcpy(&v_, o->row + idx_ * o->step, sizeof(T));                      \
+        memcpy(o->vals + j * dstep, &v_, sizeof(T));                          \
+        if (o->inds) o->inds[j * o->dsl] = idx_;                              \
+    }
+
+static void batch_emit(const out_row *o, const kwk_batch_slot *slots, int l, int64_t n)
+{
+    if (!o->vals) {
+        for (int64_t j = 0; j < n; ++j) o->inds[j * o->dsl] = batch_index(slots, j, l);
+        return;
+    }
+    const int64_t dstep = o->dsl * o->es;
+    switch (o->es) {
+    case 1: KWK_BATCH_EMIT_LOOP(uint8_t) break;
+    case 2: KWK_BATCH_EMIT_LOOP(uint16_t) break;
+    default: KWK_BATCH_EMIT_LOOP(uint32_t) break;
+    }
+}
+#undef KWK_BATCH_EMIT_LOOP
+
+enum { KWK_BATCH_PROBE_ROWS = 24 };
+
+/* Rows [0, rows - rows % 8) by the batch network; a row whose torch order
+ * depends on a tie goes through sort_one_row; once more than half the rows
+ * seen had ties (after KWK_BATCH_PROBE_ROWS), the batching stops.  Returns
+ * the rows done. */
+static int64_t sort_rows_batched(const sort_call *c, const sort_layout *g, int64_t rows,
+                                 workspace *ws, uint64_t **keys, int *status)
+{
+    const int64_t len = c->len;
+    kwk_net_pair *pairs = (kwk_net_pair *)malloc(KWK_BATCH_MAX_PAIRS * sizeof(kwk_net_pair));
+    kwk_batch_slot *slots = (kwk_batch_slot *)aligned_alloc(32, (size_t)len * sizeof(kwk_batch_slot));
+    if (!pairs || !slots) {
+        free(pairs);
+        free(slots);
+        return 0; /* the one-row path needs less */
+    }
+    const int npairs = kwk_net_pairs((int)len, pairs);
+    int64_t r0 = 0, tie_rows = 0;
+    for (; r0 + KWK_BATCH_LANES <= rows && *status == KWK_OK; r0 += KWK_BATCH_LANES) {
+        out_row outs[KWK_BATCH_LANES];
+        kwk_batch_src src;
+        for (int l = 0; l < KWK_BATCH_LANES; ++l) {
+            outs[l] = sort_out_row(g, r0 + l);
+            src.row[l] = outs[l].row;
+        }
+        src.step = outs[0].step;
+        const unsigned ties = batch_sort8(c->dtype, &src, len, (uint32_t)c->flip, slots, pairs, npairs);
+        for (int l = 0; l < KWK_BATCH_LANES; ++l) {
+            if (c->torch_ties && (ties >> l & 1u)) *status = sort_one_row(c, ws, keys, &outs[l]);
+            else batch_emit(&outs[l], slots, l, len);
+        }
+        if (c->torch_ties) {
+            /* rows of one call are alike: when most have ties (zeros,
+             * masked entries, rounded values), the network's work is
+             * thrown away and the rest go straight to the one-row path */
+            tie_rows += __builtin_popcount(ties);
+            if (r0 >= KWK_BATCH_PROBE_ROWS && 2 * tie_rows > r0 + KWK_BATCH_LANES) {
+                r0 += KWK_BATCH_LANES;
+                break;
+            }
+        }
+    }
+    free(pairs);
+    free(slots);
+    return r0;
+}
+#endif
+
 static int impl_sort(int dtype, const void *src, int64_t outer, int64_t len,
                      int64_t inner, int64_t src_so, int64_t src_sl,
                      int64_t src_si, void *values, int64_t *indices,
@@ -325,76 +489,32 @@ static int impl_sort(int dtype, const void *src, int64_t outer, int64_t len,
                      int descending, int order)
 {
     const kwk_dtype_info info = KWK_DTYPES[dtype];
-    const uint64_t flip = descending ? kwk_width_mask(info.key_bits) : 0;
-    const int es = info.elem_size;
+    sort_call c;
+    c.dtype = dtype;
+    c.descending = descending;
+    c.len = len;
+    c.flip = descending ? kwk_width_mask(info.key_bits) : 0;
     /* std::sort leaves rows of up to 16 elements to a stable insertion
      * sort, so only longer rows can differ from index order */
-    const int torch_ties = order == KWK_ORDER_TORCH && len > KWK_STD_SORT_THRESHOLD;
+    c.torch_ties = order == KWK_ORDER_TORCH && len > KWK_STD_SORT_THRESHOLD;
+    /* values only: bare keys sorted when they map back to single bit
+     * patterns (values_sort.h); ws.words and ws.tmp hold them */
+    c.values_only = indices == NULL && len >= VS_MIN_LEN;
+    const sort_layout g = {(const char *)src, (char *)values, indices, inner, src_so, src_sl,
+                           src_si, dst_so, dst_sl, dst_si, info.elem_size};
     workspace ws;
     int status = workspace_init(&ws, len);
     /* a third row of words, for the keys of rows too wide to pack */
     uint64_t *keys = NULL;
-    /* values only: bare keys sorted when they map back to single bit
-     * patterns (values_sort.h); ws.words and ws.tmp hold them */
-    const int values_only = indices == NULL && len >= VS_MIN_LEN;
-    for (int64_t o = 0; status == KWK_OK && o < outer; ++o) {
-        for (int64_t i = 0; i < inner; ++i) {
-            out_row out = {
-                (const char *)src + (o * src_so + i * src_si) * es, src_sl * es,
-                values ? (char *)values + (o * dst_so + i * dst_si) * es : NULL,
-                indices ? indices + o * dst_so + i * dst_si : NULL, dst_sl, es, 0};
-            if (values_only && vs_sort_values(dtype, out.row, out.step, len, out.vals,
-                                              dst_sl * es, descending, ws.words, ws.tmp))
-                continue;
-            sort_row r;
-            sort_load(dtype, out.row, len, out.step, flip, ws.words, &r);
-            if (!r.packed) {
-                if (!keys) keys = (uint64_t *)malloc((size_t)len * sizeof(uint64_t));
-                if (!keys) { status = KWK_E_NOMEM; break; }
-                memcpy(keys, ws.words, (size_t)len * sizeof(uint64_t));
-            }
-            if (r.packed) {
-                if (torch_ties && tie_expected(ws.words, len, &r)) {
-                    /* the stable sort would almost surely be thrown away */
-                    wemu_std_sort(ws.words, len, r.ibits);
-                    emit_words_decoded(&out, dtype, ws.words, len, r.ibits, r.mask, r.lo, flip);
-                    continue;
-                }
-                if (r.rbits > 0) words_sort_top_first(ws.words, ws.tmp, len, r.ibits, r.rbits);
-                row_keys rk = {1, r.ibits, r.lo, r.hi, r.mask};
-                if (torch_ties && has_adjacent_tie_words(&rk, ws.words, len)) {
-                    words_to_index_order(ws.words, ws.tmp, len, r.mask);
-                    wemu_std_sort(ws.tmp, len, r.ibits);
-                    emit_words_decoded(&out, dtype, ws.tmp, len, r.ibits, r.mask, r.lo, flip);
-                } else {
-                    emit_words_decoded(&out, dtype, ws.words, len, r.ibits, r.mask, r.lo, flip);
-                }
-                continue;
-            }
-            if (r.ibits <= 32) {
-                wide_sort(keys, ws.words, ws.tmp, len, &r);
-                if (torch_ties && has_adjacent_tie_wide(keys, ws.words, len, r.mask)) {
-                    rank_words_from_sorted(keys, ws.words, ws.tmp, len, r.ibits, r.mask);
-                    wemu_std_sort(ws.tmp, len, r.ibits);
-                    emit_words(&out, ws.tmp, len, r.mask);
-                } else {
-                    emit_words(&out, ws.words, len, r.mask);
-                }
-                continue;
-            }
-            /* rows of more than 2^32 elements: (key, index) records */
-            if (workspace_kv(&ws, len) != KWK_OK) { status = KWK_E_NOMEM; break; }
-            for (int64_t j = 0; j < len; ++j) {
-                ws.kv[j].key = keys[j];
-                ws.kv[j].idx = j;
-            }
-            kvs_radix_sort(ws.kv, ws.kv_tmp, len);
-            if (torch_ties && has_adjacent_tie_kv(ws.kv, len)) {
-                records_reset_order(ws.kv, len);
-                emu_std_sort(ws.kv, len);
-            }
-            emit_kvs(&out, ws.kv, len);
-        }
+    const int64_t rows = outer * inner;
+    int64_t r = 0;
+#if defined(KWK_HAVE_BATCH_SORT)
+    if (status == KWK_OK && batch_sort_applies(dtype, len, rows))
+        r = sort_rows_batched(&c, &g, rows, &ws, &keys, &status);
+#endif
+    for (; status == KWK_OK && r < rows; ++r) {
+        const out_row out = sort_out_row(&g, r);
+        status = sort_one_row(&c, &ws, &keys, &out);
     }
     free(keys);
     workspace_free(&ws);

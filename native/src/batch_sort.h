@@ -1,0 +1,131 @@
+/*
+ * batch_sort.h - many short rows sorted eight at a time by one network.
+ *
+ * Rows of up to KWK_BATCH_MAX elements with keys of at most 32 bits (every
+ * dtype but the 64-bit ones) are sorted "vertically": key j of eight rows
+ * sits in one vector, its index j in another, and each comparator of
+ * Batcher's odd-even merge sort (row_network.h) is one compare-exchange of
+ * eight rows at once - no branch, no shuffle.  The comparator orders by
+ * (key, index), so the result is the stable sort of each row.
+ *
+ * Why: rows of 17..256 elements (class scores, attention rows, sparsemax
+ * inputs, per-token experts) took torch's std::sort emulation or a
+ * comparison sort one row at a time, 10-15 ns a word; the network spends
+ * about a tenth of that per row.
+ *
+ * torch order (KWK_ORDER_TORCH): rows of at most 16 elements are stable in
+ * torch too (std::sort's insertion sort).  A longer row is exact when its
+ * keys are all different; a row whose sorted keys show a tie is redone by
+ * the caller's one-row path (the std::sort emulation).
+ */
+#ifndef KWK_BATCH_SORT_H
+#define KWK_BATCH_SORT_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include "keys.h"
+#include "row_network.h"
+
+enum { KWK_BATCH_LANES = 8, KWK_BATCH_MAX = 1024, KWK_BATCH_MAX_PAIRS = 24063 };
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#define KWK_HAVE_BATCH_SORT 1
+
+/* Position j of the eight rows: their keys (biased so a signed compare
+ * orders them as unsigned) and the indices the keys came from. */
+typedef struct {
+    __m256i key, idx;
+} kwk_batch_slot;
+
+/* Row l of a batch: where its elements are and where its output goes. */
+typedef struct {
+    const char *row[KWK_BATCH_LANES];
+    int64_t step; /* source bytes between elements */
+} kwk_batch_src;
+
+static int batch_sort_applies(int dtype, int64_t len, int64_t rows)
+{
+    return KWK_DTYPES[dtype].key_bits <= 32 && len >= 2 && len <= KWK_BATCH_MAX &&
+           rows >= KWK_BATCH_LANES;
+}
+
+/* slots[j].key lane l = key of element j of row l (flipped, biased); the
+ * switch is outside the loops so each gather is one specialised loop */
+#define KWK_BATCH_GATHER(LOAD)                                                \
+    for (int l = 0; l < KWK_BATCH_LANES; ++l) {                               \
+        const char *base = src->row[l];                                       \
+        for (int64_t j = 0; j < len; ++j) {                                   \
+            const char *p = base + j * src->step;                             \
+            keys[j * 16 + l] = ((uint32_t)(LOAD) ^ flip) ^ 0x80000000u;       \
+        }                                                                     \
+    }
+
+static void batch_load(int dtype, const kwk_batch_src *src, int64_t len, uint32_t flip,
+                       kwk_batch_slot *slots)
+{
+    uint32_t *keys = (uint32_t *)slots; /* slot j: keys at [16j, 16j+8), indices after */
+    switch (dtype) {
+    case KWK_BOOL: KWK_BATCH_GATHER(*(const uint8_t *)p != 0) break;
+    case KWK_UINT8: KWK_BATCH_GATHER(*(const uint8_t *)p) break;
+    case KWK_INT8: KWK_BATCH_GATHER((uint8_t)(*(const uint8_t *)p ^ 0x80u)) break;
+    case KWK_FLOAT32: KWK_BATCH_GATHER(kwk_key_at(KWK_FLOAT32, p)) break;
+    case KWK_INT32: KWK_BATCH_GATHER(kwk_key_at(KWK_INT32, p)) break;
+    case KWK_UINT32: KWK_BATCH_GATHER(kwk_key_at(KWK_UINT32, p)) break;
+    case KWK_FLOAT16: KWK_BATCH_GATHER(kwk_key_at(KWK_FLOAT16, p)) break;
+    case KWK_BFLOAT16: KWK_BATCH_GATHER(kwk_key_at(KWK_BFLOAT16, p)) break;
+    case KWK_INT16: KWK_BATCH_GATHER(kwk_key_at(KWK_INT16, p)) break;
+    case KWK_UINT16: KWK_BATCH_GATHER(kwk_key_at(KWK_UINT16, p)) break;
+    default: break;
+    }
+    for (int64_t j = 0; j < len; ++j) slots[j].idx = _mm256_set1_epi32((int)j);
+}
+#undef KWK_BATCH_GATHER
+
+/* The network over (key, index) pairs: a swap when the first key is
+ * larger, or equal with the larger index - a total order, so the stable
+ * result whatever the comparators' order. */
+static void batch_network(kwk_batch_slot *s, const kwk_net_pair *pairs, int npairs)
+{
+    for (int c = 0; c < npairs; ++c) {
+        kwk_batch_slot *a = s + pairs[c][0], *b = s + pairs[c][1];
+        const __m256i ka = a->key, kb = b->key, ia = a->idx, ib = b->idx;
+        const __m256i swap = _mm256_or_si256(
+            _mm256_cmpgt_epi32(ka, kb),
+            _mm256_and_si256(_mm256_cmpeq_epi32(ka, kb), _mm256_cmpgt_epi32(ia, ib)));
+        a->key = _mm256_min_epi32(ka, kb);
+        b->key = _mm256_max_epi32(ka, kb);
+        const __m256i lo = _mm256_blendv_epi8(ia, ib, swap);
+        a->idx = lo;
+        b->idx = _mm256_xor_si256(_mm256_xor_si256(ia, ib), lo);
+    }
+}
+
+/* Lanes (bit l) whose sorted row holds two equal keys. */
+static unsigned batch_tie_lanes(const kwk_batch_slot *s, int64_t len)
+{
+    __m256i eq = _mm256_setzero_si256();
+    for (int64_t j = 1; j < len; ++j)
+        eq = _mm256_or_si256(eq, _mm256_cmpeq_epi32(s[j - 1].key, s[j].key));
+    return (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(eq));
+}
+
+/* Sort eight rows; afterwards slots[j].idx lane l is the index of row l's
+ * j-th smallest element.  Returns the lanes with ties. */
+static unsigned batch_sort8(int dtype, const kwk_batch_src *src, int64_t len, uint32_t flip,
+                            kwk_batch_slot *slots, const kwk_net_pair *pairs, int npairs)
+{
+    batch_load(dtype, src, len, flip, slots);
+    batch_network(slots, pairs, npairs);
+    return batch_tie_lanes(slots, len);
+}
+
+/* Index of row l's j-th element after the sort. */
+static inline int64_t batch_index(const kwk_batch_slot *slots, int64_t j, int l)
+{
+    return ((const int32_t *)&slots[j].idx)[l];
+}
+
+#endif /* __AVX2__ */
+
+#endif

@@ -1,0 +1,93 @@
+"""Differential tests of the batched sort of short rows (native/src/batch_sort.h:
+eight rows of up to 1024 elements with keys of at most 32 bits sorted at once
+by one sorting network) against torch 2.13: values bit for bit, indices
+including torch's order of tied values.
+
+The batch path is chosen by the row length, the dtype and the row count
+alone, so these shapes take it on an AVX2 build; the tie handling has three
+cases, each covered: tie-free rows (the network's order is torch's), rows
+with a tie among tie-free ones (redone one by one with the std::sort
+emulation), and calls whose rows mostly tie (batching stops after a probe).
+"""
+import pytest
+import torch
+
+from kwker_testing import SORT_DTYPES, compare, layout, make_values
+
+BATCH_DTYPES = tuple(d for d in SORT_DTYPES if d.itemsize <= 4)
+# around the switch points: std::sort's insertion threshold (16), the
+# network's powers of two, the batch limit (1024)
+LENGTHS = (8, 9, 16, 17, 31, 33, 64, 100, 128, 129, 255, 256, 257, 512, 700, 1024, 1025)
+MIN_FAST_NUMEL = 2048  # below it the call goes to torch (support.SIZE_RULES)
+
+
+def _rows_for(n, base):
+    """A row count of the form 8m + 5 (a partial last batch) with enough
+    elements for the fast path."""
+    rows = max(base, -(-MIN_FAST_NUMEL // n))
+    return rows + (5 - rows % 8) % 8
+
+
+def _some_rows_tie(x, gen):
+    """Every third row gets a tie (its element 1 copies element n-1): the
+    other rows stay tie-free, so the batch keeps running."""
+    x = x.clone()
+    n = x.shape[-1]
+    if n > 1:
+        x[::3, 1] = x[::3, n - 1]
+    return x
+
+
+def _inputs(n, dtype, gen):
+    rows = _rows_for(n, 13)
+    rand = make_values("random", (rows, n), dtype, gen)
+    yield "random", rand
+    yield "some_ties", _some_rows_tie(rand, gen)
+    yield "ties", make_values("ties", (rows, n), dtype, gen)
+    if dtype.is_floating_point:
+        yield "special", make_values("special", (rows, n), dtype, gen)
+        yield "nan", make_values("nan", (rows, n), dtype, gen)
+
+
+@pytest.mark.parametrize("dtype", BATCH_DTYPES, ids=str)
+def test_batch_sort_lengths(kw, gen, dtype):
+    for n in LENGTHS:
+        for name, x in _inputs(n, dtype, gen):
+            for descending in (False, True):
+                compare("sort", x, dim=-1, descending=descending)
+            compare("sort", x, dim=-1, stable=True, descending=n % 2 == 0)
+            compare("argsort", x, dim=-1, descending=n % 3 == 0)
+
+
+@pytest.mark.parametrize("kind", ("transposed", "step", "offset"))
+def test_batch_sort_layouts(kw, gen, kind):
+    """Rows read through strides: along dim 0 of a row-major tensor (eight
+    adjacent rows share each cache line), every other element, an offset."""
+    for dtype in (torch.float32, torch.bfloat16, torch.int16):
+        for n in (24, 100, 300):
+            x = make_values("random", (_rows_for(n, 40), n), dtype, gen)
+            compare("sort", layout(x, kind), dim=-1)
+            compare("sort", layout(_some_rows_tie(x, gen), kind), dim=-1, descending=True)
+            xt = layout(x.t().contiguous(), kind, dim=0)
+            compare("sort", xt, dim=0)
+            compare("argsort", _some_rows_tie(xt.t(), gen).t(), dim=0, descending=True)
+
+
+def test_batch_sort_mostly_ties_then_free(kw, gen):
+    """A call whose first rows all tie and whose later rows do not: the
+    probe stops the batching, the remaining rows still come out right."""
+    for n in (40, 200):
+        rows = 200
+        x = make_values("random", (rows, n), torch.float32, gen)
+        x[:100] = torch.randint(0, 4, (100, n), generator=gen).float()
+        compare("sort", x, dim=-1)
+        compare("sort", x.flip(0), dim=-1, descending=True)
+
+
+def test_batch_msort_and_outputs(kw, gen):
+    """Values only (msort sorts dim 0), and the out= form."""
+    x = make_values("random", (64, 333), torch.float32, gen)
+    compare("msort", x.t().contiguous())
+    vals = torch.empty(0)
+    idx = torch.empty(0, dtype=torch.long)
+    compare("sort", x, dim=-1, out=(vals, idx), fast=None)
