@@ -85,7 +85,7 @@ static void batch_load(int dtype, const kwk_batch_src *src, int64_t len, uint32_
 /* The network over (key, index) pairs: a swap when the first key is
  * larger, or equal with the larger index - a total order, so the stable
  * result whatever the comparators' order. */
-static void batch_network(kwk_batch_slot *s, const kwk_net_pair *pairs, int npairs)
+static void batch_network_stable(kwk_batch_slot *s, const kwk_net_pair *pairs, int npairs)
 {
     for (int c = 0; c < npairs; ++c) {
         kwk_batch_slot *a = s + pairs[c][0], *b = s + pairs[c][1];
@@ -101,6 +101,24 @@ static void batch_network(kwk_batch_slot *s, const kwk_net_pair *pairs, int npai
     }
 }
 
+/* The same network by keys alone (equal keys keep their places): the
+ * indices of tied keys come out in some order, right for rows without a
+ * tie, which are the only rows the caller takes from a keys-only sort. */
+static void batch_network_keys(kwk_batch_slot *s, const kwk_net_pair *pairs, int npairs)
+{
+    for (int c = 0; c < npairs; ++c) {
+        kwk_batch_slot *a = s + pairs[c][0], *b = s + pairs[c][1];
+        const __m256i ka = a->key, kb = b->key, ia = a->idx, ib = b->idx;
+        const __m256i lo = _mm256_min_epi32(ka, kb);
+        const __m256i swap = _mm256_xor_si256(_mm256_cmpeq_epi32(lo, ka), _mm256_set1_epi32(-1));
+        const __m256i d = _mm256_and_si256(_mm256_xor_si256(ia, ib), swap);
+        a->key = lo;
+        b->key = _mm256_max_epi32(ka, kb);
+        a->idx = _mm256_xor_si256(ia, d);
+        b->idx = _mm256_xor_si256(ib, d);
+    }
+}
+
 /* Lanes (bit l) whose sorted row holds two equal keys. */
 static unsigned batch_tie_lanes(const kwk_batch_slot *s, int64_t len)
 {
@@ -111,12 +129,15 @@ static unsigned batch_tie_lanes(const kwk_batch_slot *s, int64_t len)
 }
 
 /* Sort eight rows; afterwards slots[j].idx lane l is the index of row l's
- * j-th smallest element.  Returns the lanes with ties. */
+ * j-th smallest element: in the stable order when `stable`, else only in
+ * rows without ties.  Returns the lanes with ties. */
 static unsigned batch_sort8(int dtype, const kwk_batch_src *src, int64_t len, uint32_t flip,
-                            kwk_batch_slot *slots, const kwk_net_pair *pairs, int npairs)
+                            kwk_batch_slot *slots, const kwk_net_pair *pairs, int npairs,
+                            int stable)
 {
     batch_load(dtype, src, len, flip, slots);
-    batch_network(slots, pairs, npairs);
+    if (stable) batch_network_stable(slots, pairs, npairs);
+    else batch_network_keys(slots, pairs, npairs);
     return batch_tie_lanes(slots, len);
 }
 

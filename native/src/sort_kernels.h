@@ -460,7 +460,10 @@ static int64_t sort_rows_batched(const sort_call *c, const sort_layout *g, int64
             src.row[l] = outs[l].row;
         }
         src.step = outs[0].step;
-        const unsigned ties = batch_sort8(c->dtype, &src, len, (uint32_t)c->flip, slots, pairs, npairs);
+        /* torch order past 16 elements: rows with ties are redone anyway,
+         * so the network may ignore the indices of equal keys */
+        const unsigned ties = batch_sort8(c->dtype, &src, len, (uint32_t)c->flip, slots, pairs,
+                                          npairs, !c->torch_ties);
         for (int l = 0; l < KWK_BATCH_LANES; ++l) {
             if (c->torch_ties && (ties >> l & 1u)) *status = sort_one_row(c, ws, keys, &outs[l]);
             else batch_emit(&outs[l], slots, l, len);
