@@ -42,6 +42,8 @@ typedef struct {
 typedef struct {
     const char *row[KWK_BATCH_LANES];
     int64_t step; /* source bytes between elements */
+    int adjacent; /* row l starts at row[0] + l elements (rows along a non-last
+                     dim): position j of all eight is one 8-element run */
 } kwk_batch_src;
 
 static int batch_sort_applies(int dtype, int64_t len, int64_t rows)
@@ -51,13 +53,25 @@ static int batch_sort_applies(int dtype, int64_t len, int64_t rows)
 }
 
 /* slots[j].key lane l = key of element j of row l (flipped, biased); the
- * switch is outside the loops so each gather is one specialised loop */
+ * switch is outside the loops so each gather is one specialised loop.
+ * Adjacent rows are read position by position (eight neighbours at a
+ * time, one cache line for all of them), others row by row. */
 #define KWK_BATCH_GATHER(LOAD)                                                \
-    for (int l = 0; l < KWK_BATCH_LANES; ++l) {                               \
-        const char *base = src->row[l];                                       \
+    if (src->adjacent) {                                                      \
         for (int64_t j = 0; j < len; ++j) {                                   \
-            const char *p = base + j * src->step;                             \
-            keys[j * 16 + l] = ((uint32_t)(LOAD) ^ flip) ^ 0x80000000u;       \
+            const char *base = src->row[0] + j * src->step;                   \
+            for (int l = 0; l < KWK_BATCH_LANES; ++l) {                       \
+                const char *p = base + l * es;                                \
+                keys[j * 16 + l] = ((uint32_t)(LOAD) ^ flip) ^ 0x80000000u;   \
+            }                                                                 \
+        }                                                                     \
+    } else {                                                                  \
+        for (int l = 0; l < KWK_BATCH_LANES; ++l) {                           \
+            const char *base = src->row[l];                                   \
+            for (int64_t j = 0; j < len; ++j) {                               \
+                const char *p = base + j * src->step;                         \
+                keys[j * 16 + l] = ((uint32_t)(LOAD) ^ flip) ^ 0x80000000u;   \
+            }                                                                 \
         }                                                                     \
     }
 
@@ -65,6 +79,7 @@ static void batch_load(int dtype, const kwk_batch_src *src, int64_t len, uint32_
                        kwk_batch_slot *slots)
 {
     uint32_t *keys = (uint32_t *)slots; /* slot j: keys at [16j, 16j+8), indices after */
+    const int64_t es = KWK_DTYPES[dtype].elem_size;
     switch (dtype) {
     case KWK_BOOL: KWK_BATCH_GATHER(*(const uint8_t *)p != 0) break;
     case KWK_UINT8: KWK_BATCH_GATHER(*(const uint8_t *)p) break;

@@ -433,6 +433,39 @@ static void batch_emit(const out_row *o, const kwk_batch_slot *slots, int l, int
 }
 #undef KWK_BATCH_EMIT_LOOP
 
+/* Eight rows that sit side by side in the source and the outputs (a sort
+ * along a non-last dim): output position j of all eight is written
+ * together, neighbours in one cache line, instead of row by row through
+ * eight passes over the same lines. */
+#define KWK_BATCH_EMIT_ADJ_LOOP(T)                                            \
+    for (int64_t j = 0; j < n; ++j) {                                         \
+        T *dv = (T *)(o[0].vals + j * dstep);                                 \
+        for (int l = 0; l < KWK_BATCH_LANES; ++l) {                           \
+            const int64_t idx_ = batch_index(slots, j, l);                    \
+            memcpy(dv + l, o[0].row + l * (int64_t)sizeof(T) + idx_ * o[0].step, sizeof(T)); \
+        }                                                                     \
+    }
+
+static void batch_emit_adjacent(const out_row *o, const kwk_batch_slot *slots, int64_t n)
+{
+    if (o[0].inds) {
+        for (int64_t j = 0; j < n; ++j) {
+            int64_t *di = o[0].inds + j * o[0].dsl;
+            const __m256i idx = slots[j].idx;
+            _mm256_storeu_si256((__m256i *)di, _mm256_cvtepi32_epi64(_mm256_castsi256_si128(idx)));
+            _mm256_storeu_si256((__m256i *)(di + 4), _mm256_cvtepi32_epi64(_mm256_extracti128_si256(idx, 1)));
+        }
+    }
+    if (!o[0].vals) return;
+    const int64_t dstep = o[0].dsl * o[0].es;
+    switch (o[0].es) {
+    case 1: KWK_BATCH_EMIT_ADJ_LOOP(uint8_t) break;
+    case 2: KWK_BATCH_EMIT_ADJ_LOOP(uint16_t) break;
+    default: KWK_BATCH_EMIT_ADJ_LOOP(uint32_t) break;
+    }
+}
+#undef KWK_BATCH_EMIT_ADJ_LOOP
+
 enum { KWK_BATCH_PROBE_ROWS = 24 };
 
 /* Rows [0, rows - rows % 8) by the batch network; a row whose torch order
@@ -460,13 +493,19 @@ static int64_t sort_rows_batched(const sort_call *c, const sort_layout *g, int64
             src.row[l] = outs[l].row;
         }
         src.step = outs[0].step;
+        src.adjacent = g->src_si == 1 && (r0 % g->inner) + KWK_BATCH_LANES <= g->inner;
+
         /* torch order past 16 elements: rows with ties are redone anyway,
          * so the network may ignore the indices of equal keys */
         const unsigned ties = batch_sort8(c->dtype, &src, len, (uint32_t)c->flip, slots, pairs,
                                           npairs, !c->torch_ties);
-        for (int l = 0; l < KWK_BATCH_LANES; ++l) {
-            if (c->torch_ties && (ties >> l & 1u)) *status = sort_one_row(c, ws, keys, &outs[l]);
-            else batch_emit(&outs[l], slots, l, len);
+        if (src.adjacent && g->dst_si == 1 && !(c->torch_ties && ties)) {
+            batch_emit_adjacent(outs, slots, len);
+        } else {
+            for (int l = 0; l < KWK_BATCH_LANES; ++l) {
+                if (c->torch_ties && (ties >> l & 1u)) *status = sort_one_row(c, ws, keys, &outs[l]);
+                else batch_emit(&outs[l], slots, l, len);
+            }
         }
         if (c->torch_ties) {
             /* rows of one call are alike: when most have ties (zeros,
