@@ -15,6 +15,7 @@ import torch
 from kwker_testing import SORT_DTYPES, compare, layout, make_values
 
 BATCH_DTYPES = tuple(d for d in SORT_DTYPES if d.itemsize <= 4)
+BATCH_DTYPES_64 = (torch.int64, torch.uint64)
 # around the switch points: std::sort's insertion threshold (16), the
 # network's powers of two, the batch limit (1024)
 LENGTHS = (8, 9, 16, 17, 31, 33, 64, 100, 128, 129, 255, 256, 257, 512, 700, 1024, 1025)
@@ -105,3 +106,25 @@ def test_batch_sort_inner_dim(kw, gen):
             compare("sort", x, dim=1, descending=True, stable=True)
             compare("argsort", _some_rows_tie(x.transpose(1, 3), gen).transpose(1, 3), dim=1)
             compare("sort", layout(x, "permuted"), dim=1)
+
+
+@pytest.mark.parametrize("dtype", BATCH_DTYPES_64, ids=str)
+def test_batch_sort_64bit_offsets(kw, gen, dtype):
+    """64-bit integer rows whose range fits in 32 bits (ids, positions,
+    permutations) are sorted as offsets from each row's minimum, wherever
+    the values sit; a call whose rows span more goes row by row."""
+    for n in (17, 64, 196, 1024):
+        rows = _rows_for(n, 13)
+        base = torch.randint(0, 1 << 20, (rows, 1), generator=gen)
+        perm = torch.stack([torch.randperm(n, generator=gen) for _ in range(rows)])
+        for x in (perm, perm + (base << 40), perm * 3 + (1 << 62) - 4 * n,
+                  torch.randint(0, (1 << 32) - 1, (rows, n), generator=gen)):
+            if dtype == torch.uint64:
+                x = x.abs().to(torch.uint64)
+            x = x.to(dtype)
+            compare("sort", x, dim=-1, descending=n % 2 == 0)
+            compare("argsort", x, dim=-1, stable=True)
+            compare("sort", _some_rows_tie(x, gen), dim=-1)
+        wide = make_values("random", (rows, n), dtype, gen)
+        compare("sort", wide, dim=-1)
+        compare("sort", x.t().contiguous(), dim=0)

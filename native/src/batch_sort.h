@@ -46,10 +46,35 @@ typedef struct {
                      dim): position j of all eight is one 8-element run */
 } kwk_batch_src;
 
+/* 64-bit integers take part when each row's range fits in 32 bits (ids,
+ * positions, permutations): their keys are offsets from the row's minimum. */
 static int batch_sort_applies(int dtype, int64_t len, int64_t rows)
 {
-    return KWK_DTYPES[dtype].key_bits <= 32 && len >= 2 && len <= KWK_BATCH_MAX &&
-           rows >= KWK_BATCH_LANES;
+    const int keys_fit = KWK_DTYPES[dtype].key_bits <= 32 || dtype == KWK_INT64 ||
+                         dtype == KWK_UINT64;
+    return keys_fit && len >= 2 && len <= KWK_BATCH_MAX && rows >= KWK_BATCH_LANES;
+}
+
+/* 64-bit rows: keys as offsets from each row's smallest; 0 when some row's
+ * range needs more than 32 bits (the caller sorts those rows one by one). */
+static int batch_load64(int dtype, const kwk_batch_src *src, int64_t len, uint64_t flip,
+                        kwk_batch_slot *slots)
+{
+    uint32_t *keys = (uint32_t *)slots;
+    for (int l = 0; l < KWK_BATCH_LANES; ++l) {
+        const char *base = src->adjacent ? src->row[0] + l * 8 : src->row[l];
+        uint64_t lo = ~(uint64_t)0, hi = 0;
+        for (int64_t j = 0; j < len; ++j) {
+            const uint64_t k = kwk_key_at(dtype, base + j * src->step) ^ flip;
+            lo = k < lo ? k : lo;
+            hi = k > hi ? k : hi;
+        }
+        if (hi - lo > 0xFFFFFFFFull) return 0;
+        for (int64_t j = 0; j < len; ++j)
+            keys[j * 16 + l] = (uint32_t)((kwk_key_at(dtype, base + j * src->step) ^ flip) - lo) ^ 0x80000000u;
+    }
+    for (int64_t j = 0; j < len; ++j) slots[j].idx = _mm256_set1_epi32((int)j);
+    return 1;
 }
 
 /* slots[j].key lane l = key of element j of row l (flipped, biased); the
@@ -145,12 +170,19 @@ static unsigned batch_tie_lanes(const kwk_batch_slot *s, int64_t len)
 
 /* Sort eight rows; afterwards slots[j].idx lane l is the index of row l's
  * j-th smallest element: in the stable order when `stable`, else only in
- * rows without ties.  Returns the lanes with ties. */
-static unsigned batch_sort8(int dtype, const kwk_batch_src *src, int64_t len, uint32_t flip,
+ * rows without ties.  Returns the lanes with ties, or KWK_BATCH_REFUSED
+ * for 64-bit rows whose keys do not fit (nothing sorted). */
+enum { KWK_BATCH_REFUSED = 1u << KWK_BATCH_LANES };
+
+static unsigned batch_sort8(int dtype, const kwk_batch_src *src, int64_t len, uint64_t flip,
                             kwk_batch_slot *slots, const kwk_net_pair *pairs, int npairs,
                             int stable)
 {
-    batch_load(dtype, src, len, flip, slots);
+    if (KWK_DTYPES[dtype].key_bits == 64) {
+        if (!batch_load64(dtype, src, len, flip, slots)) return KWK_BATCH_REFUSED;
+    } else {
+        batch_load(dtype, src, len, (uint32_t)flip, slots);
+    }
     if (stable) batch_network_stable(slots, pairs, npairs);
     else batch_network_keys(slots, pairs, npairs);
     return batch_tie_lanes(slots, len);

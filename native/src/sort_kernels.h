@@ -428,7 +428,8 @@ static void batch_emit(const out_row *o, const kwk_batch_slot *slots, int l, int
     switch (o->es) {
     case 1: KWK_BATCH_EMIT_LOOP(uint8_t) break;
     case 2: KWK_BATCH_EMIT_LOOP(uint16_t) break;
-    default: KWK_BATCH_EMIT_LOOP(uint32_t) break;
+    case 4: KWK_BATCH_EMIT_LOOP(uint32_t) break;
+    default: KWK_BATCH_EMIT_LOOP(uint64_t) break;
     }
 }
 #undef KWK_BATCH_EMIT_LOOP
@@ -461,7 +462,8 @@ static void batch_emit_adjacent(const out_row *o, const kwk_batch_slot *slots, i
     switch (o[0].es) {
     case 1: KWK_BATCH_EMIT_ADJ_LOOP(uint8_t) break;
     case 2: KWK_BATCH_EMIT_ADJ_LOOP(uint16_t) break;
-    default: KWK_BATCH_EMIT_ADJ_LOOP(uint32_t) break;
+    case 4: KWK_BATCH_EMIT_ADJ_LOOP(uint32_t) break;
+    default: KWK_BATCH_EMIT_ADJ_LOOP(uint64_t) break;
     }
 }
 #undef KWK_BATCH_EMIT_ADJ_LOOP
@@ -497,12 +499,19 @@ static int64_t sort_rows_batched(const sort_call *c, const sort_layout *g, int64
 
         /* torch order past 16 elements: rows with ties are redone anyway,
          * so the network may ignore the indices of equal keys */
-        const unsigned ties = batch_sort8(c->dtype, &src, len, (uint32_t)c->flip, slots, pairs,
+        const unsigned ties = batch_sort8(c->dtype, &src, len, c->flip, slots, pairs,
                                           npairs, !c->torch_ties);
+        if (ties == KWK_BATCH_REFUSED) {
+            /* 64-bit keys too far apart: so, likely, are the other rows' */
+            for (int l = 0; l < KWK_BATCH_LANES && *status == KWK_OK; ++l)
+                *status = sort_one_row(c, ws, keys, &outs[l]);
+            r0 += KWK_BATCH_LANES;
+            break;
+        }
         if (src.adjacent && g->dst_si == 1 && !(c->torch_ties && ties)) {
             batch_emit_adjacent(outs, slots, len);
         } else {
-            for (int l = 0; l < KWK_BATCH_LANES; ++l) {
+            for (int l = 0; l < KWK_BATCH_LANES && *status == KWK_OK; ++l) {
                 if (c->torch_ties && (ties >> l & 1u)) *status = sort_one_row(c, ws, keys, &outs[l]);
                 else batch_emit(&outs[l], slots, l, len);
             }
