@@ -468,7 +468,7 @@ static void batch_emit_adjacent(const out_row *o, const kwk_batch_slot *slots, i
 }
 #undef KWK_BATCH_EMIT_ADJ_LOOP
 
-enum { KWK_BATCH_PROBE_ROWS = 24 };
+enum { KWK_BATCH_PROBE_ROWS = 8 };
 
 /* Rows [0, rows - rows % 8) by the batch network; a row whose torch order
  * depends on a tie goes through sort_one_row; once more than half the rows
@@ -484,6 +484,23 @@ static int64_t sort_rows_batched(const sort_call *c, const sort_layout *g, int64
         free(pairs);
         free(slots);
         return 0; /* the one-row path needs less */
+    }
+    if (c->torch_ties && len > KWK_TIE_EMU_ALWAYS_MAX) {
+        /* the one-row path's tie predictor on the first rows: most of them
+         * sure to tie (padding, masked or repeated extreme values) -> no
+         * network at all */
+        int expected = 0;
+        for (int64_t r = 0; r < KWK_BATCH_LANES; ++r) {
+            const out_row o = sort_out_row(g, r);
+            sort_row sr;
+            sort_load(c->dtype, o.row, len, o.step, c->flip, ws->words, &sr);
+            expected += sr.packed && tie_expected(ws->words, len, &sr);
+        }
+        if (2 * expected >= KWK_BATCH_LANES) {
+            free(pairs);
+            free(slots);
+            return 0;
+        }
     }
     const int npairs = kwk_net_pairs((int)len, pairs);
     int64_t r0 = 0, tie_rows = 0;
