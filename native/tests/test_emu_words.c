@@ -8,6 +8,11 @@
 void kwk_unused_nth(void) { emu_nth_element(NULL, 0, 0); }
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static int cmp_u64(const void *a, const void *b)
+{
+    const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
 static uint64_t rnd(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return rng; }
 
 int main(int argc, char **argv)
@@ -15,11 +20,11 @@ int main(int argc, char **argv)
     long trials = argc > 1 ? atol(argv[1]) : 20000;
     enum { MAXN = 5000 };
     static kwk_kv kv[MAXN];
-    static uint64_t w[MAXN];
+    static uint64_t w[MAXN], sorted[MAXN], dups[MAXN];
     long bad = 0;
     for (long t = 0; t < trials; ++t) {
         int64_t n = (int64_t)(rnd() % (t % 10 == 0 ? MAXN : 600));
-        int kind = (int)(rnd() % 8);
+        int kind = (int)(rnd() % 9);
         uint64_t distinct = 1 + rnd() % (kind < 4 ? 3 : n + 1);
         for (int64_t i = 0; i < n; ++i) {
             uint64_t k;
@@ -31,6 +36,9 @@ int main(int argc, char **argv)
             case 4: k = 0; break;
             case 5: k = (i * 7919) % (distinct ? distinct : 1); break;
             case 6: k = (i & 1) ? rnd() % 4 : (uint64_t)(1000 - i % 3); break;
+            case 7: /* sparse ties: unique keys, a few repeated */
+                k = (i > 0 && rnd() % 50 == 0) ? kv[rnd() % (uint64_t)i].key : rnd() >> 24;
+                break;
             default: k = rnd() % (n + 1); break;
             }
             kv[i].key = k;
@@ -45,10 +53,18 @@ int main(int argc, char **argv)
             uint64_t m = ibits ? (((uint64_t)1 << ibits) - 1) : 0;
             emu_introsort_loop(kv, kv + n, depth);
             emu_final_insertion_sort(kv, n);
-            wemu_introsort_loop(w, w + n, depth, ibits, m);
+            wemu_introsort_loop(w, w + n, depth, ibits, m, NULL, 0, 0);
         } else {
             emu_std_sort(kv, n);
-            wemu_std_sort(w, n, ibits);
+            /* half the time the variant given the stable sort, which copies
+             * ranges free of tied keys from it */
+            if (t % 2 == 0 && n > 0) {
+                for (int64_t i = 0; i < n; ++i) sorted[i] = w[i];
+                qsort(sorted, (size_t)n, sizeof(uint64_t), cmp_u64);
+                wemu_std_sort_sorted(w, n, ibits, sorted, dups);
+            } else {
+                wemu_std_sort(w, n, ibits);
+            }
         }
         for (int64_t i = 0; i < n; ++i) {
             uint64_t m = ibits ? (((uint64_t)1 << ibits) - 1) : 0;
