@@ -174,6 +174,12 @@ def test_group_sort_layouts_empty_and_errors(gen):
     for t in (x.transpose(0, 2), x[:, ::2], x.permute(1, 0, 2)):
         _check_same_as_reference(lambda a: S.group_sort(a, 2, 1), lambda a: R.group_sort(a, 2, 1),
                                  t, gen)
+    for kind in ("nan", "special", "ties"):  # an odd number of groups: a vector tail
+        y = make_values(kind, (5, 12), torch.float32, gen)
+        for g in (2, 4):
+            for descending in (False, True):
+                _check_same_as_reference(lambda a: S.group_sort(a, g, -1, descending),
+                                         lambda a: R.group_sort(a, g, -1, descending), y, gen)
     empty = torch.randn(0, 4)
     _assert_same(R.group_sort(empty, 2), S.group_sort(empty, 2))
     _check_same_as_reference(lambda a: S.group_sort(a, 2), lambda a: R.group_sort(a, 2),

@@ -48,9 +48,15 @@ def _takes(x):
 
 
 def _dim(x, dim):
-    torch._check(x.dim() >= 1, lambda: "expected a tensor of at least 1 dim")
-    torch._check_index(-x.dim() <= dim < x.dim(), lambda: f"dim {dim} out of range")
-    return dim % x.dim()
+    # plain raises (what torch._check / _check_index raise, at a tenth of
+    # their cost: they run on every call); x.dim() is an int even when x
+    # is a fake tensor
+    n = x.dim()
+    if n < 1:
+        raise RuntimeError("expected a tensor of at least 1 dim")
+    if not -n <= dim < n:
+        raise IndexError(f"dim {dim} out of range")
+    return dim % n
 
 
 def _like(x, rows, d):
@@ -208,16 +214,24 @@ def _backward_autograd(name, any_kernel):
 
 def _group_check(x, group_size, dim):
     d = _dim(x, dim)
-    torch._check_value(1 <= group_size <= native.MAX_GROUP, lambda: (
-        f"group_size must be in 1..{native.MAX_GROUP}, got {group_size}"))
-    torch._check_value(x.shape[d] % group_size == 0, lambda: (
-        f"the size of dim {d} ({x.shape[d]}) is not a multiple of group_size ({group_size})"))
+    if not 1 <= group_size <= native.MAX_GROUP:
+        raise ValueError(f"group_size must be in 1..{native.MAX_GROUP}, got {group_size}")
+    size = x.shape[d]
+    if type(size) is int:
+        if size % group_size:
+            raise ValueError(f"the size of dim {d} ({size}) is not a multiple of group_size "
+                             f"({group_size})")
+    else:  # a symbolic size (dynamic shapes under compile)
+        torch._check_value(size % group_size == 0, lambda: (
+            f"the size of dim {d} ({size}) is not a multiple of group_size ({group_size})"))
     return d
 
 
 def group_sort_cpu(x, group_size, dim=-1, descending=False):
     d = _group_check(x, group_size, dim)
     if _takes(x):
+        if d == x.dim() - 1:  # no views to make and undo
+            return native.group_sort_rows(x, group_size, descending)
         values, positions = native.group_sort_rows(x.movedim(d, -1), group_size, descending)
         return values.movedim(-1, d).contiguous(), positions.movedim(-1, d).contiguous()
     return group_sort_any(x, group_size, dim, descending)
@@ -231,6 +245,8 @@ def group_sort_any(x, group_size, dim=-1, descending=False):
 
 def group_sort_backward_cpu(grad, positions, group_size, dim):
     d = _group_check(grad, group_size, dim)
+    if _takes(grad) and d == grad.dim() - 1:
+        return native.group_sort_backward_rows(grad, positions, group_size)
     if _takes(grad):
         rows = native.group_sort_backward_rows(grad.movedim(d, -1),
                                                positions.movedim(d, -1), group_size)

@@ -332,9 +332,74 @@ static int impl_sparsemax_backward(int dtype, int phase, const void *grad, const
 GS_DEFINE(float, f32)
 GS_DEFINE(double, f64)
 
+#if defined(__AVX2__)
+/* float32 groups of four, two groups to a vector (one per 128-bit lane, so
+ * every partner is an in-lane shuffle): the same 5-comparator network on
+ * (order key, position), keys as in keys.h (-0 == +0, NaN largest; all
+ * bits flipped for descending), so the result is the stable sort's,
+ * NaN placement included.  Returns the groups done (a multiple of two). */
+static int64_t gs_groups4_f32_avx2(const float *x, int64_t groups, int descending, float *out,
+                                   uint8_t *perm)
+{
+    const __m256i sign = _mm256_set1_epi32((int)0x80000000u), abs_mask = _mm256_set1_epi32(0x7FFFFFFF);
+    const __m256i inf = _mm256_set1_epi32(0x7F800000), zero = _mm256_setzero_si256();
+    /* keys made signed-comparable; descending flips every key bit */
+    const __m256i bias = _mm256_set1_epi32((int)(descending ? 0x7FFFFFFFu : 0x80000000u));
+    const __m256i pos0 = _mm256_setr_epi32(0, 1, 2, 3, 0, 1, 2, 3);
+    /* lanes that keep the smaller (key, position) of their pair, per stage */
+    const __m256i low_a = _mm256_setr_epi32(-1, 0, -1, 0, -1, 0, -1, 0);
+    const __m256i low_b = _mm256_setr_epi32(-1, -1, 0, 0, -1, -1, 0, 0);
+    const __m256i low_c = _mm256_setr_epi32(0, -1, 0, 0, 0, -1, 0, 0);
+    const __m256i bytes = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+                                           0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+    int64_t i = 0;
+    for (; i + 2 <= groups; i += 2) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(x + 4 * i));
+        const __m256i a = _mm256_and_si256(v, abs_mask);
+        const __m256i m = _mm256_andnot_si256(_mm256_cmpeq_epi32(a, zero), v); /* -0 -> +0 */
+        __m256i k = _mm256_xor_si256(m, _mm256_or_si256(_mm256_srai_epi32(m, 31), sign));
+        k = _mm256_or_si256(k, _mm256_cmpgt_epi32(a, inf)); /* NaN: all ones */
+        k = _mm256_xor_si256(k, bias);
+        __m256i p = pos0;
+#define GS4_STAGE(IMM, LOW)                                                   \
+        do {                                                                  \
+            const __m256i pk = _mm256_shuffle_epi32(k, IMM), pp = _mm256_shuffle_epi32(p, IMM); \
+            const __m256i pv = _mm256_shuffle_epi32(v, IMM);                  \
+            const __m256i eq = _mm256_cmpeq_epi32(k, pk);                     \
+            const __m256i gt = _mm256_or_si256(_mm256_cmpgt_epi32(k, pk),     \
+                                               _mm256_and_si256(eq, _mm256_cmpgt_epi32(p, pp))); \
+            const __m256i lt = _mm256_or_si256(_mm256_cmpgt_epi32(pk, k),     \
+                                               _mm256_and_si256(eq, _mm256_cmpgt_epi32(pp, p))); \
+            const __m256i take = _mm256_blendv_epi8(lt, gt, LOW);             \
+            k = _mm256_blendv_epi8(k, pk, take);                              \
+            p = _mm256_blendv_epi8(p, pp, take);                              \
+            v = _mm256_blendv_epi8(v, pv, take);                              \
+        } while (0)
+        GS4_STAGE(0xB1, low_a); /* (0,1) (2,3) */
+        GS4_STAGE(0x4E, low_b); /* (0,2) (1,3) */
+        GS4_STAGE(0xD8, low_c); /* (1,2) */
+#undef GS4_STAGE
+        _mm256_storeu_si256((__m256i *)(out + 4 * i), v);
+        const __m256i pb = _mm256_shuffle_epi8(p, bytes);
+        const uint32_t lo = (uint32_t)_mm256_extract_epi32(pb, 0), hi = (uint32_t)_mm256_extract_epi32(pb, 4);
+        memcpy(perm + 4 * i, &lo, 4);
+        memcpy(perm + 4 * i + 4, &hi, 4);
+    }
+    return i;
+}
+#endif
+
 static int impl_group_sort(int dtype, const void *src, int64_t groups, int64_t g,
                            int descending, void *out, uint8_t *perm)
 {
+#if defined(__AVX2__)
+    if (dtype == KWK_FLOAT32 && g == 4) {
+        const int64_t done = gs_groups4_f32_avx2(src, groups, descending, out, perm);
+        gs_groups_f32((const float *)src + 4 * done, groups - done, g, descending,
+                      (float *)out + 4 * done, perm + 4 * done);
+        return KWK_OK;
+    }
+#endif
     if (dtype == KWK_FLOAT32)
         gs_groups_f32(src, groups, g, descending, out, perm);
     else
