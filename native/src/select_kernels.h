@@ -6,6 +6,7 @@
 
 #include "row_io.h"
 #include "select_words.h"
+#include "short_rows.h"
 
 /* ---------------------------------------------------------------- topk */
 
@@ -180,13 +181,13 @@ SK_DEFINE_TOPK(uint64_t, u64)
 #define SK_TOPK_ARGS dtype, src, outer, len, inner, src_so, src_sl, src_si, k, values, \
                      indices, dst_so, dst_sl, dst_si, largest, sorted, order
 
-static int impl_topk(int dtype, const void *src, int64_t outer, int64_t len,
+/* topk row by row (any shape). */
+static int topk_rows(int dtype, const void *src, int64_t outer, int64_t len,
                      int64_t inner, int64_t src_so, int64_t src_sl,
                      int64_t src_si, int64_t k, void *values, int64_t *indices,
                      int64_t dst_so, int64_t dst_sl, int64_t dst_si,
                      int largest, int sorted, int order)
 {
-    if (k == 0 || outer == 0 || inner == 0) return KWK_OK;
     switch (dtype) {
     case KWK_BOOL: return sk_topk_u8(sw_gather_bool, SK_TOPK_ARGS);
     case KWK_UINT8: return sk_topk_u8(sw_gather_u8, SK_TOPK_ARGS);
@@ -205,6 +206,44 @@ static int impl_topk(int dtype, const void *src, int64_t outer, int64_t len,
     }
 }
 #undef SK_TOPK_ARGS
+
+/* Short rows, small k: eight rows at a time (short_rows.h); the rows with a
+ * tie among their first k + 1 keys are redone one by one. */
+static int topk_short_rows(int dtype, const void *src, int64_t outer, int64_t len,
+                           int64_t inner, int64_t src_so, int64_t src_sl, int64_t src_si,
+                           int64_t k, void *values, int64_t *indices, int64_t dst_so,
+                           int64_t dst_sl, int64_t dst_si, int largest, int sorted, int order)
+{
+    const int64_t rows = outer * inner;
+    int64_t *redo = (int64_t *)malloc((size_t)rows * sizeof(int64_t)), nredo = 0;
+    if (!redo) return KWK_E_NOMEM;
+    int status = sr_topk(dtype, src, outer, len, inner, src_so, src_sl, src_si, k, values,
+                         indices, dst_so, dst_sl, dst_si, largest, redo, &nredo);
+    const int64_t es = KWK_DTYPES[dtype].elem_size;
+    for (int64_t r = 0; status == KWK_OK && r < nredo; ++r) {
+        const int64_t o = redo[r] / inner, i = redo[r] % inner;
+        const int64_t d = o * dst_so + i * dst_si;
+        status = topk_rows(dtype, (const char *)src + (o * src_so + i * src_si) * es, 1, len, 1,
+                           0, src_sl, 0, k, values ? (char *)values + d * es : NULL,
+                           indices ? indices + d : NULL, 0, dst_sl, 0, largest, sorted, order);
+    }
+    free(redo);
+    return status;
+}
+
+static int impl_topk(int dtype, const void *src, int64_t outer, int64_t len,
+                     int64_t inner, int64_t src_so, int64_t src_sl,
+                     int64_t src_si, int64_t k, void *values, int64_t *indices,
+                     int64_t dst_so, int64_t dst_sl, int64_t dst_si,
+                     int largest, int sorted, int order)
+{
+    if (k == 0 || outer == 0 || inner == 0) return KWK_OK;
+    if (sr_topk_applies(dtype, outer * inner, len, k, sorted, order))
+        return topk_short_rows(dtype, src, outer, len, inner, src_so, src_sl, src_si, k, values,
+                               indices, dst_so, dst_sl, dst_si, largest, sorted, order);
+    return topk_rows(dtype, src, outer, len, inner, src_so, src_sl, src_si, k, values, indices,
+                     dst_so, dst_sl, dst_si, largest, sorted, order);
+}
 
 /* -------------------------------------------------------------- median */
 
