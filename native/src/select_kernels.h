@@ -208,7 +208,10 @@ static int topk_rows(int dtype, const void *src, int64_t outer, int64_t len,
 #undef SK_TOPK_ARGS
 
 /* Short rows, small k: eight rows at a time (short_rows.h); the rows with a
- * tie among their first k + 1 keys are redone one by one. */
+ * tie among their first k + 1 keys are redone one by one: in torch order
+ * straight by the emulation of torch's selection (the per-row kernel would
+ * first select again, then find the same tie), reusing one record buffer;
+ * in stable order by the per-row kernel. */
 static int topk_short_rows(int dtype, const void *src, int64_t outer, int64_t len,
                            int64_t inner, int64_t src_so, int64_t src_sl, int64_t src_si,
                            int64_t k, void *values, int64_t *indices, int64_t dst_so,
@@ -219,14 +222,45 @@ static int topk_short_rows(int dtype, const void *src, int64_t outer, int64_t le
     if (!redo) return KWK_E_NOMEM;
     int status = sr_topk(dtype, src, outer, len, inner, src_so, src_sl, src_si, k, values,
                          indices, dst_so, dst_sl, dst_si, largest, redo, &nredo);
-    const int64_t es = KWK_DTYPES[dtype].elem_size;
+    const int es = KWK_DTYPES[dtype].elem_size;
+    const uint64_t flip = largest ? kwk_width_mask(KWK_DTYPES[dtype].key_bits) : 0;
+    uint64_t *keys = NULL;
+    kwk_kv *kv = NULL;
+    if (status == KWK_OK && nredo > 0 && order == KWK_ORDER_TORCH) {
+        keys = (uint64_t *)malloc((size_t)len * sizeof(uint64_t));
+        kv = (kwk_kv *)malloc((size_t)len * sizeof(kwk_kv));
+        if (!keys || !kv) status = KWK_E_NOMEM;
+    }
     for (int64_t r = 0; status == KWK_OK && r < nredo; ++r) {
         const int64_t o = redo[r] / inner, i = redo[r] % inner;
         const int64_t d = o * dst_so + i * dst_si;
-        status = topk_rows(dtype, (const char *)src + (o * src_so + i * src_si) * es, 1, len, 1,
-                           0, src_sl, 0, k, values ? (char *)values + d * es : NULL,
-                           indices ? indices + d : NULL, 0, dst_sl, 0, largest, sorted, order);
+        const char *row = (const char *)src + (o * src_so + i * src_si) * es;
+        if (order != KWK_ORDER_TORCH) {
+            status = topk_rows(dtype, row, 1, len, 1, 0, src_sl, 0, k,
+                               values ? (char *)values + d * es : NULL,
+                               indices ? indices + d : NULL, 0, dst_sl, 0, largest, sorted, order);
+            continue;
+        }
+        uint64_t lo, hi;
+        kwk_gather_keys(dtype, row, len, src_sl * es, flip, keys, &lo, &hi);
+        for (int64_t j = 0; j < len; ++j) {
+            kv[j].key = keys[j];
+            kv[j].idx = j;
+        }
+        /* torch: partial_sort when k * 64 <= len, else nth_element and a
+         * sort of the first k - 1 (sr_topk_applies: sorted, or k == 1) */
+        if (k * 64 <= len) {
+            emu_partial_sort(kv, k, len);
+        } else {
+            emu_nth_element(kv, k - 1, len);
+            if (sorted) emu_std_sort(kv, k - 1);
+        }
+        out_row out = {row, src_sl * es, values ? (char *)values + d * es : NULL,
+                       indices ? indices + d : NULL, dst_sl, es, dtype == KWK_BFLOAT16};
+        for (int64_t j = 0; j < k; ++j) emit(&out, j, kv[j].idx);
     }
+    free(keys);
+    free(kv);
     free(redo);
     return status;
 }

@@ -154,35 +154,57 @@ SR_INLINE int sr_next_group(sr_walk *w, sr_group *g)
     return 1;
 }
 
+#if defined(__AVX2__)
+/* Columns j..j+7 of eight rows r[] (each holding elements j..j+7 of its
+ * row) into col, only the first `cols` of them. */
+static inline void sr_transpose8(__m256i r[8], int64_t j, int cols, int32_t *col)
+{
+    __m256i t[8];
+    for (int l = 0; l < 8; l += 2) {
+        t[l] = _mm256_unpacklo_epi32(r[l], r[l + 1]);
+        t[l + 1] = _mm256_unpackhi_epi32(r[l], r[l + 1]);
+    }
+    /* t0: a0 b0 a1 b1 | a4 b4 a5 b5, t1: a2 b2 a3 b3 | a6 b6 a7 b7, ... */
+    for (int q = 0; q < 8; q += 4)
+        for (int h = 0; h < 2; ++h) {
+            r[q + h] = _mm256_unpacklo_epi64(t[q + h], t[q + h + 2]);
+            r[q + h + 2] = _mm256_unpackhi_epi64(t[q + h], t[q + h + 2]);
+        }
+    /* r0: col 0 (rows 0-3) | col 4, r2: col 1 | col 5, r1: col 2 | col 6,
+     * r3: col 3 | col 7; r4.. the same for rows 4-7 */
+    static const int col_of[4] = {0, 2, 1, 3};
+    for (int q = 0; q < 4; ++q) {
+        const int c = col_of[q];
+        if (c < cols)
+            _mm256_storeu_si256((__m256i *)(col + (j + c) * 8),
+                                _mm256_permute2x128_si256(r[q], r[q + 4], 0x20));
+        if (c + 4 < cols)
+            _mm256_storeu_si256((__m256i *)(col + (j + c + 4) * 8),
+                                _mm256_permute2x128_si256(r[q], r[q + 4], 0x31));
+    }
+}
+#endif
+
 /* col[j * 8 + l] = element j of row l (32-bit elements, contiguous rows):
- * eight rows of n to columns. */
+ * eight rows of n to columns.  AVX2: 8x8 blocks, the last one read with a
+ * masked load (nothing past a row's end is touched). */
 static void sr_transpose(const char *const *rows, int64_t n, int32_t *col)
 {
     int64_t j = 0;
 #if defined(__AVX2__)
+    __m256i r[8];
     for (; j + 8 <= n; j += 8) {
-        __m256i r[8], t[8];
         for (int l = 0; l < 8; ++l) r[l] = _mm256_loadu_si256((const __m256i *)(rows[l] + j * 4));
-        for (int l = 0; l < 8; l += 2) {
-            t[l] = _mm256_unpacklo_epi32(r[l], r[l + 1]);
-            t[l + 1] = _mm256_unpackhi_epi32(r[l], r[l + 1]);
-        }
-        /* t0: a0 b0 a1 b1 | a4 b4 a5 b5, t1: a2 b2 a3 b3 | a6 b6 a7 b7, ... */
-        for (int q = 0; q < 8; q += 4)
-            for (int h = 0; h < 2; ++h) {
-                r[q + h] = _mm256_unpacklo_epi64(t[q + h], t[q + h + 2]);
-                r[q + h + 2] = _mm256_unpackhi_epi64(t[q + h], t[q + h + 2]);
-            }
-        /* r0: col 0 (rows 0-3) | col 4, r2: col 1 | col 5, r1: col 2 | col 6,
-         * r3: col 3 | col 7; r4.. the same for rows 4-7 */
-        static const int col_of[4] = {0, 2, 1, 3};
-        for (int q = 0; q < 4; ++q) {
-            const int c = col_of[q];
-            _mm256_storeu_si256((__m256i *)(col + (j + c) * 8),
-                                _mm256_permute2x128_si256(r[q], r[q + 4], 0x20));
-            _mm256_storeu_si256((__m256i *)(col + (j + c + 4) * 8),
-                                _mm256_permute2x128_si256(r[q], r[q + 4], 0x31));
-        }
+        sr_transpose8(r, j, 8, col);
+    }
+    if (j < n) {
+        const int cols = (int)(n - j);
+        const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(cols),
+                                                _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        for (int l = 0; l < 8; ++l)
+            r[l] = _mm256_maskload_epi32((const int *)(const void *)(rows[l] + j * 4), mask);
+        sr_transpose8(r, j, cols, col);
+        j = n;
     }
 #endif
     for (; j < n; ++j)
