@@ -6,7 +6,7 @@ use it falls back to torch.
 """
 import torch
 
-ABI_VERSION = 5
+ABI_VERSION = 6
 
 ffi = None
 lib = None

@@ -120,17 +120,19 @@ class SizeRule:
 
 # Measured on the development machine (2-core Sapphire Rapids, one thread,
 # float32) with `python -m kwker crossover` and row-shape sweeps: the sizes
-# from which the fast path was at least as fast as torch.  Rows of 2-4
-# elements still cost more per row than torch's inline insertion sort
-# (sort 0.33-0.65x).  kthvalue: rows of up to 127 elements pack as words
+# from which the fast path was at least as fast as torch.  Rows of 2-16
+# elements take the eight-rows-at-once kernels (native/src/short_rows.h):
+# sort of rows of 2-8 measured 0.77-0.91x at 2048 elements, 0.98-2.1x at
+# 8192, 1.8-3.5x at 16384; topk (k=2) of rows of 2-16 0.8-1.5x at 4096,
+# 1.9-2.6x at 8192; rows of 1 (topk k=1) 0.93x at 8192.  kthvalue: rows of up to 127 elements pack as words
 # and lose to torch's quickselect unless there are many (0.56x at 100x70);
 # longer rows take the bracket kernel (faster from 128 elements), and a
 # single row needs about 1024 elements to cover the per-call cost.
 SIZE_RULES: Dict[str, SizeRule] = {
-    "sort": SizeRule(2048, 16, 65536, min_row=8),
-    "argsort": SizeRule(2048, 16, 65536, min_row=8),
-    "msort": SizeRule(2048, 16, 65536, min_row=8),
-    "topk": SizeRule(8192, 16, 16384, min_row=4),
+    "sort": SizeRule(2048, 16, 8192, min_row=2),
+    "argsort": SizeRule(2048, 16, 8192, min_row=2),
+    "msort": SizeRule(2048, 16, 8192, min_row=2),
+    "topk": SizeRule(8192, 16, 8192, min_row=2),
     "median": SizeRule(4096, 16, 8192),
     "nanmedian": SizeRule(4096, 16, 8192),
     "kthvalue": SizeRule(1024, 127, 65536),

@@ -24,7 +24,7 @@
 
 #include <stdint.h>
 
-#define KWK_ABI_VERSION 5
+#define KWK_ABI_VERSION 6
 
 /* Status codes (negative: the call did nothing useful; see kwk_strerror). */
 enum {
@@ -58,6 +58,17 @@ const char *kwk_strerror(int status);
  * KWK_E_ARG for a name this CPU or build cannot run. */
 const char *kwk_target(void);
 int kwk_set_target(const char *name);
+
+/* How many rows each kernel path has served since the library was loaded
+ * (all threads; for tests that must prove a path ran).  Unknown counters
+ * read -1. */
+enum {
+    KWK_COUNT_SHORT_SORT_ROWS = 0,  /* sort rows through the eight-rows kernel */
+    KWK_COUNT_SHORT_TOPK_ROWS = 1,  /* topk rows through the eight-rows kernel */
+    KWK_COUNT_SHORT_TOPK_REDONE = 2, /* of those, rows with a tie, redone per row */
+    KWK_NUM_COUNTERS = 3
+};
+int64_t kwk_counter(int which);
 
 /* Sort each row.  values (same dtype as src) or indices (int64) may be NULL
  * when not wanted, not both. */

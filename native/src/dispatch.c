@@ -9,6 +9,7 @@
  * that every offset it will form is representable, and the Python layer
  * derives sizes and strides from the tensors themselves.)
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include "../include/kwker.h"
@@ -77,6 +78,20 @@ static const kwk_kernel_table *kernels(void)
 }
 
 const char *kwk_target(void) { return kernels()->name; }
+
+static _Atomic int64_t kwk_counters[KWK_NUM_COUNTERS];
+
+void kwk_count(int which, int64_t n)
+{
+    if (which >= 0 && which < KWK_NUM_COUNTERS)
+        atomic_fetch_add_explicit(&kwk_counters[which], n, memory_order_relaxed);
+}
+
+int64_t kwk_counter(int which)
+{
+    if (which < 0 || which >= KWK_NUM_COUNTERS) return -1;
+    return atomic_load_explicit(&kwk_counters[which], memory_order_relaxed);
+}
 
 int kwk_set_target(const char *name)
 {

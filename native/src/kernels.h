@@ -56,6 +56,9 @@ typedef struct {
                       int mode, double fill, void *out, uint8_t *mask);
 } kwk_kernel_table;
 
+/* Add n to a kwk_counter (dispatch.c; relaxed atomic, once per call). */
+void kwk_count(int which, int64_t n);
+
 extern const kwk_kernel_table kwk_kernels_portable;
 #if defined(__x86_64__) || defined(_M_X64)
 #define KWK_HAVE_AVX2_TARGET 1

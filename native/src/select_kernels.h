@@ -6,6 +6,7 @@
 
 #include "row_io.h"
 #include "select_words.h"
+#include "short_rows.h"
 
 /* ---------------------------------------------------------------- topk */
 
@@ -180,13 +181,13 @@ SK_DEFINE_TOPK(uint64_t, u64)
 #define SK_TOPK_ARGS dtype, src, outer, len, inner, src_so, src_sl, src_si, k, values, \
                      indices, dst_so, dst_sl, dst_si, largest, sorted, order
 
-static int impl_topk(int dtype, const void *src, int64_t outer, int64_t len,
+/* topk row by row (any shape). */
+static int topk_rows(int dtype, const void *src, int64_t outer, int64_t len,
                      int64_t inner, int64_t src_so, int64_t src_sl,
                      int64_t src_si, int64_t k, void *values, int64_t *indices,
                      int64_t dst_so, int64_t dst_sl, int64_t dst_si,
                      int largest, int sorted, int order)
 {
-    if (k == 0 || outer == 0 || inner == 0) return KWK_OK;
     switch (dtype) {
     case KWK_BOOL: return sk_topk_u8(sw_gather_bool, SK_TOPK_ARGS);
     case KWK_UINT8: return sk_topk_u8(sw_gather_u8, SK_TOPK_ARGS);
@@ -205,6 +206,100 @@ static int impl_topk(int dtype, const void *src, int64_t outer, int64_t len,
     }
 }
 #undef SK_TOPK_ARGS
+
+/* torch's selection emulated row by row on packed words, key << ibits |
+ * index (dtypes with keys of at most 32 bits: always packable): a
+ * partial_sort when k * 64 <= len, else nth_element and, when sorted, a
+ * sort of the first k - 1, exactly as torch.topk.  Half the bytes of the
+ * records the per-row kernel's emulation moves, and the word partition
+ * scans with vector compares.  Rows list[0..nrows), or all rows 0..nrows-1
+ * when list is NULL (row t = (t / inner, t % inner)). */
+static int topk_emulate_words(int dtype, const void *src, int64_t len, int64_t inner,
+                              int64_t src_so, int64_t src_sl, int64_t src_si, int64_t k,
+                              void *values, int64_t *indices, int64_t dst_so, int64_t dst_sl,
+                              int64_t dst_si, int largest, int sorted, const int64_t *list,
+                              int64_t nrows)
+{
+    const int es = KWK_DTYPES[dtype].elem_size;
+    const uint64_t flip = largest ? kwk_width_mask(KWK_DTYPES[dtype].key_bits) : 0;
+    const int ibits = len > 1 ? kwk_bits_for((uint64_t)(len - 1)) : 0;
+    const uint64_t mask = kwk_width_mask(ibits);
+    uint64_t *w = (uint64_t *)malloc((size_t)(len > 0 ? len : 1) * sizeof(uint64_t));
+    if (!w) return KWK_E_NOMEM;
+    for (int64_t r = 0; r < nrows; ++r) {
+        const int64_t t = list ? list[r] : r;
+        const int64_t o = t / inner, i = t % inner;
+        const int64_t d = o * dst_so + i * dst_si;
+        const char *row = (const char *)src + (o * src_so + i * src_si) * es;
+        uint64_t lo, hi;
+        kwk_gather_keys(dtype, row, len, src_sl * es, flip, w, &lo, &hi);
+        for (int64_t j = 0; j < len; ++j) w[j] = w[j] << ibits | (uint64_t)j;
+        if (k * 64 <= len) {
+            wemu_partial_sort(w, k, len, ibits);
+        } else {
+            wemu_nth_element(w, k - 1, len, ibits);
+            if (sorted) wemu_std_sort(w, k - 1, ibits);
+        }
+        out_row out = {row, src_sl * es, values ? (char *)values + d * es : NULL,
+                       indices ? indices + d : NULL, dst_sl, es, dtype == KWK_BFLOAT16};
+        for (int64_t j = 0; j < k; ++j) emit(&out, j, (int64_t)(w[j] & mask));
+    }
+    free(w);
+    return KWK_OK;
+}
+
+/* Short rows, small k: eight rows at a time (short_rows.h); the rows with a
+ * tie among their first k + 1 keys are redone one by one: in torch order
+ * straight by the emulation of torch's selection (the per-row kernel would
+ * first select again, then find the same tie); in stable order by the
+ * per-row kernel. */
+static int topk_short_rows(int dtype, const void *src, int64_t outer, int64_t len,
+                           int64_t inner, int64_t src_so, int64_t src_sl, int64_t src_si,
+                           int64_t k, void *values, int64_t *indices, int64_t dst_so,
+                           int64_t dst_sl, int64_t dst_si, int largest, int sorted, int order)
+{
+    const int64_t rows = outer * inner;
+    int64_t *redo = (int64_t *)malloc((size_t)rows * sizeof(int64_t)), nredo = 0;
+    if (!redo) return KWK_E_NOMEM;
+    int status = sr_topk(dtype, src, outer, len, inner, src_so, src_sl, src_si, k, values,
+                         indices, dst_so, dst_sl, dst_si, largest, redo, &nredo);
+    if (status == KWK_OK && nredo > 0 && order == KWK_ORDER_TORCH) {
+        status = topk_emulate_words(dtype, src, len, inner, src_so, src_sl, src_si, k, values,
+                                    indices, dst_so, dst_sl, dst_si, largest, sorted, redo, nredo);
+    } else {
+        const int64_t es = KWK_DTYPES[dtype].elem_size;
+        for (int64_t r = 0; status == KWK_OK && r < nredo; ++r) {
+            const int64_t o = redo[r] / inner, i = redo[r] % inner;
+            const int64_t d = o * dst_so + i * dst_si;
+            status = topk_rows(dtype, (const char *)src + (o * src_so + i * src_si) * es, 1, len,
+                               1, 0, src_sl, 0, k, values ? (char *)values + d * es : NULL,
+                               indices ? indices + d : NULL, 0, dst_sl, 0, largest, sorted, order);
+        }
+    }
+    free(redo);
+    return status;
+}
+
+static int impl_topk(int dtype, const void *src, int64_t outer, int64_t len,
+                     int64_t inner, int64_t src_so, int64_t src_sl,
+                     int64_t src_si, int64_t k, void *values, int64_t *indices,
+                     int64_t dst_so, int64_t dst_sl, int64_t dst_si,
+                     int largest, int sorted, int order)
+{
+    if (k == 0 || outer == 0 || inner == 0) return KWK_OK;
+    if (sr_topk_applies(dtype, outer * inner, len, k, sorted, order))
+        return topk_short_rows(dtype, src, outer, len, inner, src_so, src_sl, src_si, k, values,
+                               indices, dst_so, dst_sl, dst_si, largest, sorted, order);
+    /* torch order, sorted=False in nth_element's branch: every row in
+     * introselect order, emulated on words where the keys leave room */
+    if (order == KWK_ORDER_TORCH && !sorted && k * 64 > len &&
+        KWK_DTYPES[dtype].key_bits <= 32 && len <= SW_CAND_MAX)
+        return topk_emulate_words(dtype, src, len, inner, src_so, src_sl, src_si, k, values,
+                                  indices, dst_so, dst_sl, dst_si, largest, sorted, NULL,
+                                  outer * inner);
+    return topk_rows(dtype, src, outer, len, inner, src_so, src_sl, src_si, k, values, indices,
+                     dst_so, dst_sl, dst_si, largest, sorted, order);
+}
 
 /* -------------------------------------------------------------- median */
 

@@ -23,6 +23,7 @@
 #include "row_io.h"
 #include "values_sort.h"
 #include "batch_sort.h"
+#include "short_rows.h"
 
 /* ---------------------------------------------------------------- sort */
 
@@ -555,6 +556,9 @@ static int impl_sort(int dtype, const void *src, int64_t outer, int64_t len,
                      int64_t dst_so, int64_t dst_sl, int64_t dst_si,
                      int descending, int order)
 {
+    if (sr_sort_applies(dtype, len, outer * inner))
+        return sr_sort(dtype, src, outer, len, inner, src_so, src_sl, src_si, values, indices,
+                       dst_so, dst_sl, dst_si, descending);
     const kwk_dtype_info info = KWK_DTYPES[dtype];
     sort_call c;
     c.dtype = dtype;

@@ -518,6 +518,21 @@ int main(int argc, char **argv)
                         test_topk(dt, kind, len, k, 0, 1, KWK_ORDER_STABLE, 1, 3, x, ref);
                         fill(dt, kind, x, outer * len);
                     }
+                    if (len > 0 && len <= 257 && (!quick || len <= 40 || len % 32 <= 1)) {
+                        /* many short rows: topk's eight-rows kernel (11 rows: a group
+                         * and a tail), along the last dim and along a strided one */
+                        fill(dt, kind, x, 11 * len);
+                        const int64_t sk[] = {1, 2, 3, 8, 9, len / 2, len};
+                        for (size_t ki = 0; ki < sizeof sk / sizeof sk[0]; ++ki) {
+                            if (sk[ki] < 1 || sk[ki] > len) continue;
+                            for (int largest = 0; largest < 2; ++largest)
+                                for (int order = 0; order < 2; ++order) {
+                                    test_topk(dt, kind, len, sk[ki], largest, 1, order, 11, 1, x, ref);
+                                    test_topk(dt, kind, len, sk[ki], largest, 0, order, 1, 11, x, ref);
+                                }
+                        }
+                        fill(dt, kind, x, outer * len);
+                    }
                     if (len > 0) test_median(dt, kind, len, outer, x, ref);
                     if (len > 0 && len <= 18) { /* short rows along a non-last dim */
                         fill(dt, kind, x, 2 * len * 19);
@@ -546,6 +561,12 @@ int main(int argc, char **argv)
             }
         }
     }
+    /* the short-row kernel ran, and handed tied rows back */
+    ++checks;
+    if (kwk_counter(KWK_COUNT_SHORT_TOPK_ROWS) <= 0 || kwk_counter(KWK_COUNT_SHORT_TOPK_REDONE) <= 0 ||
+        kwk_counter(KWK_NUM_COUNTERS) != -1)
+        FAIL("short-row topk counters %lld %lld", (long long)kwk_counter(KWK_COUNT_SHORT_TOPK_ROWS),
+             (long long)kwk_counter(KWK_COUNT_SHORT_TOPK_REDONE));
     printf("checks %ld failures %ld\n", checks, failures);
     free(x);
     free(ref);

@@ -301,6 +301,54 @@ static void check_strided(int dt, int64_t n)
     free(x); free(v); free(v1); free(ix); free(i1); free(row);
 }
 
+/* Many short rows (sort's eight-rows kernel, short_rows.h, for rows of
+ * 2..16 and at least 8 rows): every row equal to the same row sorted alone
+ * (the per-row kernel, checked against merge sort above), for rows along
+ * the last dim (11 rows: a group and a tail) and along a strided dim
+ * (inner 9), values and indices, values only, indices only. */
+static void check_short_rows(int dt, int kind, int64_t n)
+{
+    const int es = ES[dt];
+    const int64_t rows = 11, total = rows * n;
+    unsigned char *x = malloc((size_t)total * es), *v = malloc((size_t)total * es);
+    unsigned char *v2 = malloc((size_t)total * es), *v1 = malloc((size_t)n * es);
+    unsigned char *row = malloc((size_t)n * es);
+    int64_t *ix = malloc((size_t)total * 8), *ix2 = malloc((size_t)total * 8), *i1 = malloc((size_t)n * 8);
+    fill(dt, kind, total, x);
+    for (int desc = 0; desc < 2; ++desc)
+        for (int order = 0; order < 2; ++order)
+            for (int lay = 0; lay < 2; ++lay) {
+                /* lay 0: (11, n) rows along the last dim; lay 1: (1, n, 11) */
+                const int64_t outer = lay ? 1 : rows, inner = lay ? rows : 1;
+                const int64_t so = n * inner, sl = inner;
+                const int64_t before = kwk_counter(KWK_COUNT_SHORT_SORT_ROWS);
+                int st = kwk_sort(dt, x, outer, n, inner, so, sl, 1, v, ix, so, sl, 1, desc, order);
+                const int64_t served = kwk_counter(KWK_COUNT_SHORT_SORT_ROWS) - before;
+                st |= kwk_sort(dt, x, outer, n, inner, so, sl, 1, v2, NULL, so, sl, 1, desc, order);
+                st |= kwk_sort(dt, x, outer, n, inner, so, sl, 1, NULL, ix2, so, sl, 1, desc, order);
+                if (st != KWK_OK) { fail("short rows status", dt, kind, n, desc, order); continue; }
+                if (served != (n >= 2 && n <= 16 && es <= 4 ? rows : 0))
+                    fail("short rows counter", dt, kind, n, desc, order);
+                for (int64_t r = 0; r < rows; ++r) {
+                    const int64_t o = lay ? 0 : r, i = lay ? r : 0;
+                    for (int64_t j = 0; j < n; ++j)
+                        memcpy(row + j * es, x + (o * so + j * sl + i) * es, (size_t)es);
+                    kwk_sort(dt, row, 1, n, 1, n, 1, 1, v1, i1, n, 1, 1, desc, order);
+                    for (int64_t j = 0; j < n; ++j) {
+                        const int64_t at = o * so + j * sl + i;
+                        if (ix[at] != i1[j] || ix2[at] != i1[j] ||
+                            memcmp(v + at * es, v1 + j * es, (size_t)es) ||
+                            memcmp(v2 + at * es, v1 + j * es, (size_t)es)) {
+                            fail("short rows", dt, kind, n, desc, order);
+                            r = rows;
+                            break;
+                        }
+                    }
+                }
+            }
+    free(x); free(v); free(v2); free(v1); free(row); free(ix); free(ix2); free(i1);
+}
+
 int main(int argc, char **argv)
 {
     const int step = argc > 1 ? atoi(argv[1]) : 1;
@@ -320,6 +368,8 @@ int main(int argc, char **argv)
                 for (int kind = 0; kind < NKINDS; ++kind)
                     if (SWITCH[s] < 20000 || kind % 3 == 0) check_case(dt, kind, SWITCH[s]);
             for (int64_t n = 0; n < 300; n += 17) check_strided(dt, n);
+            for (int64_t n = 1; n <= 17; ++n)
+                for (int kind = 0; kind < NKINDS; ++kind) check_short_rows(dt, kind, n);
         }
         printf("target %s: %ld checks, %ld failures\n", kwk_target(), checks - before_c, failures - before_f);
     }

@@ -1,0 +1,494 @@
+/*
+ * short_rows.h - many short rows at once: sort (rows of 2..16) and topk
+ * (rows up to SR_TOPK_MAX_LEN, k <= SR_TOPK_MAX_K), eight rows side by side.
+ *
+ * Per row, the general kernels pay a fixed cost (gather, pack, branchy
+ * small sort, emit) that dominates at 4..64 elements: torch's own inline
+ * insertion sort is about as fast there.  Here key j of eight rows sits in
+ * one vector (column layout, SR_LANES lanes of int32), so every compare
+ * serves eight rows and has no data-dependent branch.  Keys of up to 32
+ * bits (every dtype but the 64-bit ones) are widened to int32 lanes with
+ * the sign bit flipped, so a signed compare is the unsigned key order.
+ *
+ *  - sort: each element's stable rank, counted over all pairs (n^2 / 2
+ *    compares of 8 rows, n <= 16): rank(j) = #{i: key(i) < key(j)} +
+ *    #{i < j: key(i) == key(j)}.  std::sort leaves rows of up to 16
+ *    elements to an insertion sort, which is stable, so the stable rank is
+ *    torch's order, ties included, in both directions.
+ *  - topk: the m = min(k + 1, n) smallest keys per lane, kept sorted in m
+ *    vectors (each new key sinks through them by min/max; a key beating no
+ *    lane's m-th is skipped), keys only.  A lane whose first m keys are
+ *    pairwise distinct has one right answer, whatever torch's algorithm:
+ *    a second pass finds the index of each of its k keys (equality with a
+ *    unique key).  A lane with a tie among its first m keys (torch's order
+ *    of equal elements shows, or NaNs, which share one key) is left to the
+ *    caller: sr_topk reports it and the per-row kernel redoes that row.
+ *
+ * Portable target: the same code over an 8-lane struct (plain loops).
+ */
+#ifndef KWK_SHORT_ROWS_H
+#define KWK_SHORT_ROWS_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "row_io.h"
+#include "select_words.h"
+
+enum {
+    SR_LANES = 8,
+    SR_SORT_MAX = 16,     /* = KWK_STD_SORT_THRESHOLD: stable in torch */
+    SR_TOPK_MAX_K = 8,
+    SR_TOPK_MAX_LEN = 256,
+    SR_MIN_ROWS = 8,
+};
+
+#if defined(__GNUC__)
+#define SR_INLINE static inline __attribute__((always_inline))
+#else
+#define SR_INLINE static inline
+#endif
+
+/* ------------------------------------------------------------ 8 x int32 */
+#if defined(__AVX2__)
+#include <immintrin.h>
+typedef __m256i sr_v;
+static inline sr_v sr_load(const int32_t *p) { return _mm256_loadu_si256((const __m256i *)p); }
+static inline void sr_store(int32_t *p, sr_v v) { _mm256_storeu_si256((__m256i *)p, v); }
+static inline sr_v sr_set1(int32_t x) { return _mm256_set1_epi32(x); }
+static inline sr_v sr_min(sr_v a, sr_v b) { return _mm256_min_epi32(a, b); }
+static inline sr_v sr_max(sr_v a, sr_v b) { return _mm256_max_epi32(a, b); }
+static inline sr_v sr_gt(sr_v a, sr_v b) { return _mm256_cmpgt_epi32(a, b); }
+static inline sr_v sr_eq(sr_v a, sr_v b) { return _mm256_cmpeq_epi32(a, b); }
+static inline sr_v sr_add(sr_v a, sr_v b) { return _mm256_add_epi32(a, b); }
+static inline sr_v sr_sub(sr_v a, sr_v b) { return _mm256_sub_epi32(a, b); }
+static inline sr_v sr_or(sr_v a, sr_v b) { return _mm256_or_si256(a, b); }
+/* m ? b : a, lane by lane (m all ones or zero) */
+static inline sr_v sr_blend(sr_v a, sr_v b, sr_v m) { return _mm256_blendv_epi8(a, b, m); }
+static inline unsigned sr_mask(sr_v m) { return (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(m)); }
+#else
+typedef struct { int32_t l[SR_LANES]; } sr_v;
+#define SR_LANEWISE(EXPR)                                                     \
+    sr_v r_;                                                                  \
+    for (int l = 0; l < SR_LANES; ++l) r_.l[l] = (EXPR);                      \
+    return r_;
+static inline sr_v sr_load(const int32_t *p) { sr_v r; memcpy(r.l, p, sizeof r.l); return r; }
+static inline void sr_store(int32_t *p, sr_v v) { memcpy(p, v.l, sizeof v.l); }
+static inline sr_v sr_set1(int32_t x) { SR_LANEWISE(x) }
+static inline sr_v sr_min(sr_v a, sr_v b) { SR_LANEWISE(a.l[l] < b.l[l] ? a.l[l] : b.l[l]) }
+static inline sr_v sr_max(sr_v a, sr_v b) { SR_LANEWISE(a.l[l] < b.l[l] ? b.l[l] : a.l[l]) }
+static inline sr_v sr_gt(sr_v a, sr_v b) { SR_LANEWISE(a.l[l] > b.l[l] ? -1 : 0) }
+static inline sr_v sr_eq(sr_v a, sr_v b) { SR_LANEWISE(a.l[l] == b.l[l] ? -1 : 0) }
+/* ranks and masks stay tiny: no overflow, but go through uint32 anyway */
+static inline sr_v sr_add(sr_v a, sr_v b) { SR_LANEWISE((int32_t)((uint32_t)a.l[l] + (uint32_t)b.l[l])) }
+static inline sr_v sr_sub(sr_v a, sr_v b) { SR_LANEWISE((int32_t)((uint32_t)a.l[l] - (uint32_t)b.l[l])) }
+static inline sr_v sr_or(sr_v a, sr_v b) { SR_LANEWISE(a.l[l] | b.l[l]) }
+static inline sr_v sr_blend(sr_v a, sr_v b, sr_v m) { SR_LANEWISE(m.l[l] ? b.l[l] : a.l[l]) }
+static inline unsigned sr_mask(sr_v m)
+{
+    unsigned r = 0;
+    for (int l = 0; l < SR_LANES; ++l) r |= (unsigned)(m.l[l] != 0) << l;
+    return r;
+}
+#undef SR_LANEWISE
+#endif
+
+/* ------------------------------------------------------------ row groups */
+
+/* Eight rows of a call (the last group repeats its last row in the unused
+ * lanes, which are never written back). */
+typedef struct {
+    const char *src[SR_LANES];
+    int64_t dst[SR_LANES]; /* element offset of the output row */
+    int count;             /* real rows in the group */
+} sr_group;
+
+/* Walks the rows of a call, row t being (t / inner, t % inner), without a
+ * division per row (a quarter of the time of 8-element rows). */
+typedef struct {
+    const char *src;
+    int64_t es, inner, src_so, src_si, dst_so, dst_si;
+    int64_t rows, t, o, i; /* next row: t = o * inner + i */
+} sr_walk;
+
+static void sr_walk_init(sr_walk *w, const void *src, int64_t es, int64_t outer, int64_t inner,
+                         int64_t src_so, int64_t src_si, int64_t dst_so, int64_t dst_si)
+{
+    w->src = (const char *)src;
+    w->es = es;
+    w->inner = inner;
+    w->src_so = src_so;
+    w->src_si = src_si;
+    w->dst_so = dst_so;
+    w->dst_si = dst_si;
+    w->rows = outer * inner;
+    w->t = w->o = w->i = 0;
+}
+
+/* The next (up to) eight rows; 0 when none are left. */
+SR_INLINE int sr_next_group(sr_walk *w, sr_group *g)
+{
+    if (w->t >= w->rows) return 0;
+    g->count = w->rows - w->t < SR_LANES ? (int)(w->rows - w->t) : SR_LANES;
+    if (w->inner == 1) { /* rows along the last dim (or one inner row): row t = o */
+        for (int l = 0; l < g->count; ++l) {
+            g->src[l] = w->src + (w->o + l) * w->src_so * w->es;
+            g->dst[l] = (w->o + l) * w->dst_so;
+        }
+        w->o += g->count;
+    } else {
+        for (int l = 0; l < g->count; ++l) {
+        g->src[l] = w->src + (w->o * w->src_so + w->i * w->src_si) * w->es;
+        g->dst[l] = w->o * w->dst_so + w->i * w->dst_si;
+            if (++w->i == w->inner) {
+                w->i = 0;
+                ++w->o;
+            }
+        }
+    }
+    for (int l = g->count; l < SR_LANES; ++l) {
+        g->src[l] = g->src[g->count - 1];
+        g->dst[l] = g->dst[g->count - 1];
+    }
+    w->t += g->count;
+    return 1;
+}
+
+#if defined(__AVX2__)
+/* Columns j..j+7 of eight rows r[] (each holding elements j..j+7 of its
+ * row) into col, only the first `cols` of them. */
+static inline void sr_transpose8(__m256i r[8], int64_t j, int cols, int32_t *col)
+{
+    __m256i t[8];
+    for (int l = 0; l < 8; l += 2) {
+        t[l] = _mm256_unpacklo_epi32(r[l], r[l + 1]);
+        t[l + 1] = _mm256_unpackhi_epi32(r[l], r[l + 1]);
+    }
+    /* t0: a0 b0 a1 b1 | a4 b4 a5 b5, t1: a2 b2 a3 b3 | a6 b6 a7 b7, ... */
+    for (int q = 0; q < 8; q += 4)
+        for (int h = 0; h < 2; ++h) {
+            r[q + h] = _mm256_unpacklo_epi64(t[q + h], t[q + h + 2]);
+            r[q + h + 2] = _mm256_unpackhi_epi64(t[q + h], t[q + h + 2]);
+        }
+    /* r0: col 0 (rows 0-3) | col 4, r2: col 1 | col 5, r1: col 2 | col 6,
+     * r3: col 3 | col 7; r4.. the same for rows 4-7 */
+    static const int col_of[4] = {0, 2, 1, 3};
+    for (int q = 0; q < 4; ++q) {
+        const int c = col_of[q];
+        if (c < cols)
+            _mm256_storeu_si256((__m256i *)(col + (j + c) * 8),
+                                _mm256_permute2x128_si256(r[q], r[q + 4], 0x20));
+        if (c + 4 < cols)
+            _mm256_storeu_si256((__m256i *)(col + (j + c + 4) * 8),
+                                _mm256_permute2x128_si256(r[q], r[q + 4], 0x31));
+    }
+}
+#endif
+
+/* col[j * 8 + l] = element j of row l (32-bit elements, contiguous rows):
+ * eight rows of n to columns.  AVX2: 8x8 blocks, the last one read with a
+ * masked load (nothing past a row's end is touched). */
+static void sr_transpose(const char *const *rows, int64_t n, int32_t *col)
+{
+    int64_t j = 0;
+#if defined(__AVX2__)
+    __m256i r[8];
+    for (; j + 8 <= n; j += 8) {
+        for (int l = 0; l < 8; ++l) r[l] = _mm256_loadu_si256((const __m256i *)(rows[l] + j * 4));
+        sr_transpose8(r, j, 8, col);
+    }
+    if (j < n) {
+        const int cols = (int)(n - j);
+        const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(cols),
+                                                _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        for (int l = 0; l < 8; ++l)
+            r[l] = _mm256_maskload_epi32((const int *)(const void *)(rows[l] + j * 4), mask);
+        sr_transpose8(r, j, cols, col);
+        j = n;
+    }
+#endif
+    for (; j < n; ++j)
+        for (int l = 0; l < SR_LANES; ++l) memcpy(col + j * SR_LANES + l, rows[l] + j * 4, 4);
+}
+
+/* col[j * 8 + l] = key of element j of lane l's row, flipped, as a signed
+ * int32 (sign bit flipped: signed order == key order).  UT is the key
+ * width, KEY the dtype's key function (select_words.h).  Contiguous rows of
+ * 32-bit elements are transposed first, then keyed in one vectorised
+ * pass. */
+#define SR_DEFINE_LOAD(SUF, UT, KEY)                                          \
+    static void sr_load_##SUF(const sr_group *g, int64_t n, int64_t step, uint32_t flip, \
+                              int32_t *col)                                   \
+    {                                                                         \
+        const uint32_t x = flip ^ 0x80000000u;                                \
+        if (sizeof(UT) == 4 && step == 4) {                                   \
+            /* the bits to columns, then their keys in one contiguous pass */ \
+            sr_transpose(g->src, n, col);                                     \
+            for (int64_t j = 0; j < n * SR_LANES; ++j) {                      \
+                UT v;                                                         \
+                memcpy(&v, col + j, sizeof(UT));                              \
+                col[j] = (int32_t)((uint32_t)KEY(v) ^ x);                     \
+            }                                                                 \
+            return;                                                           \
+        }                                                                     \
+        for (int l = 0; l < SR_LANES; ++l) {                                  \
+            const char *row = g->src[l];                                      \
+            for (int64_t j = 0; j < n; ++j) {                                 \
+                UT v;                                                         \
+                memcpy(&v, row + j * step, sizeof(UT));                       \
+                col[j * SR_LANES + l] = (int32_t)((uint32_t)KEY(v) ^ x);      \
+            }                                                                 \
+        }                                                                     \
+    }
+
+SR_DEFINE_LOAD(bool, uint8_t, sk_bool)
+SR_DEFINE_LOAD(u8, uint8_t, sk_u8)
+SR_DEFINE_LOAD(i8, uint8_t, sk_i8)
+SR_DEFINE_LOAD(u16, uint16_t, sk_u16)
+SR_DEFINE_LOAD(i16, uint16_t, sk_i16)
+SR_DEFINE_LOAD(f16, uint16_t, sk_f16)
+SR_DEFINE_LOAD(bf16, uint16_t, sk_bf16)
+SR_DEFINE_LOAD(u32, uint32_t, sk_u32)
+SR_DEFINE_LOAD(i32, uint32_t, sk_i32)
+SR_DEFINE_LOAD(f32, uint32_t, sk_f32)
+#undef SR_DEFINE_LOAD
+
+typedef void (*sr_load_fn)(const sr_group *, int64_t, int64_t, uint32_t, int32_t *);
+
+/* The column loader of a dtype with keys of at most 32 bits, else NULL. */
+static sr_load_fn sr_loader(int dtype)
+{
+    switch (dtype) {
+    case KWK_BOOL: return sr_load_bool;
+    case KWK_UINT8: return sr_load_u8;
+    case KWK_INT8: return sr_load_i8;
+    case KWK_UINT16: return sr_load_u16;
+    case KWK_INT16: return sr_load_i16;
+    case KWK_FLOAT16: return sr_load_f16;
+    case KWK_BFLOAT16: return sr_load_bf16;
+    case KWK_UINT32: return sr_load_u32;
+    case KWK_INT32: return sr_load_i32;
+    case KWK_FLOAT32: return sr_load_f32;
+    default: return NULL;
+    }
+}
+
+/* ------------------------------------------------------------ output */
+
+/* Write a group's rows, per element size T (the size switch outside the
+ * loops: a third of the time of 8-element rows otherwise).  sorted: element
+ * j of lane l goes to position rank[j * 8 + l]; top: position p takes
+ * element at[p * 8 + l], for the lanes not in `skip`.  canon: bfloat16 NaN
+ * written as 0x7FC0, as torch.topk's bfloat16 path does. */
+#define SR_DEFINE_EMIT(T, SUF)                                                \
+    static void sr_emit_sorted_##SUF(const sr_group *g, const int32_t *rank, int n, \
+                                     int64_t sstep, char *values, int64_t *indices, \
+                                     int64_t dsl)                             \
+    {                                                                         \
+        for (int l = 0; l < g->count; ++l) {                                  \
+            const char *row = g->src[l];                                      \
+            T *vals = values ? (T *)(void *)(values + g->dst[l] * (int64_t)sizeof(T)) : NULL; \
+            int64_t *inds = indices ? indices + g->dst[l] : NULL;             \
+            for (int j = 0; j < n; ++j) {                                     \
+                const int64_t at = (int64_t)rank[j * SR_LANES + l] * dsl;     \
+                if (vals) memcpy(vals + at, row + j * sstep, sizeof(T));      \
+                if (inds) inds[at] = j;                                       \
+            }                                                                 \
+        }                                                                     \
+    }                                                                         \
+    static void sr_emit_top_##SUF(const sr_group *g, unsigned skip, const int32_t *at, int k, \
+                                  int64_t sstep, char *values, int64_t *indices, \
+                                  int64_t dsl, int canon)                     \
+    {                                                                         \
+        for (int l = 0; l < g->count; ++l) {                                  \
+            if (skip >> l & 1) continue;                                      \
+            const char *row = g->src[l];                                      \
+            T *vals = values ? (T *)(void *)(values + g->dst[l] * (int64_t)sizeof(T)) : NULL; \
+            int64_t *inds = indices ? indices + g->dst[l] : NULL;             \
+            for (int p = 0; p < k; ++p) {                                     \
+                const int64_t j = at[p * SR_LANES + l];                       \
+                if (vals) {                                                   \
+                    T v;                                                      \
+                    memcpy(&v, row + j * sstep, sizeof(T));                   \
+                    if (canon && (v & 0x7FFFu) > 0x7F80u) v = (T)0x7FC0u;     \
+                    memcpy(vals + p * dsl, &v, sizeof(T));                    \
+                }                                                             \
+                if (inds) inds[p * dsl] = j;                                  \
+            }                                                                 \
+        }                                                                     \
+    }
+
+SR_DEFINE_EMIT(uint8_t, u8)
+SR_DEFINE_EMIT(uint16_t, u16)
+SR_DEFINE_EMIT(uint32_t, u32)
+#undef SR_DEFINE_EMIT
+
+/* ------------------------------------------------------------ sort */
+
+/* Whether sr_sort takes this call. */
+static int sr_sort_applies(int dtype, int64_t len, int64_t rows)
+{
+    return len >= 2 && len <= SR_SORT_MAX && rows >= SR_MIN_ROWS && sr_loader(dtype) != NULL;
+}
+
+/* rank[j * 8 + l]: the stable rank of element j of lane l's row. */
+
+SR_INLINE void sr_stable_ranks_n(const int32_t *col, const int n, int32_t *rank)
+{
+    sr_v key[SR_SORT_MAX], r[SR_SORT_MAX];
+    for (int j = 0; j < n; ++j) {
+        key[j] = sr_load(col + j * SR_LANES);
+        r[j] = sr_set1(j); /* every earlier element counted as before j ... */
+    }
+    for (int i = 0; i < n; ++i)
+        for (int j = i + 1; j < n; ++j) {
+            /* ... unless it is greater (then j goes before it instead) */
+            const sr_v gt = sr_gt(key[i], key[j]); /* -1 where key(j) < key(i) */
+            r[j] = sr_add(r[j], gt);
+            r[i] = sr_sub(r[i], gt);
+        }
+    for (int j = 0; j < n; ++j) sr_store(rank + j * SR_LANES, r[j]);
+}
+
+/* The same with n a constant in each case: the compiler then keeps the
+ * vectors in registers (with n a variable they live in memory, and every
+ * compare waits on a store). */
+static void sr_stable_ranks(const int32_t *col, int n, int32_t *rank)
+{
+    switch (n) {
+#define SR_CASE(N) case N: sr_stable_ranks_n(col, N, rank); break;
+    SR_CASE(2) SR_CASE(3) SR_CASE(4) SR_CASE(5) SR_CASE(6) SR_CASE(7) SR_CASE(8) SR_CASE(9)
+    SR_CASE(10) SR_CASE(11) SR_CASE(12) SR_CASE(13) SR_CASE(14) SR_CASE(15) SR_CASE(16)
+#undef SR_CASE
+    default: break;
+    }
+}
+
+/* Sort rows of 2..SR_SORT_MAX elements of a dtype with keys of <= 32 bits
+ * (sr_sort_applies); arguments as impl_sort's. */
+static int sr_sort(int dtype, const void *src, int64_t outer, int64_t len, int64_t inner,
+                   int64_t src_so, int64_t src_sl, int64_t src_si, void *values,
+                   int64_t *indices, int64_t dst_so, int64_t dst_sl, int64_t dst_si,
+                   int descending)
+{
+    const sr_load_fn load = sr_loader(dtype);
+    const int es = KWK_DTYPES[dtype].elem_size;
+    const uint32_t flip = descending ? (uint32_t)kwk_width_mask(KWK_DTYPES[dtype].key_bits) : 0;
+    const int n = (int)len;
+    int32_t col[SR_SORT_MAX * SR_LANES], rank[SR_SORT_MAX * SR_LANES];
+    sr_walk w;
+    sr_group g;
+    sr_walk_init(&w, src, es, outer, inner, src_so, src_si, dst_so, dst_si);
+    while (sr_next_group(&w, &g)) {
+        load(&g, n, src_sl * es, flip, col);
+        sr_stable_ranks(col, n, rank);
+        const int64_t sstep = src_sl * es;
+        if (es == 1) sr_emit_sorted_u8(&g, rank, n, sstep, (char *)values, indices, dst_sl);
+        else if (es == 2) sr_emit_sorted_u16(&g, rank, n, sstep, (char *)values, indices, dst_sl);
+        else sr_emit_sorted_u32(&g, rank, n, sstep, (char *)values, indices, dst_sl);
+    }
+    kwk_count(KWK_COUNT_SHORT_SORT_ROWS, outer * inner);
+    return KWK_OK;
+}
+
+/* ------------------------------------------------------------ topk */
+
+/* Whether sr_topk takes this call: short rows, small k, keys of <= 32
+ * bits, and an order that is sorted for tie-free rows (torch's
+ * nth_element branch leaves sorted=False rows in introselect order). */
+static int sr_topk_applies(int dtype, int64_t rows, int64_t len, int64_t k, int sorted,
+                           int order)
+{
+    const int heap_path = k * 64 <= len;
+    if (order == KWK_ORDER_TORCH && !sorted && !heap_path && k > 1) return 0;
+    return rows >= SR_MIN_ROWS && len >= 1 && len <= SR_TOPK_MAX_LEN && k >= 1 && k <= SR_TOPK_MAX_K &&
+           sr_loader(dtype) != NULL;
+}
+
+/* For each of the group's lanes: the m smallest keys in order (best[0..m)),
+ * and the index of each of the first k (idx[p]) when those m keys are
+ * pairwise distinct.  Returns the lanes with a tie among them. */
+SR_INLINE unsigned sr_smallest_mk(const int32_t *col, int64_t n, const int m, const int k,
+                                  int32_t *at)
+{
+    sr_v best[SR_TOPK_MAX_K + 1];
+    for (int p = 0; p < m; ++p) best[p] = sr_set1(INT32_MAX);
+    /* n >= m keys: the m sentinels are pushed out (equal keys are the same
+     * key: only values matter in this pass).  No skip test for keys that
+     * enter no lane's list: with eight lanes one usually enters, and the
+     * branch cost more than it saved (measured 4096x64..256). */
+    for (int64_t j = 0; j < n; ++j) {
+        sr_v x = sr_load(col + j * SR_LANES);
+        for (int p = 0; p < m; ++p) {
+            const sr_v b = best[p];
+            best[p] = sr_min(b, x);
+            x = sr_max(b, x);
+        }
+    }
+    sr_v tie = sr_set1(0);
+    for (int p = 0; p + 1 < m; ++p) tie = sr_or(tie, sr_eq(best[p], best[p + 1]));
+    /* each of the k best keys' index, by equality (a scan of hit masks
+     * with a search per hit was slower: its branches mispredict) */
+    sr_v idx[SR_TOPK_MAX_K];
+    for (int p = 0; p < k; ++p) idx[p] = sr_set1(0);
+    for (int64_t j = 0; j < n; ++j) {
+        const sr_v x = sr_load(col + j * SR_LANES), jv = sr_set1((int32_t)j);
+        for (int p = 0; p < k; ++p) idx[p] = sr_blend(idx[p], jv, sr_eq(x, best[p]));
+    }
+    for (int p = 0; p < k; ++p) sr_store(at + p * SR_LANES, idx[p]);
+    return sr_mask(tie);
+}
+
+/* sr_smallest_mk with m and k constants (m = k + 1, or m = k = n). */
+static unsigned sr_smallest(const int32_t *col, int64_t n, int m, int k, int32_t *at)
+{
+#define SR_CASE(K)                                                            \
+    case K:                                                                   \
+        return m == K ? sr_smallest_mk(col, n, K, K, at) : sr_smallest_mk(col, n, K + 1, K, at);
+    switch (k) {
+    SR_CASE(1) SR_CASE(2) SR_CASE(3) SR_CASE(4) SR_CASE(5) SR_CASE(6) SR_CASE(7) SR_CASE(8)
+    default: return (1u << SR_LANES) - 1;
+    }
+#undef SR_CASE
+}
+
+/* topk over the rows sr_topk_applies to.  A row with a tie among its first
+ * min(k + 1, len) keys is not written: its flat row number goes to
+ * redo[*nredo] (redo has room for every row) for the per-row kernel. */
+static int sr_topk(int dtype, const void *src, int64_t outer, int64_t len, int64_t inner,
+                   int64_t src_so, int64_t src_sl, int64_t src_si, int64_t k, void *values,
+                   int64_t *indices, int64_t dst_so, int64_t dst_sl, int64_t dst_si,
+                   int largest, int64_t *redo, int64_t *nredo)
+{
+    const sr_load_fn load = sr_loader(dtype);
+    const int es = KWK_DTYPES[dtype].elem_size;
+    const uint32_t flip = largest ? (uint32_t)kwk_width_mask(KWK_DTYPES[dtype].key_bits) : 0;
+    const int m = (int)(k < len ? k + 1 : len);
+    int32_t *col = (int32_t *)malloc((size_t)len * SR_LANES * sizeof(int32_t));
+    if (!col) return KWK_E_NOMEM;
+    int32_t at[SR_TOPK_MAX_K * SR_LANES];
+    sr_walk w;
+    sr_group g;
+    sr_walk_init(&w, src, es, outer, inner, src_so, src_si, dst_so, dst_si);
+    *nredo = 0;
+    for (int64_t t0 = 0; sr_next_group(&w, &g); t0 += SR_LANES) {
+        load(&g, len, src_sl * es, flip, col);
+        const unsigned tie = sr_smallest(col, len, m, (int)k, at);
+        for (int l = 0; l < g.count; ++l)
+            if (tie >> l & 1) redo[(*nredo)++] = t0 + l;
+        const int64_t sstep = src_sl * es;
+        if (es == 1)
+            sr_emit_top_u8(&g, tie, at, (int)k, sstep, (char *)values, indices, dst_sl, 0);
+        else if (es == 2)
+            sr_emit_top_u16(&g, tie, at, (int)k, sstep, (char *)values, indices, dst_sl,
+                            dtype == KWK_BFLOAT16);
+        else
+            sr_emit_top_u32(&g, tie, at, (int)k, sstep, (char *)values, indices, dst_sl, 0);
+    }
+    free(col);
+    kwk_count(KWK_COUNT_SHORT_TOPK_ROWS, outer * inner);
+    kwk_count(KWK_COUNT_SHORT_TOPK_REDONE, *nredo);
+    return KWK_OK;
+}
+
+#endif

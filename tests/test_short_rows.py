@@ -1,0 +1,197 @@
+"""Many short rows (the MoE-router and batch case): sort/argsort/msort of
+rows of 2..16 and topk of rows up to 256 with k <= 8 run eight rows at once
+(native/src/short_rows.h).  Differential tests against torch 2.13, values
+bit for bit and indices (torch's order of equal values included), on both
+native targets, with a native row counter proving that the eight-rows kernel
+served the call (and, for topk, which rows it handed back because of a tie).
+"""
+import pytest
+import torch
+
+from kwker import _native
+from kwker_testing import ORIG, SELECT_DTYPES, SORT_DTYPES, compare, layout, make_values
+
+lib = _native.lib
+SHORT_SORT = 0     # KWK_COUNT_SHORT_SORT_ROWS
+SHORT_TOPK = 1     # KWK_COUNT_SHORT_TOPK_ROWS
+TOPK_REDONE = 2    # KWK_COUNT_SHORT_TOPK_REDONE
+
+SORT_MAX = 16      # SR_SORT_MAX
+TOPK_MAX_LEN = 256  # SR_TOPK_MAX_LEN
+TOPK_MAX_K = 8     # SR_TOPK_MAX_K
+MIN_ROWS = 8       # SR_MIN_ROWS
+ROWS = 19          # two full groups of eight and a tail of three
+# keys of at most 32 bits take the kernel; 64-bit ones the per-row path
+NARROW = {d for d in SORT_DTYPES if d not in (torch.int64, torch.uint64, torch.float64)}
+KINDS = ("random", "ties", "bf16ties", "equal", "nan", "special")
+
+
+def counters():
+    return [lib.kwk_counter(i) for i in range(3)]
+
+
+def counted(fn):
+    """fn()'s rows served by the short-row kernels: [sort, topk, redone]."""
+    before = counters()
+    fn()
+    return [a - b for a, b in zip(counters(), before)]
+
+
+def sort_takes_kernel(dtype, n, rows):
+    return dtype in NARROW and 2 <= n <= SORT_MAX and rows >= MIN_ROWS
+
+
+def topk_takes_kernel(dtype, n, k, rows, sorted_=True):
+    if order_is_torch() and not sorted_ and k * 64 > n and k > 1:
+        return False  # torch's nth_element leaves introselect order
+    return (dtype in NARROW and 1 <= n <= TOPK_MAX_LEN and 1 <= k <= TOPK_MAX_K
+            and rows >= MIN_ROWS)
+
+
+def order_is_torch():
+    from kwker import dispatch
+    return dispatch.Policy.order == _native.ORDER_TORCH
+
+
+def ks_for(n):
+    return sorted({k for k in (1, 2, 3, n // 2, n - 1, n, TOPK_MAX_K, TOPK_MAX_K + 1)
+                   if 1 <= k <= n})
+
+
+# ------------------------------------------------------------------ sort
+
+@pytest.mark.parametrize("dtype", SORT_DTYPES, ids=str)
+def test_sort_every_short_length(kw, gen, target, dtype):
+    """Rows of 1..33 (the kernel takes 2..16): sort both directions, stable
+    or not, argsort and msort, every kind of values."""
+    for n in range(1, 34):
+        for kind in KINDS:
+            x = make_values(kind, (ROWS, n), dtype, gen)
+            for descending in (False, True):
+                got = counted(lambda: compare("sort", x, dim=-1, descending=descending))
+                expect = ROWS if sort_takes_kernel(dtype, n, ROWS) else 0
+                assert got[SHORT_SORT] == expect, (n, kind, descending, got)
+                compare("sort", x, dim=-1, descending=descending, stable=True)
+                compare("argsort", x, dim=-1, descending=descending)
+            compare("msort", x.t())
+
+
+@pytest.mark.parametrize("lay", ("transposed", "step", "offset", "permuted"))
+def test_sort_short_rows_layouts(kw, gen, lay):
+    """Non-contiguous inputs, a non-last dim, 4-D inputs whose dims cannot be
+    collapsed, and outputs torch lays out like the input."""
+    for dtype in (torch.float32, torch.bfloat16, torch.int16, torch.uint8):
+        for n in (2, 4, 7, 8, 16):
+            x = layout(make_values("bf16ties", (5, 3, 4, n), dtype, gen), lay, -1)
+            for dim in (-1, 0, 2):
+                got = counted(lambda: compare("sort", x, dim=dim, descending=True))
+                if dim == -1:
+                    assert got[SHORT_SORT] == 60, (lay, dtype, n, got)
+                compare("argsort", x, dim=dim)
+
+
+def test_sort_whisper_and_groupsort_shapes(kw, gen):
+    """The corpus shapes this kernel was built for, scaled down."""
+    for shape in ((2, 4, 150, 7), (16, 32, 4)):
+        x = torch.randn(shape, generator=gen)
+        got = counted(lambda: compare("sort", x, dim=-1))
+        assert got[SHORT_SORT] == x.numel() // shape[-1]
+        compare("sort", x.to(torch.bfloat16), dim=-1, descending=True)
+
+
+def test_sort_few_rows_take_per_row_kernel(kw, gen):
+    """Fewer than eight rows: the per-row kernel (same answers)."""
+    x = make_values("ties", (MIN_ROWS - 1, 8), torch.float32, gen)
+    assert counted(lambda: compare("sort", x, dim=-1))[SHORT_SORT] == 0
+    x = make_values("ties", (MIN_ROWS, 8), torch.float32, gen)
+    assert counted(lambda: compare("sort", x, dim=-1))[SHORT_SORT] == MIN_ROWS
+
+
+# ------------------------------------------------------------------ topk
+
+def _topk_all(x, n, dtype, rows, dim=-1):
+    """Every k, both directions, sorted or not; the counter must show the
+    kernel took exactly the calls it applies to."""
+    for k in ks_for(n):
+        for largest in (True, False):
+            for sorted_ in (True, False):
+                got = counted(lambda: compare("topk", x, k, dim=dim, largest=largest,
+                                              sorted=sorted_))
+                expect = rows if topk_takes_kernel(dtype, n, k, rows, sorted_) else 0
+                assert got[SHORT_TOPK] == expect, (n, k, largest, sorted_, got)
+                assert got[TOPK_REDONE] <= got[SHORT_TOPK]
+
+
+@pytest.mark.parametrize("dtype", SELECT_DTYPES, ids=str)
+def test_topk_every_short_length(kw, gen, target, dtype):
+    for n in list(range(1, 34)) + [63, 64, 65, 127, 128, 255, 256, 257]:
+        for kind in KINDS:
+            x = make_values(kind, (ROWS, n), dtype, gen)
+            _topk_all(x, n, dtype, ROWS)
+
+
+@pytest.mark.parametrize("dtype", (torch.float32, torch.bfloat16, torch.int32, torch.int8),
+                         ids=str)
+def test_topk_ties_are_redone(kw, gen, dtype):
+    """Rows with a tie among their first k + 1 keys go back to the per-row
+    kernel (torch's order of equal values); tie-free rows do not."""
+    n, k = 8, 2
+    x = make_values("random", (16, n), dtype, gen)
+    x = ORIG["argsort"](x.float(), dim=-1).to(dtype)  # distinct values per row
+    got = counted(lambda: compare("topk", x, k))
+    assert got[SHORT_TOPK] == 16 and got[TOPK_REDONE] == 0
+    y = x.clone()
+    y[3, :] = 5                     # all equal: a tie in the first k + 1
+    y[7, 0] = y[7, 1] = 100         # a tie for the top value
+    y[9][y[9] == n - 3] = n - 2     # the k-th and (k+1)-th equal
+    y[11][y[11] == 1] = 0           # a tie outside the first k + 1: no redo
+    got = counted(lambda: compare("topk", y, k))
+    assert got[SHORT_TOPK] == 16 and got[TOPK_REDONE] == 3, got
+    if dtype.is_floating_point:
+        z = x.clone()
+        z[2, 3] = float("nan")      # one NaN: the largest, no tie
+        z[5, 1] = z[5, 6] = float("nan")  # two NaNs share a key: redone
+        z[6, 0] = -0.0              # alone: fine
+        got = counted(lambda: compare("topk", z, k))
+        assert got[TOPK_REDONE] == 1, got
+        got = counted(lambda: compare("topk", z, k, largest=False))
+
+
+@pytest.mark.parametrize("lay", ("transposed", "step", "offset", "permuted"))
+def test_topk_short_rows_layouts(kw, gen, lay):
+    """Strided rows, a non-last dim (router logits stored transposed), 4-D
+    inputs, and k along dim 0."""
+    for dtype in (torch.float32, torch.bfloat16, torch.int16):
+        for n in (4, 8, 32):
+            x = layout(make_values("random", (3, 4, 5, n), dtype, gen), lay, -1)
+            got = counted(lambda: compare("topk", x, 2, dim=-1))
+            assert got[SHORT_TOPK] == 60, (lay, dtype, n, got)
+            compare("topk", x, 3, dim=0, largest=False)
+            compare("topk", x, 4, dim=2, sorted=False)
+
+
+def test_topk_router_shapes(kw, gen):
+    """The corpus shapes, scaled down: top-2 of 8 experts, group selection,
+    top-8 of 128, bf16 logits (ties common), smallest-2 of 4 (wanda)."""
+    compare("topk", torch.randn(512, 8, generator=gen), 2)
+    compare("topk", torch.randn(256, 8, generator=gen), 4)
+    compare("topk", torch.randn(64, 8, 32, generator=gen), 2)
+    compare("topk", torch.randn(256, 128, generator=gen), 8)
+    compare("topk", torch.randn(128, 128, generator=gen).to(torch.bfloat16), 8)
+    compare("topk", torch.randn(128, 128, generator=gen).to(torch.bfloat16), 8, sorted=False)
+    compare("topk", torch.randn(1000, 4, generator=gen), 2, dim=1, largest=False)
+
+
+def test_topk_stable_ties(kw_stable, gen):
+    """ties="stable": equal values in index order, for rows the kernel keeps
+    and rows it redoes alike."""
+    for dtype in (torch.float32, torch.bfloat16, torch.int8):
+        for n in (3, 8, 17, 64):
+            x = make_values("ties", (ROWS, n), dtype, gen)
+            for k in ks_for(n):
+                for largest in (True, False):
+                    for sorted_ in (True, False):
+                        got = torch.topk(x, k, largest=largest, sorted=sorted_)
+                        ref = ORIG["sort"](x, dim=-1, descending=largest, stable=True)
+                        assert torch.equal(got.values, ref.values[:, :k]), (dtype, n, k)
+                        assert torch.equal(got.indices, ref.indices[:, :k]), (dtype, n, k)
