@@ -13,6 +13,7 @@ from typing import Optional
 
 import torch
 
+from kwker.torch_ops.checks import check
 from kwker.torch_ops.out import resize_output
 
 _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
@@ -100,7 +101,7 @@ def _quantile(x, q, dim, keepdim, interpolation, out, ignore_nan):
     # q as 1-D for the computation; view as the reduced shape + the sorted dim
     work_shape = shape if q.dim() > 0 else [q.numel()] + shape
     ordered = ordered.reshape(work_shape[1:] + [ordered.shape[-1]])
-    torch._check(ordered.shape[-1] <= 2 ** 24, lambda: "quantile() input tensor is too large")
+    check(ordered.shape[-1] <= 2 ** 24, lambda: "quantile() input tensor is too large")
 
     if ignore_nan:
         # ranks over the non-NaN count; an all-NaN row gets rank 0 (NaN)

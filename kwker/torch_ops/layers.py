@@ -25,6 +25,7 @@ from kwker.nn import reference
 from kwker.ops import median_pool as native
 from kwker.torch_ops.autograd import (_below_autograd, _direct, _functorch_active,
                                       _may_need_grad, kernel_entry)
+from kwker.torch_ops.checks import check, check_value
 from kwker.torch_ops.schemas import LIB
 
 _ARGS = "int[2] kernel_size, int[2] stride, int[4] padding, str padding_mode"
@@ -45,17 +46,17 @@ def _native_takes(x, padding_mode):
 def _check(x, kernel_size, stride, padding, padding_mode):
     """The errors the native path would otherwise meet as status codes;
     torch's own (from F.pad / F.unfold) come from the reference path."""
-    torch._check_value(padding_mode in PADDING_MODES, lambda: (
+    check_value(padding_mode in PADDING_MODES, lambda: (
         f"padding_mode must be one of {PADDING_MODES}, got {padding_mode!r}"))
-    torch._check_value(len(kernel_size) == 2 and len(stride) == 2 and len(padding) == 4,
+    check_value(len(kernel_size) == 2 and len(stride) == 2 and len(padding) == 4,
                        lambda: "kernel_size and stride need 2 values, padding 4")
-    torch._check_value(all(k > 0 for k in kernel_size) and all(s > 0 for s in stride),
+    check_value(all(k > 0 for k in kernel_size) and all(s > 0 for s in stride),
                        lambda: "kernel_size and stride must be positive")
-    torch._check_value(all(p >= 0 for p in padding), lambda: "padding must be non-negative")
-    torch._check(x.dim() >= 2, lambda: "median_pool2d expects an input of at least 2 dims")
+    check_value(all(p >= 0 for p in padding), lambda: "padding must be non-negative")
+    check(x.dim() >= 2, lambda: "median_pool2d expects an input of at least 2 dims")
     h, w = x.shape[-2:]
     left, right, top, bottom = padding
-    torch._check(h + top + bottom >= kernel_size[0] and w + left + right >= kernel_size[1],
+    check(h + top + bottom >= kernel_size[0] and w + left + right >= kernel_size[1],
                  lambda: "kernel size can't be greater than the padded input size")
 
 
@@ -201,7 +202,7 @@ def median_pool2d_vmap(info, in_dims, x, *args):
     joins them."""
     if in_dims[0] is None:
         return torch.ops.kwker.median_pool2d.default(x, *args), (None, None)
-    torch._check(x.dim() >= 3, lambda: "median_pool2d expects an input of at least 2 dims")
+    check(x.dim() >= 3, lambda: "median_pool2d expects an input of at least 2 dims")
     return torch.ops.kwker.median_pool2d.default(x.movedim(in_dims[0], 0), *args), (0, 0)
 
 

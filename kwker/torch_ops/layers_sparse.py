@@ -24,6 +24,7 @@ from kwker.nn import reference_sparse as reference
 from kwker.ops import sparse as native
 from kwker.torch_ops.autograd import (_below_autograd, _direct, _functorch_active,
                                       _may_need_grad, kernel_entry)
+from kwker.torch_ops.checks import check, check_index, check_value
 from kwker.torch_ops.schemas import LIB
 
 LIB.define("sparsemax(Tensor self, int dim=-1) -> (Tensor output, Tensor support)")
@@ -48,15 +49,9 @@ def _takes(x):
 
 
 def _dim(x, dim):
-    # plain raises (what torch._check / _check_index raise, at a tenth of
-    # their cost: they run on every call); x.dim() is an int even when x
-    # is a fake tensor
-    n = x.dim()
-    if n < 1:
-        raise RuntimeError("expected a tensor of at least 1 dim")
-    if not -n <= dim < n:
-        raise IndexError(f"dim {dim} out of range")
-    return dim % n
+    check(x.dim() >= 1, lambda: "expected a tensor of at least 1 dim")
+    check_index(-x.dim() <= dim < x.dim(), lambda: f"dim {dim} out of range")
+    return dim % x.dim()
 
 
 def _like(x, rows, d):
@@ -214,16 +209,10 @@ def _backward_autograd(name, any_kernel):
 
 def _group_check(x, group_size, dim):
     d = _dim(x, dim)
-    if not 1 <= group_size <= native.MAX_GROUP:
-        raise ValueError(f"group_size must be in 1..{native.MAX_GROUP}, got {group_size}")
-    size = x.shape[d]
-    if type(size) is int:
-        if size % group_size:
-            raise ValueError(f"the size of dim {d} ({size}) is not a multiple of group_size "
-                             f"({group_size})")
-    else:  # a symbolic size (dynamic shapes under compile)
-        torch._check_value(size % group_size == 0, lambda: (
-            f"the size of dim {d} ({size}) is not a multiple of group_size ({group_size})"))
+    check_value(1 <= group_size <= native.MAX_GROUP, lambda: (
+        f"group_size must be in 1..{native.MAX_GROUP}, got {group_size}"))
+    check_value(x.shape[d] % group_size == 0, lambda: (
+        f"the size of dim {d} ({x.shape[d]}) is not a multiple of group_size ({group_size})"))
     return d
 
 
@@ -311,10 +300,10 @@ def group_sort_autograd(x, group_size, dim=-1, descending=False):
 # ----------------------------------------------------------- SortPooling
 
 def _pool_check(x, k, num_nodes):
-    torch._check(x.dim() == 3, lambda: "sort_pool expects (batch, nodes, channels)")
-    torch._check_value(k >= 0, lambda: f"k must be non-negative, got {k}")
+    check(x.dim() == 3, lambda: "sort_pool expects (batch, nodes, channels)")
+    check_value(k >= 0, lambda: f"k must be non-negative, got {k}")
     if num_nodes is not None:
-        torch._check(num_nodes.shape == (x.shape[0],),
+        check(num_nodes.shape == (x.shape[0],),
                      lambda: "num_nodes must hold one count per graph")
 
 

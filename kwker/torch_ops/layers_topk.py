@@ -29,6 +29,7 @@ from kwker.ops import topk_layers as fast
 from kwker.ops._call import lib
 from kwker.torch_ops.autograd import (_below_autograd, _direct, _functorch_active,
                                       _may_need_grad, kernel_entry)
+from kwker.torch_ops.checks import check
 from kwker.torch_ops.schemas import LIB
 
 LIB.define("topk_activation(Tensor self, int k, bool relu) -> (Tensor out, Tensor passes)")
@@ -65,7 +66,7 @@ def topk_activation_cpu(x, k, relu):
 
 
 def topk_activation_fake(x, k, relu):
-    torch._check(x.dim() == 0 or 0 <= k <= x.shape[-1],
+    check(x.dim() == 0 or 0 <= k <= x.shape[-1],
                  lambda: "selected index k out of range")
     return x.new_empty(x.shape), x.new_empty(x.shape, dtype=torch.bool)
 
@@ -113,7 +114,7 @@ def topk_softmax_cpu(logits, k, renormalize):
 
 
 def topk_softmax_fake(logits, k, renormalize):
-    torch._check(logits.dim() >= 1 and 0 <= k <= logits.shape[-1],
+    check(logits.dim() >= 1 and 0 <= k <= logits.shape[-1],
                  lambda: "selected index k out of range")
     shape = tuple(logits.shape[:-1]) + (k,)
     return (logits.new_empty(shape, dtype=torch.float32),
