@@ -6,6 +6,7 @@
 
 #include "row_io.h"
 #include "select_words.h"
+#include "topk_nth.h"
 
 /* ---------------------------------------------------------------- topk */
 
@@ -63,6 +64,7 @@ enum {
     TK_LIST,        /* top m (m <= SW_LIST_MAX) by (key, index), streamed */
     TK_HEAP_STABLE, /* stable order, k small next to len: streamed heap */
     TK_EMULATE,     /* torch order, nth_element branch, sorted=0 */
+    TK_NTH,         /* keys <= 32 bits, in place of the two below: topk_nth.h */
     TK_GENERAL      /* anything else: topk_row_general */
 };
 
@@ -91,15 +93,25 @@ enum {
         else if (m <= SW_LIST_MAX) mode = TK_LIST;                            \
         else if (!torch && k * 16 <= len) { mode = TK_HEAP_STABLE; m = k; }   \
         else mode = TK_GENERAL;                                               \
+        if ((mode == TK_GENERAL || mode == TK_EMULATE) && sizeof(UT) <= 4 &&  \
+            len <= (int64_t)UINT32_MAX)                                       \
+            mode = TK_NTH;                                                    \
         UT buf[SW_BLOCK];                                                     \
         kwk_kv *h = NULL, *kv = NULL;                                         \
         UT *keys = NULL;                                                      \
         int64_t *cand = NULL;                                                 \
+        uint64_t *nw = NULL, *ntmp = NULL;                                    \
         workspace ws;                                                         \
         int have_ws = 0, status = KWK_OK;                                     \
         if (mode != TK_GENERAL && mode != TK_EMULATE) {                       \
             h = (kwk_kv *)malloc((size_t)(k + 1) * sizeof(kwk_kv));           \
             if (!h) return KWK_E_NOMEM;                                       \
+        }                                                                     \
+        if (mode == TK_NTH) {                                                 \
+            keys = (UT *)malloc((size_t)len * sizeof(UT));                    \
+            nw = (uint64_t *)malloc((size_t)(len + TN_SLACK) * sizeof(uint64_t)); \
+            ntmp = (uint64_t *)malloc((size_t)(len + TN_SLACK) * sizeof(uint64_t)); \
+            if (!keys || !nw || !ntmp) { free(keys); free(nw); free(ntmp); return KWK_E_NOMEM; } \
         }                                                                     \
         if (mode == TK_CAND) {                                                \
             keys = (UT *)malloc((size_t)len * sizeof(UT));                    \
@@ -137,6 +149,10 @@ enum {
                 } else if (mode == TK_HEAP_STABLE) {                          \
                     sw_heap_stable_##SUF(g, out.row, out.step, len, m, flip, h, buf, skip); \
                     sw_sort_heap_ki(h, m);                                    \
+                } else if (mode == TK_NTH) {                                  \
+                    g(out.row, out.step, len, flip, keys);                    \
+                    tn_row_##SUF(keys, len, k, sorted, torch, nw, ntmp, &out); \
+                    continue;                                                 \
                 } else if (mode == TK_GENERAL) {                              \
                     if (!have_ws) {                                           \
                         if (workspace_init(&ws, len) != KWK_OK) {             \
@@ -169,6 +185,8 @@ enum {
         free(kv);                                                             \
         free(keys);                                                           \
         free(cand);                                                           \
+        free(nw);                                                             \
+        free(ntmp);                                                           \
         return status;                                                        \
     }
 
