@@ -22,9 +22,10 @@ FLOAT_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
 
 
 def ks_for(n):
-    """k in the nth_element branch (k * 64 > n): its smallest, n/8, n/2,
-    n/2 + 1, n - 1, n, and snapkv's 2016 where it fits."""
-    ks = {n // 64 + 1, n // 8, n // 2, n // 2 + 1, n - 1, n, 2016}
+    """k in the nth_element branch (k * 64 > n): its smallest, 20 and 31
+    (the lane-minima threshold takes k + 1 <= 32), n/8, n/2, n/2 + 1, n - 1,
+    n, and snapkv's 2016 where it fits."""
+    ks = {n // 64 + 1, 20, 31, n // 8, n // 2, n // 2 + 1, n - 1, n, 2016}
     return sorted(k for k in ks if 1 <= k <= n and k * 64 > n)
 
 
@@ -74,14 +75,35 @@ def test_topk_nth_branch(kw, gen, dtype, kind):
             compare("topk", x, k, sorted=False)
 
 
+# heap branch (k * 64 <= n) with k >= 128 (TN_HEAP_MIN_K): candidates first,
+# the streamed heap select when the k + 1 smallest hold a tie
+HEAP_LENGTHS = (8192, 16352, 40000)
+
+
+def heap_ks_for(n):
+    return sorted(k for k in {127, 128, 129, 200, n // 64} if k * 64 <= n)
+
+
+@pytest.mark.parametrize("dtype", FLOAT_DTYPES, ids=str)
+@pytest.mark.parametrize("kind", KINDS)
+def test_topk_heap_branch_large_k(kw, gen, dtype, kind):
+    for n in HEAP_LENGTHS:
+        x = make_rows(kind, n, dtype, gen)
+        for k in heap_ks_for(n):
+            for largest in (True, False):
+                compare("topk", x, k, largest=largest)
+            compare("topk", x, k, sorted=False)
+        compare("topk", x[:, ::3], 128)  # strided: keys gathered
+
+
 @pytest.mark.parametrize("dtype", (torch.int32, torch.int16, torch.uint8, torch.int8), ids=str)
 def test_topk_nth_branch_ints(kw, gen, dtype):
-    for n in (200, 3000):
+    for n in (200, 3000, 9000):
         r = rows_for(n)
         lo = 0 if dtype == torch.uint8 else -100
         for x in (torch.randint(lo, 100, (r, n), generator=gen).to(dtype),
                   torch.randint(0, 3, (r, n), generator=gen).to(dtype)):
-            for k in ks_for(n):
+            for k in ks_for(n) + heap_ks_for(n):
                 compare("topk", x, k)
                 compare("topk", x, k, largest=False, sorted=False)
 
@@ -118,11 +140,11 @@ def _stable_topk(x, k, largest=True):
 
 @pytest.mark.parametrize("dtype", (torch.float32, torch.float16, torch.int16), ids=str)
 def test_topk_nth_branch_stable(kw_stable, gen, dtype):
-    for n in (1000, 5000):
-        for kind in ("rounded", "smallint", "zeros"):
+    for n in (1000, 5000, 16352):
+        for kind in ("rounded", "smallint", "zeros", "random"):
             if kind == "zeros" and not dtype.is_floating_point:
                 continue
             x = make_rows(kind, n, dtype, gen)
-            for k in ks_for(n):
+            for k in ks_for(n) + heap_ks_for(n):
                 for largest in (True, False):
                     compare("topk", x, k, largest=largest, reference=_stable_topk)

@@ -86,9 +86,12 @@ enum {
          * values, faster than CAND's three passes over gathered keys */     \
         const sw_skip_fn_##SUF skip = sw_skip_for_##SUF(dtype, src_sl * es);  \
         const int stream_skip = skip && len >= SW_SKIP_STREAM_MIN && (heap_path || !torch); \
+        const int raw = tn_raw_ok(dtype, src_sl * es);                        \
         int mode;                                                             \
         if (torch && !sorted && !heap_path) mode = TK_EMULATE;                \
         else if (m <= SW_LANES && len <= SW_CAND_MAX && !stream_skip) mode = TK_CAND; \
+        else if (k >= TN_HEAP_MIN_K && sizeof(UT) <= 4 && len <= (int64_t)UINT32_MAX) \
+            mode = TK_NTH; /* large k in the heap branch: candidates first */ \
         else if (heap_path && torch) { mode = TK_HEAP_TORCH; m = k; }         \
         else if (m <= SW_LIST_MAX) mode = TK_LIST;                            \
         else if (!torch && k * 16 <= len) { mode = TK_HEAP_STABLE; m = k; }   \
@@ -111,7 +114,7 @@ enum {
             keys = (UT *)malloc((size_t)len * sizeof(UT));                    \
             nw = (uint64_t *)malloc((size_t)(len + TN_SLACK) * sizeof(uint64_t)); \
             ntmp = (uint64_t *)malloc((size_t)(len + TN_SLACK) * sizeof(uint64_t)); \
-            if (!keys || !nw || !ntmp) { free(keys); free(nw); free(ntmp); return KWK_E_NOMEM; } \
+            if (!keys || !nw || !ntmp) { free(h); free(keys); free(nw); free(ntmp); return KWK_E_NOMEM; } \
         }                                                                     \
         if (mode == TK_CAND) {                                                \
             keys = (UT *)malloc((size_t)len * sizeof(UT));                    \
@@ -150,8 +153,21 @@ enum {
                     sw_heap_stable_##SUF(g, out.row, out.step, len, m, flip, h, buf, skip); \
                     sw_sort_heap_ki(h, m);                                    \
                 } else if (mode == TK_NTH) {                                  \
-                    g(out.row, out.step, len, flip, keys);                    \
-                    tn_row_##SUF(keys, len, k, sorted, torch, nw, ntmp, &out); \
+                    /* torch's nth_element branch with sorted=0 shows its  \
+                     * introselect order: always emulated */                  \
+                    const int64_t mn = torch ? (k < len ? k + 1 : len) : k;   \
+                    const uint64_t imask = kwk_width_mask(tn_ibits(len));     \
+                    tn_row_##SUF r = {g, out.row, out.step, len, flip, raw, keys, 0}; \
+                    if ((heap_path || sorted || !torch) &&                    \
+                        tn_smallest_##SUF(&r, mn, torch, nw, ntmp)) {         \
+                        for (int64_t j = 0; j < k; ++j) emit(&out, j, (int64_t)(nw[j] & imask)); \
+                    } else if (heap_path) {                                   \
+                        sw_heap_torch_##SUF(g, out.row, out.step, len, k, flip, h, buf, skip); \
+                        for (int64_t j = 0; j < k; ++j) emit(&out, j, h[j].idx); \
+                    } else {                                                  \
+                        tn_emulate_##SUF(&r, k, sorted, nw);                  \
+                        for (int64_t j = 0; j < k; ++j) emit(&out, j, (int64_t)(nw[j] & imask)); \
+                    }                                                         \
                     continue;                                                 \
                 } else if (mode == TK_GENERAL) {                              \
                     if (!have_ws) {                                           \
