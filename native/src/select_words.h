@@ -118,7 +118,7 @@ SW_DEFINE_GATHER(sw_gather_f64, uint64_t, sk_f64)
         int64_t child = hole;                                                 \
         while (child < (len - 1) / 2) {                                       \
             child = 2 * (child + 1);                                          \
-            if (LESS(h[child], h[child - 1])) --child;                        \
+            child -= (int64_t)(LESS(h[child], h[child - 1])); /* no branch */  \
             h[hole] = h[child];                                               \
             hole = child;                                                     \
         }                                                                     \

@@ -169,6 +169,9 @@ enum { TN_SAMPLE_MIN = 64, TN_SAMPLE_MAX = 1024 };
 /* Candidates up to this many are sorted by comparison (merges of ranked
  * runs), not radix: its tables cost more on a few hundred words. */
 enum { TN_MERGE_MAX = 256 };
+/* Rows whose candidates would repeat a key this many times if spread
+ * evenly over their range go straight to the exact path. */
+#define TN_SURE_TIES 4.0
 /* Lane minima for the threshold of small m (m <= TN_LANES / 2). */
 enum { TN_LANES = 64 };
 
@@ -297,11 +300,18 @@ static inline int tn_ibits(int64_t len) { return len > 1 ? kwk_bits_for((uint64_
         } else {                                                              \
             /* candidates come in index order: a stable sort on the key     \
              * bits that differ among them orders them by (key, index) */    \
-            uint64_t any = 0, all = ~(uint64_t)0;                             \
+            uint64_t any = 0, all = ~(uint64_t)0, lo = ~(uint64_t)0, hi = 0;  \
             for (int64_t i = 0; i < c; ++i) {                                 \
                 any |= w[i];                                                  \
                 all &= w[i];                                                  \
+                lo = w[i] < lo ? w[i] : lo;                                   \
+                hi = w[i] > hi ? w[i] : hi;                                   \
             }                                                                 \
+            /* birthday bound: c keys over a range of D key values repeat   \
+             * about c^2 / 2D times when spread evenly (more when not): a    \
+             * tie is then all but sure, and the sort would be wasted */     \
+            const double span = (double)((hi >> ibits) - (lo >> ibits)) + 1.0; \
+            if (torch && (double)c * (double)c > 2.0 * TN_SURE_TIES * span) return 0; \
             const int kb = kwk_bits_for((any ^ all) >> ibits);                \
             if (c <= TN_MERGE_MAX && kb > 0) words_small_sort(w, tmp, c);     \
             else words_sort_bits(w, tmp, c, ibits, kb);                       \
