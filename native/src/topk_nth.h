@@ -106,16 +106,18 @@ static inline unsigned tn_raw_mask(__m256 v, __m256 tv, int largest)
                    : (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(v, tv, _CMP_LE_OQ));
 }
 
-/* The candidates of a contiguous float32 row (see tn_compress_raw_u32). */
-static int64_t tn_raw_f32(const char *row, int64_t len, float tv, int largest, int ibits,
-                          uint64_t *out)
+/* The candidates of a contiguous float32 row: the words of the elements
+ * whose key is <= the key of tv (every element when `all`), in index
+ * order; returns their count. */
+static int64_t tn_raw_f32(const char *row, int64_t len, float tv, int largest, int all,
+                          int ibits, uint64_t *out)
 {
     const __m256 t8 = _mm256_set1_ps(tv);
     const __m256i flip = _mm256_set1_epi32(largest ? -1 : 0);
     int64_t c = 0, j = 0;
     for (; j + 8 <= len; j += 8) {
         const __m256i b = _mm256_loadu_si256((const __m256i *)(row + 4 * j));
-        const unsigned mask = tn_raw_mask(_mm256_castsi256_ps(b), t8, largest);
+        const unsigned mask = all ? 0xFFu : tn_raw_mask(_mm256_castsi256_ps(b), t8, largest);
         if (mask)
             c = tn_pack8(_mm256_xor_si256(tn_keys8_f32(b), flip), mask, j, ibits, out, c);
     }
@@ -125,15 +127,15 @@ static int64_t tn_raw_f32(const char *row, int64_t len, float tv, int largest, i
         memcpy(&v, row + 4 * j, 4);
         memcpy(&b, row + 4 * j, 4);
         out[c] = (uint64_t)(kwk_key_f32(b) ^ (largest ? 0xFFFFFFFFu : 0u)) << ibits | (uint64_t)j;
-        c += largest ? !(v < tv) : v <= tv;
+        c += all || (largest ? !(v < tv) : v <= tv);
     }
     return c;
 }
 
 /* The same for bfloat16 (float32's top half: compared and keyed as the
  * float32 it widens to, whose key's top half is the bfloat16 key). */
-static int64_t tn_raw_bf16(const char *row, int64_t len, float tv, int largest, int ibits,
-                           uint64_t *out)
+static int64_t tn_raw_bf16(const char *row, int64_t len, float tv, int largest, int all,
+                           int ibits, uint64_t *out)
 {
     const __m256 t8 = _mm256_set1_ps(tv);
     const __m256i flip = _mm256_set1_epi32(largest ? 0xFFFF : 0);
@@ -141,7 +143,7 @@ static int64_t tn_raw_bf16(const char *row, int64_t len, float tv, int largest, 
     for (; j + 8 <= len; j += 8) {
         const __m256i b = _mm256_slli_epi32(
             _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(row + 2 * j))), 16);
-        const unsigned mask = tn_raw_mask(_mm256_castsi256_ps(b), t8, largest);
+        const unsigned mask = all ? 0xFFu : tn_raw_mask(_mm256_castsi256_ps(b), t8, largest);
         if (mask) {
             const __m256i k = _mm256_xor_si256(_mm256_srli_epi32(tn_keys8_f32(b), 16), flip);
             c = tn_pack8(k, mask, j, ibits, out, c);
@@ -152,7 +154,7 @@ static int64_t tn_raw_bf16(const char *row, int64_t len, float tv, int largest, 
         memcpy(&h, row + 2 * j, 2);
         const float v = sw_load_bf16(row + 2 * j);
         out[c] = (uint64_t)(uint16_t)(kwk_key_bf16(h) ^ (largest ? 0xFFFFu : 0u)) << ibits | (uint64_t)j;
-        c += largest ? !(v < tv) : v <= tv;
+        c += all || (largest ? !(v < tv) : v <= tv);
     }
     return c;
 }
@@ -226,11 +228,13 @@ static inline int tn_ibits(int64_t len) { return len > 1 ? kwk_bits_for((uint64_
         return c;                                                             \
     }                                                                         \
                                                                               \
-    /* The candidates of a row, keys <= t (t below the largest key). */      \
+    /* The candidates of a row, keys <= t, as words in index order (raw   \
+     * rows: t the largest key means every element). */                     \
     static int64_t tn_candidates_##SUF(tn_row_##SUF *r, UT t, int ibits, uint64_t *out) \
     {                                                                         \
-        if (r->raw && t != (UT)~(UT)0) {                                      \
-            const int64_t c = TN_RAW_##SUF(r, t, ibits, out);                 \
+        if (r->raw && !r->have_keys) {                                        \
+            const int all = t == (UT)~(UT)0;                                  \
+            const int64_t c = TN_RAW_##SUF(r, all ? (UT)0 : t, all, ibits, out); \
             if (c >= 0) return c;                                             \
         }                                                                     \
         return tn_compress_##SUF(tn_keys_##SUF(r), r->len, t, ibits, out);    \
@@ -292,7 +296,7 @@ static inline int tn_ibits(int64_t len) { return len > 1 ? kwk_bits_for((uint64_
         const UT t = tn_threshold_##SUF(r, m, &dup);                          \
         if (torch && dup) return 0;                                           \
         int64_t c = tn_candidates_##SUF(r, t, ibits, w);                      \
-        if (c < m) c = tn_compress_##SUF(tn_keys_##SUF(r), r->len, (UT)~(UT)0, ibits, w); \
+        if (c < m) c = tn_candidates_##SUF(r, (UT)~(UT)0, ibits, w);         \
         if (c > 4 * m + 256) {                                                \
             /* a poor sample: select first (which scrambles the order) */     \
             words_select(w, tmp, c, m);                                       \
@@ -327,8 +331,7 @@ static inline int tn_ibits(int64_t len) { return len > 1 ? kwk_bits_for((uint64_
     static void tn_emulate_##SUF(tn_row_##SUF *r, int64_t k, int sorted, uint64_t *w) \
     {                                                                         \
         const int ibits = tn_ibits(r->len);                                   \
-        const UT *key = tn_keys_##SUF(r);                                     \
-        for (int64_t j = 0; j < r->len; ++j) w[j] = (uint64_t)key[j] << ibits | (uint64_t)j; \
+        tn_candidates_##SUF(r, (UT)~(UT)0, ibits, w); /* every element */     \
         wemu_nth_element(w, k - 1, r->len, ibits);                            \
         if (sorted) wemu_std_sort(w, k - 1, ibits);                           \
     }
@@ -354,24 +357,24 @@ static inline int tn_ibits(int64_t len) { return len > 1 ? kwk_bits_for((uint64_
     }
 /* float32 / bfloat16 rows compared as floats against t's value; -1: not
  * such a row */
-#define TN_RAW_u32(r, t, ibits, out)                                          \
+#define TN_RAW_u32(r, t, all, ibits, out)                                     \
     tn_raw_f32((r)->row, (r)->len,                                            \
                sw_load_f32(&(uint32_t){TN_KEY_BITS((uint32_t)((t) ^ (r)->flip), 0x80000000u)}), \
-               (r)->flip != 0, ibits, out)
-#define TN_RAW_u16(r, t, ibits, out)                                          \
+               (r)->flip != 0, all, ibits, out)
+#define TN_RAW_u16(r, t, all, ibits, out)                                     \
     tn_raw_bf16((r)->row, (r)->len,                                           \
                 sw_load_bf16(&(uint16_t){(uint16_t)TN_KEY_BITS((uint16_t)((t) ^ (r)->flip), 0x8000u)}), \
-                (r)->flip != 0, ibits, out)
+                (r)->flip != 0, all, ibits, out)
 #else
 #define TN_COMPRESS_SIMD_u32
 #define TN_COMPRESS_SIMD_u16
-#define TN_RAW_u32(r, t, ibits, out) ((void)(r), (void)(t), (void)(ibits), (void)(out), (int64_t)-1)
-#define TN_RAW_u16(r, t, ibits, out) ((void)(r), (void)(t), (void)(ibits), (void)(out), (int64_t)-1)
+#define TN_RAW_u32(r, t, all, ibits, out) ((void)(r), (void)(t), (void)(all), (void)(ibits), (void)(out), (int64_t)-1)
+#define TN_RAW_u16(r, t, all, ibits, out) ((void)(r), (void)(t), (void)(all), (void)(ibits), (void)(out), (int64_t)-1)
 #endif
 #define TN_COMPRESS_SIMD_u8
 #define TN_COMPRESS_SIMD_u64
-#define TN_RAW_u8(r, t, ibits, out) ((void)(r), (void)(t), (void)(ibits), (void)(out), (int64_t)-1)
-#define TN_RAW_u64(r, t, ibits, out) ((void)(r), (void)(t), (void)(ibits), (void)(out), (int64_t)-1)
+#define TN_RAW_u8(r, t, all, ibits, out) ((void)(r), (void)(t), (void)(all), (void)(ibits), (void)(out), (int64_t)-1)
+#define TN_RAW_u64(r, t, all, ibits, out) ((void)(r), (void)(t), (void)(all), (void)(ibits), (void)(out), (int64_t)-1)
 
 TN_DEFINE(uint8_t, u8)
 TN_DEFINE(uint16_t, u16)
