@@ -108,9 +108,10 @@ static inline unsigned tn_raw_mask(__m256 v, __m256 tv, int largest)
 
 /* The candidates of a contiguous float32 row: the words of the elements
  * whose key is <= the key of tv (every element when `all`), in index
- * order; returns their count. */
+ * order; returns their count.  dense: candidates are common enough that
+ * every group is packed, without a branch on its mask. */
 static int64_t tn_raw_f32(const char *row, int64_t len, float tv, int largest, int all,
-                          int ibits, uint64_t *out)
+                          int dense, int ibits, uint64_t *out)
 {
     const __m256 t8 = _mm256_set1_ps(tv);
     const __m256i flip = _mm256_set1_epi32(largest ? -1 : 0);
@@ -118,7 +119,7 @@ static int64_t tn_raw_f32(const char *row, int64_t len, float tv, int largest, i
     for (; j + 8 <= len; j += 8) {
         const __m256i b = _mm256_loadu_si256((const __m256i *)(row + 4 * j));
         const unsigned mask = all ? 0xFFu : tn_raw_mask(_mm256_castsi256_ps(b), t8, largest);
-        if (mask)
+        if (mask || dense) /* dense: no branch to mispredict */
             c = tn_pack8(_mm256_xor_si256(tn_keys8_f32(b), flip), mask, j, ibits, out, c);
     }
     for (; j < len; ++j) {
@@ -135,7 +136,7 @@ static int64_t tn_raw_f32(const char *row, int64_t len, float tv, int largest, i
 /* The same for bfloat16 (float32's top half: compared and keyed as the
  * float32 it widens to, whose key's top half is the bfloat16 key). */
 static int64_t tn_raw_bf16(const char *row, int64_t len, float tv, int largest, int all,
-                           int ibits, uint64_t *out)
+                           int dense, int ibits, uint64_t *out)
 {
     const __m256 t8 = _mm256_set1_ps(tv);
     const __m256i flip = _mm256_set1_epi32(largest ? 0xFFFF : 0);
@@ -144,7 +145,7 @@ static int64_t tn_raw_bf16(const char *row, int64_t len, float tv, int largest, 
         const __m256i b = _mm256_slli_epi32(
             _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(row + 2 * j))), 16);
         const unsigned mask = all ? 0xFFu : tn_raw_mask(_mm256_castsi256_ps(b), t8, largest);
-        if (mask) {
+        if (mask || dense) {
             const __m256i k = _mm256_xor_si256(_mm256_srli_epi32(tn_keys8_f32(b), 16), flip);
             c = tn_pack8(k, mask, j, ibits, out, c);
         }
@@ -176,6 +177,9 @@ enum { TN_MERGE_MAX = 256 };
 #define TN_SURE_TIES 4.0
 /* Lane minima for the threshold of small m (m <= TN_LANES / 2). */
 enum { TN_LANES = 64 };
+
+static inline uint32_t tn_load_u32(const char *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+static inline uint16_t tn_load_u16(const char *p) { uint16_t v; memcpy(&v, p, 2); return v; }
 
 /* Index bits of a row's words. */
 static inline int tn_ibits(int64_t len) { return len > 1 ? kwk_bits_for((uint64_t)(len - 1)) : 0; }
@@ -210,6 +214,7 @@ static inline int tn_ibits(int64_t len) { return len > 1 ? kwk_bits_for((uint64_
     static inline UT tn_key_at_##SUF(const tn_row_##SUF *r, int64_t j)        \
     {                                                                         \
         if (r->have_keys) return r->keys[j];                                  \
+        if (r->raw) return (UT)(TN_RAW_KEY_##SUF(r->row + j * r->step) ^ r->flip); \
         UT k;                                                                 \
         r->g(r->row + j * r->step, r->step, 1, r->flip, &k);                  \
         return k;                                                             \
@@ -230,11 +235,11 @@ static inline int tn_ibits(int64_t len) { return len > 1 ? kwk_bits_for((uint64_
                                                                               \
     /* The candidates of a row, keys <= t, as words in index order (raw   \
      * rows: t the largest key means every element). */                     \
-    static int64_t tn_candidates_##SUF(tn_row_##SUF *r, UT t, int ibits, uint64_t *out) \
+    static int64_t tn_candidates_##SUF(tn_row_##SUF *r, UT t, int dense, int ibits, uint64_t *out) \
     {                                                                         \
         if (r->raw && !r->have_keys) {                                        \
             const int all = t == (UT)~(UT)0;                                  \
-            const int64_t c = TN_RAW_##SUF(r, all ? (UT)0 : t, all, ibits, out); \
+            const int64_t c = TN_RAW_##SUF(r, all ? (UT)0 : t, all, dense, ibits, out); \
             if (c >= 0) return c;                                             \
         }                                                                     \
         return tn_compress_##SUF(tn_keys_##SUF(r), r->len, t, ibits, out);    \
@@ -295,8 +300,8 @@ static inline int tn_ibits(int64_t len) { return len > 1 ? kwk_bits_for((uint64_
         int dup = 0;                                                          \
         const UT t = tn_threshold_##SUF(r, m, &dup);                          \
         if (torch && dup) return 0;                                           \
-        int64_t c = tn_candidates_##SUF(r, t, ibits, w);                      \
-        if (c < m) c = tn_candidates_##SUF(r, (UT)~(UT)0, ibits, w);         \
+        int64_t c = tn_candidates_##SUF(r, t, m * 32 > r->len, ibits, w);     \
+        if (c < m) c = tn_candidates_##SUF(r, (UT)~(UT)0, 1, ibits, w);      \
         if (c > 4 * m + 256) {                                                \
             /* a poor sample: select first (which scrambles the order) */     \
             words_select(w, tmp, c, m);                                       \
@@ -331,7 +336,7 @@ static inline int tn_ibits(int64_t len) { return len > 1 ? kwk_bits_for((uint64_
     static void tn_emulate_##SUF(tn_row_##SUF *r, int64_t k, int sorted, uint64_t *w) \
     {                                                                         \
         const int ibits = tn_ibits(r->len);                                   \
-        tn_candidates_##SUF(r, (UT)~(UT)0, ibits, w); /* every element */     \
+        tn_candidates_##SUF(r, (UT)~(UT)0, 1, ibits, w); /* every element */  \
         wemu_nth_element(w, k - 1, r->len, ibits);                            \
         if (sorted) wemu_std_sort(w, k - 1, ibits);                           \
     }
@@ -357,24 +362,30 @@ static inline int tn_ibits(int64_t len) { return len > 1 ? kwk_bits_for((uint64_
     }
 /* float32 / bfloat16 rows compared as floats against t's value; -1: not
  * such a row */
-#define TN_RAW_u32(r, t, all, ibits, out)                                     \
+#define TN_RAW_u32(r, t, all, dense, ibits, out)                                   \
     tn_raw_f32((r)->row, (r)->len,                                            \
                sw_load_f32(&(uint32_t){TN_KEY_BITS((uint32_t)((t) ^ (r)->flip), 0x80000000u)}), \
-               (r)->flip != 0, all, ibits, out)
-#define TN_RAW_u16(r, t, all, ibits, out)                                     \
+               (r)->flip != 0, all, dense, ibits, out)
+#define TN_RAW_u16(r, t, all, dense, ibits, out)                                   \
     tn_raw_bf16((r)->row, (r)->len,                                           \
                 sw_load_bf16(&(uint16_t){(uint16_t)TN_KEY_BITS((uint16_t)((t) ^ (r)->flip), 0x8000u)}), \
-                (r)->flip != 0, all, ibits, out)
+                (r)->flip != 0, all, dense, ibits, out)
 #else
 #define TN_COMPRESS_SIMD_u32
 #define TN_COMPRESS_SIMD_u16
-#define TN_RAW_u32(r, t, all, ibits, out) ((void)(r), (void)(t), (void)(all), (void)(ibits), (void)(out), (int64_t)-1)
-#define TN_RAW_u16(r, t, all, ibits, out) ((void)(r), (void)(t), (void)(all), (void)(ibits), (void)(out), (int64_t)-1)
+#define TN_RAW_u32(r, t, all, dense, ibits, out) ((void)(r), (void)(t), (void)(all), (void)(dense), (void)(ibits), (void)(out), (int64_t)-1)
+#define TN_RAW_u16(r, t, all, dense, ibits, out) ((void)(r), (void)(t), (void)(all), (void)(dense), (void)(ibits), (void)(out), (int64_t)-1)
 #endif
 #define TN_COMPRESS_SIMD_u8
 #define TN_COMPRESS_SIMD_u64
-#define TN_RAW_u8(r, t, all, ibits, out) ((void)(r), (void)(t), (void)(all), (void)(ibits), (void)(out), (int64_t)-1)
-#define TN_RAW_u64(r, t, all, ibits, out) ((void)(r), (void)(t), (void)(all), (void)(ibits), (void)(out), (int64_t)-1)
+/* the key of a raw row's element (raw rows: float32 for u32, bfloat16 for
+ * u16) */
+#define TN_RAW_KEY_u32(p) kwk_key_f32(tn_load_u32(p))
+#define TN_RAW_KEY_u16(p) kwk_key_bf16(tn_load_u16(p))
+#define TN_RAW_KEY_u8(p) ((void)(p), (uint8_t)0)
+#define TN_RAW_KEY_u64(p) ((void)(p), (uint64_t)0)
+#define TN_RAW_u8(r, t, all, dense, ibits, out) ((void)(r), (void)(t), (void)(all), (void)(dense), (void)(ibits), (void)(out), (int64_t)-1)
+#define TN_RAW_u64(r, t, all, dense, ibits, out) ((void)(r), (void)(t), (void)(all), (void)(dense), (void)(ibits), (void)(out), (int64_t)-1)
 
 TN_DEFINE(uint8_t, u8)
 TN_DEFINE(uint16_t, u16)
@@ -402,6 +413,10 @@ static inline int tn_raw_ok(int dtype, int64_t step_bytes)
 #undef TN_RAW_u32
 #undef TN_RAW_u16
 #undef TN_RAW_u8
+#undef TN_RAW_KEY_u32
+#undef TN_RAW_KEY_u16
+#undef TN_RAW_KEY_u8
+#undef TN_RAW_KEY_u64
 #undef TN_RAW_u64
 #undef TN_DEFINE
 
