@@ -322,8 +322,18 @@ static inline int tn_ibits(int64_t len) { return len > 1 ? kwk_bits_for((uint64_
             const double span = (double)((hi >> ibits) - (lo >> ibits)) + 1.0; \
             if (torch && (double)c * (double)c > 2.0 * TN_SURE_TIES * span) return 0; \
             const int kb = kwk_bits_for((any ^ all) >> ibits);                \
-            if (c <= TN_MERGE_MAX && kb > 0) words_small_sort(w, tmp, c);     \
-            else words_sort_bits(w, tmp, c, ibits, kb);                       \
+            if (c <= TN_MERGE_MAX && kb > 0) {                                \
+                words_small_sort(w, tmp, c);                                  \
+            } else if (kb > 0 && c < KWK_WIDE_DIGIT_MIN_N) {                  \
+                /* digits of up to 11 bits: a pass fewer than bytes for     \
+                 * most float keys, tables still in L1 */                    \
+                const int passes = (kb + KWK_WIDE_DIGIT_BITS - 1) / KWK_WIDE_DIGIT_BITS; \
+                const uint64_t *res = words_radix_passes32(w, tmp, c, ibits, kb, passes, \
+                                                           (kb + passes - 1) / passes); \
+                if (res != w) memcpy(w, res, (size_t)m * sizeof(uint64_t));   \
+            } else {                                                          \
+                words_sort_bits(w, tmp, c, ibits, kb);                        \
+            }                                                                 \
         }                                                                     \
         if (torch)                                                            \
             for (int64_t j = 1; j < m; ++j)                                   \
