@@ -7,6 +7,7 @@
 #include "row_io.h"
 #include "select_words.h"
 #include "short_rows.h"
+#include "topk_nth.h"
 
 /* ---------------------------------------------------------------- topk */
 
@@ -64,6 +65,7 @@ enum {
     TK_LIST,        /* top m (m <= SW_LIST_MAX) by (key, index), streamed */
     TK_HEAP_STABLE, /* stable order, k small next to len: streamed heap */
     TK_EMULATE,     /* torch order, nth_element branch, sorted=0 */
+    TK_NTH,         /* keys <= 32 bits, in place of the two below: topk_nth.h */
     TK_GENERAL      /* anything else: topk_row_general */
 };
 
@@ -85,22 +87,35 @@ enum {
          * values, faster than CAND's three passes over gathered keys */     \
         const sw_skip_fn_##SUF skip = sw_skip_for_##SUF(dtype, src_sl * es);  \
         const int stream_skip = skip && len >= SW_SKIP_STREAM_MIN && (heap_path || !torch); \
+        const int raw = tn_raw_ok(dtype, src_sl * es);                        \
         int mode;                                                             \
         if (torch && !sorted && !heap_path) mode = TK_EMULATE;                \
         else if (m <= SW_LANES && len <= SW_CAND_MAX && !stream_skip) mode = TK_CAND; \
+        else if (k >= TN_HEAP_MIN_K && sizeof(UT) <= 4 && len <= (int64_t)UINT32_MAX) \
+            mode = TK_NTH; /* large k in the heap branch: candidates first */ \
         else if (heap_path && torch) { mode = TK_HEAP_TORCH; m = k; }         \
         else if (m <= SW_LIST_MAX) mode = TK_LIST;                            \
         else if (!torch && k * 16 <= len) { mode = TK_HEAP_STABLE; m = k; }   \
         else mode = TK_GENERAL;                                               \
+        if ((mode == TK_GENERAL || mode == TK_EMULATE) && sizeof(UT) <= 4 &&  \
+            len <= (int64_t)UINT32_MAX)                                       \
+            mode = TK_NTH;                                                    \
         UT buf[SW_BLOCK];                                                     \
         kwk_kv *h = NULL, *kv = NULL;                                         \
         UT *keys = NULL;                                                      \
         int64_t *cand = NULL;                                                 \
+        uint64_t *nw = NULL, *ntmp = NULL;                                    \
         workspace ws;                                                         \
         int have_ws = 0, status = KWK_OK;                                     \
         if (mode != TK_GENERAL && mode != TK_EMULATE) {                       \
             h = (kwk_kv *)malloc((size_t)(k + 1) * sizeof(kwk_kv));           \
             if (!h) return KWK_E_NOMEM;                                       \
+        }                                                                     \
+        if (mode == TK_NTH) {                                                 \
+            keys = (UT *)malloc((size_t)len * sizeof(UT));                    \
+            nw = (uint64_t *)malloc((size_t)(len + TN_SLACK) * sizeof(uint64_t)); \
+            ntmp = (uint64_t *)malloc((size_t)(len + TN_SLACK) * sizeof(uint64_t)); \
+            if (!keys || !nw || !ntmp) { free(h); free(keys); free(nw); free(ntmp); return KWK_E_NOMEM; } \
         }                                                                     \
         if (mode == TK_CAND) {                                                \
             keys = (UT *)malloc((size_t)len * sizeof(UT));                    \
@@ -138,6 +153,23 @@ enum {
                 } else if (mode == TK_HEAP_STABLE) {                          \
                     sw_heap_stable_##SUF(g, out.row, out.step, len, m, flip, h, buf, skip); \
                     sw_sort_heap_ki(h, m);                                    \
+                } else if (mode == TK_NTH) {                                  \
+                    /* torch's nth_element branch with sorted=0 shows its  \
+                     * introselect order: always emulated */                  \
+                    const int64_t mn = torch ? (k < len ? k + 1 : len) : k;   \
+                    const uint64_t imask = kwk_width_mask(tn_ibits(len));     \
+                    tn_row_##SUF r = {g, out.row, out.step, len, flip, raw, keys, 0}; \
+                    if ((heap_path || sorted || !torch) &&                    \
+                        tn_smallest_##SUF(&r, mn, torch, nw, ntmp)) {         \
+                        for (int64_t j = 0; j < k; ++j) emit(&out, j, (int64_t)(nw[j] & imask)); \
+                    } else if (heap_path) {                                   \
+                        sw_heap_torch_##SUF(g, out.row, out.step, len, k, flip, h, buf, skip); \
+                        for (int64_t j = 0; j < k; ++j) emit(&out, j, h[j].idx); \
+                    } else {                                                  \
+                        tn_emulate_##SUF(&r, k, sorted, nw);                  \
+                        for (int64_t j = 0; j < k; ++j) emit(&out, j, (int64_t)(nw[j] & imask)); \
+                    }                                                         \
+                    continue;                                                 \
                 } else if (mode == TK_GENERAL) {                              \
                     if (!have_ws) {                                           \
                         if (workspace_init(&ws, len) != KWK_OK) {             \
@@ -170,6 +202,8 @@ enum {
         free(kv);                                                             \
         free(keys);                                                           \
         free(cand);                                                           \
+        free(nw);                                                             \
+        free(ntmp);                                                           \
         return status;                                                        \
     }
 

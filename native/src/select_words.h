@@ -118,7 +118,13 @@ SW_DEFINE_GATHER(sw_gather_f64, uint64_t, sk_f64)
         int64_t child = hole;                                                 \
         while (child < (len - 1) / 2) {                                       \
             child = 2 * (child + 1);                                          \
-            if (LESS(h[child], h[child - 1])) --child;                        \
+            /* the next level's four slots, fetched while this one is       \
+             * compared (the descent is bound by load latency) */            \
+            if (2 * child + 2 < len) {                                        \
+                __builtin_prefetch(h + 2 * child - 1);                        \
+                __builtin_prefetch(h + 2 * child + 2);                        \
+            }                                                                 \
+            child -= (int64_t)(LESS(h[child], h[child - 1])); /* no branch */  \
             h[hole] = h[child];                                               \
             hole = child;                                                     \
         }                                                                     \

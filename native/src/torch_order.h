@@ -774,21 +774,23 @@ static void wemu_std_sort_sorted(uint64_t *first, int64_t n, int ibits, const ui
                         sorted[n - 1] >> ibits);
 }
 
-/* std::__heap_select on words: a max-heap of [first, first + middle), then
- * each later word whose key is smaller takes the top's place (pop_heap). */
+/* std::__heap_select(first, first + middle, first + last) on words. */
 static void wemu_heap_select(uint64_t *first, int64_t middle, int64_t last, int s)
 {
-    if (middle >= 2)
+    if (middle >= 2) {
         for (int64_t parent = (middle - 2) / 2;; --parent) {
             wemu_adjust_heap(first, parent, middle, first[parent], s);
             if (parent == 0) break;
         }
-    for (int64_t i = middle; i < last; ++i)
+    }
+    for (int64_t i = middle; i < last; ++i) {
         if (WKEY_LESS(first[i], first[0], s)) {
+            /* __pop_heap(first, first + middle, first + i) */
             const uint64_t value = first[i];
             first[i] = first[0];
             wemu_adjust_heap(first, 0, middle, value, s);
         }
+    }
 }
 
 /* std::partial_sort(first, first + middle, first + last) on words. */
@@ -803,31 +805,36 @@ static void wemu_partial_sort(uint64_t *first, int64_t middle, int64_t last, int
     }
 }
 
-/* std::nth_element(first, first + nth, first + n) on words whose low
- * `ibits` bits are the index (ibits < 64): the moves of emu_nth_element,
- * with the word partition above (its candidate lists instead of a branch
- * per comparison). */
-static void wemu_nth_element(uint64_t *first, int64_t nth, int64_t n, int ibits)
+/* std::__introselect on words with an explicit depth limit (the tests give
+ * small ones to reach the heap-select fallback): the record version's
+ * moves (emu_nth_element), with the block partition above. */
+static void wemu_introselect(uint64_t *first, uint64_t *target, uint64_t *last,
+                             int64_t depth_limit, int s, uint64_t m)
 {
-    if (n <= 0 || nth >= n) return;
-    const uint64_t m = ibits >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << ibits) - 1);
-    uint64_t *lo = first, *hi = first + n, *target = first + nth;
-    int64_t depth_limit = floor_log2(n) * 2;
-    while (hi - lo > 3) {
+    while (last - first > 3) {
         if (depth_limit == 0) {
-            wemu_heap_select(lo, (target - lo) + 1, hi - lo, ibits);
-            w_swap(lo, target);
+            wemu_heap_select(first, (target - first) + 1, last - first, s);
+            w_swap(first, target);
             return;
         }
         --depth_limit;
-        uint64_t *mid = lo + (hi - lo) / 2;
-        wemu_move_median_to_first(lo, lo + 1, mid, hi - 1, ibits);
-        uint64_t *cut = wemu_unguarded_partition(lo + 1, hi, *lo, m);
-        if (cut <= target) lo = cut;
-        else hi = cut;
+        uint64_t *mid = first + (last - first) / 2;
+        wemu_move_median_to_first(first, first + 1, mid, last - 1, s);
+        uint64_t *cut = wemu_unguarded_partition(first + 1, last, *first, m);
+        if (cut <= target) first = cut;
+        else last = cut;
     }
-    /* __insertion_sort of the last (at most 3) words: stable by key */
-    wemu_leaf_sort(lo, hi - lo, m);
+    /* __insertion_sort of at most three words: stable by key */
+    wemu_leaf_sort(first, last - first, m);
+}
+
+/* std::nth_element(first, first + nth, first + n) on words whose low
+ * `ibits` bits are the index (ibits < 64). */
+static void wemu_nth_element(uint64_t *first, int64_t nth, int64_t n, int ibits)
+{
+    if (n <= 0 || nth < 0 || nth >= n) return;
+    const uint64_t m = (((uint64_t)1 << ibits) - 1);
+    wemu_introselect(first, first + nth, first + n, floor_log2(n) * 2, ibits, m);
 }
 
 #undef WKEY_LESS

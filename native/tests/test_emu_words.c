@@ -1,11 +1,12 @@
-/* test_emu_words.c - the word emulation of std::sort (wemu_std_sort) must
- * make exactly the moves of the record emulation (emu_std_sort).
+/* test_emu_words.c - the word emulations of std::sort (wemu_std_sort) and
+ * std::nth_element (wemu_nth_element) must make exactly the moves of the
+ * record emulations (emu_std_sort, emu_nth_element): every slot ends up
+ * holding the same index.
  * gcc -O2 -std=c11 -Inative/include -o /tmp/test_emu native/tests/test_emu_words.c && /tmp/test_emu */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include "../src/torch_order.h"
-
-void kwk_unused_nth(void) { emu_nth_element(NULL, 0, 0); }
 
 static uint64_t rng = 0x9E3779B97F4A7C15ull;
 static int cmp_u64(const void *a, const void *b)
@@ -20,8 +21,9 @@ int main(int argc, char **argv)
     long trials = argc > 1 ? atol(argv[1]) : 20000;
     enum { MAXN = 5000 };
     static kwk_kv kv[MAXN];
-    static uint64_t w[MAXN], sorted[MAXN], dups[MAXN];
-    long bad = 0;
+    static kwk_kv kv2[MAXN];
+    static uint64_t w[MAXN], w2[MAXN], sorted[MAXN], dups[MAXN];
+    long bad = 0, bad_nth = 0;
     for (long t = 0; t < trials; ++t) {
         int64_t n = (int64_t)(rnd() % (t % 10 == 0 ? MAXN : 600));
         int kind = (int)(rnd() % 9);
@@ -47,6 +49,8 @@ int main(int argc, char **argv)
         int ibits = 0;
         while (ibits < 64 && n > 1 && ((uint64_t)(n - 1) >> ibits) != 0) ++ibits;
         for (int64_t i = 0; i < n; ++i) w[i] = kv[i].key << ibits | (uint64_t)i;
+        memcpy(kv2, kv, (size_t)n * sizeof(kwk_kv));
+        memcpy(w2, w, (size_t)n * sizeof(uint64_t));
         if (t % 3 == 0 && n > 0) {
             /* a small depth limit exercises the heap sort fallback */
             int64_t depth = (int64_t)(rnd() % 4);
@@ -73,7 +77,47 @@ int main(int argc, char **argv)
                 break;
             }
         }
+        if (n > 0) {
+            /* nth_element at a random rank (often near the ends, where
+             * topk's k lies), sometimes with a tiny depth limit to reach the
+             * heap-select fallback */
+            const int64_t nth = (int64_t)(rnd() % 3 == 0 ? rnd() % (n < 8 ? n : 8) : rnd() % n);
+            const uint64_t m = ibits ? (((uint64_t)1 << ibits) - 1) : 0;
+            if (t % 4 == 1) {
+                const int64_t depth = (int64_t)(rnd() % 4);
+                /* the record version has no depth argument: run its loop by
+                 * hand with the same limit */
+                kwk_kv *lo = kv2, *hi = kv2 + n, *target = kv2 + nth;
+                int64_t d = depth;
+                int done = 0;
+                while (hi - lo > 3) {
+                    if (d == 0) {
+                        emu_heap_select(lo, (target - lo) + 1, hi - lo);
+                        kv_swap(lo, target);
+                        done = 1;
+                        break;
+                    }
+                    --d;
+                    kwk_kv *cut = emu_unguarded_partition_pivot(lo, hi);
+                    if (cut <= target) lo = cut;
+                    else hi = cut;
+                }
+                if (!done) emu_insertion_sort(lo, hi - lo);
+                wemu_introselect(w2, w2 + nth, w2 + n, depth, ibits, m);
+            } else {
+                emu_nth_element(kv2, nth, n);
+                wemu_nth_element(w2, nth, n, ibits);
+            }
+            for (int64_t i = 0; i < n; ++i) {
+                if ((int64_t)(w2[i] & m) != kv2[i].idx) {
+                    if (bad_nth++ < 5)
+                        printf("nth mismatch trial %ld n %lld nth %lld kind %d at %lld\n", t,
+                               (long long)n, (long long)nth, kind, (long long)i);
+                    break;
+                }
+            }
+        }
     }
-    printf("emu words: %ld trials, bad %ld\n", trials, bad);
-    return bad != 0;
+    printf("emu words: %ld trials, bad %ld (sort) %ld (nth_element)\n", trials, bad, bad_nth);
+    return bad != 0 || bad_nth != 0;
 }

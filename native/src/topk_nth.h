@@ -1,0 +1,433 @@
+/*
+ * topk_nth.h - topk rows with a large k, for keys of at most 32 bits:
+ * candidates from a sampled threshold, and torch's order reproduced only
+ * when ties make it show.
+ *
+ * torch (TopKImpl.h) takes, on (value, index) pairs compared by value,
+ * std::partial_sort(first, first + k, last) when k * 64 <= length (the heap
+ * branch), else std::nth_element(first, first + k - 1, last) and, when
+ * sorted, std::sort(first, first + k - 1).  Either output is unique when
+ * the k + 1 smallest keys (flipped for largest) are pairwise distinct: the
+ * k selected are then the only keys below the (k+1)-th, in the only sorted
+ * order there is.  Equal keys among them can show: the algorithm decides
+ * which of the keys equal to the k-th are taken (a tie at the boundary),
+ * and the order of equal selected keys comes from its moves over the whole
+ * row (nth_element's arrangement, then std::sort's, or the heap's).  So a
+ * row with a tie among its k + 1 smallest is redone exactly: the heap branch
+ * by the streamed heap select (select_words.h: sw_heap_torch), the
+ * nth_element branch by the word emulations of both algorithms on the whole
+ * row (torch_order.h: wemu_nth_element, wemu_std_sort).  The nth_element
+ * branch with sorted=False returns introselect's arrangement: always
+ * emulated.
+ *
+ * The fast answer, per row:
+ *  1. a sample of about 2 sqrt(len) keys (flipped: smallest = selected),
+ *     sorted, gives a threshold t about 3 sigma above the rank k + 1 (and
+ *     predicts ties: equal sampled keys below t send the row straight to
+ *     the exact path);
+ *  2. one pass collects the candidates, keys <= t, as words
+ *     key << ibits | index in index order (too few: every key is taken).
+ *     AVX2: eight elements per compare, the passing lanes' words packed
+ *     out by a permutation table; contiguous float32/bfloat16 rows are
+ *     compared as floats against t's value (as the block skip of
+ *     select_words.h does) and keys made only for blocks with a candidate,
+ *     other rows' keys are gathered first;
+ *  4. the candidates are sorted stably on the key bits that differ among
+ *     them (so by (key, index)) and the first k + 1 checked for equal
+ *     neighbours.
+ * The stable order (KWK_ORDER_STABLE) needs no check: the index bits break
+ * ties in index order.
+ */
+#ifndef KWK_TOPK_NTH_H
+#define KWK_TOPK_NTH_H
+
+#include <math.h>
+#include "row_io.h"
+#include "select_words.h"
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+/* For a 4-bit lane mask: the 32-bit lanes that move two 64-bit words
+ * (lanes 2l, 2l + 1 for each set bit l, ascending) to the front. */
+static const uint32_t TN_PACK4[16][8] = {
+    {0, 0, 0, 0, 0, 0, 0, 0}, {0, 1, 0, 0, 0, 0, 0, 0}, {2, 3, 0, 0, 0, 0, 0, 0},
+    {0, 1, 2, 3, 0, 0, 0, 0}, {4, 5, 0, 0, 0, 0, 0, 0}, {0, 1, 4, 5, 0, 0, 0, 0},
+    {2, 3, 4, 5, 0, 0, 0, 0}, {0, 1, 2, 3, 4, 5, 0, 0}, {6, 7, 0, 0, 0, 0, 0, 0},
+    {0, 1, 6, 7, 0, 0, 0, 0}, {2, 3, 6, 7, 0, 0, 0, 0}, {0, 1, 2, 3, 6, 7, 0, 0},
+    {4, 5, 6, 7, 0, 0, 0, 0}, {0, 1, 4, 5, 6, 7, 0, 0}, {2, 3, 4, 5, 6, 7, 0, 0},
+    {0, 1, 2, 3, 4, 5, 6, 7}};
+
+/* Eight keys (32-bit lanes) at index j, `mask` the lanes that pass: append
+ * their words key << ibits | index to out + c (up to 8 words are written
+ * past the new count: the buffer has slack); returns the new count. */
+static inline int64_t tn_pack8(__m256i keys, unsigned mask, int64_t j, int ibits,
+                               uint64_t *out, int64_t c)
+{
+    const __m128i sh = _mm_cvtsi32_si128(ibits);
+    const __m256i idx0 = _mm256_add_epi64(_mm256_set1_epi64x(j), _mm256_setr_epi64x(0, 1, 2, 3));
+    const __m256i idx1 = _mm256_add_epi64(idx0, _mm256_set1_epi64x(4));
+    const __m256i w0 = _mm256_or_si256(
+        _mm256_sll_epi64(_mm256_cvtepu32_epi64(_mm256_castsi256_si128(keys)), sh), idx0);
+    const __m256i w1 = _mm256_or_si256(
+        _mm256_sll_epi64(_mm256_cvtepu32_epi64(_mm256_extracti128_si256(keys, 1)), sh), idx1);
+    const unsigned m0 = mask & 15u, m1 = mask >> 4;
+    _mm256_storeu_si256((__m256i *)(out + c),
+                        _mm256_permutevar8x32_epi32(w0, _mm256_loadu_si256((const __m256i *)TN_PACK4[m0])));
+    c += __builtin_popcount(m0);
+    _mm256_storeu_si256((__m256i *)(out + c),
+                        _mm256_permutevar8x32_epi32(w1, _mm256_loadu_si256((const __m256i *)TN_PACK4[m1])));
+    return c + __builtin_popcount(m1);
+}
+
+/* The lanes of eight unsigned 32-bit keys that are <= t. */
+static inline unsigned tn_le_mask(__m256i keys, __m256i t_signed)
+{
+    const __m256i sign = _mm256_set1_epi32((int)0x80000000u);
+    const __m256i gt = _mm256_cmpgt_epi32(_mm256_xor_si256(keys, sign), t_signed);
+    return ~(unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(gt)) & 0xFFu;
+}
+
+/* keys.h's float32 key of eight raw lanes (NaN all ones, -0 as +0). */
+static inline __m256i tn_keys8_f32(__m256i b)
+{
+    const __m256i a = _mm256_and_si256(b, _mm256_set1_epi32(0x7FFFFFFF));
+    const __m256i v = _mm256_andnot_si256(_mm256_cmpeq_epi32(a, _mm256_setzero_si256()), b);
+    const __m256i k = _mm256_xor_si256(v, _mm256_or_si256(_mm256_srai_epi32(v, 31),
+                                                          _mm256_set1_epi32((int)0x80000000u)));
+    return _mm256_or_si256(k, _mm256_cmpgt_epi32(a, _mm256_set1_epi32(0x7F800000)));
+}
+
+/* Eight raw floats: the lanes whose key (flipped by largest) is <= the key
+ * of tv, a number: !(v < tv) for the largest (NaN passes), v <= tv for the
+ * smallest; -0 == +0 as in the keys. */
+static inline unsigned tn_raw_mask(__m256 v, __m256 tv, int largest)
+{
+    return largest ? ~(unsigned)_mm256_movemask_ps(_mm256_cmp_ps(v, tv, _CMP_LT_OQ)) & 0xFFu
+                   : (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(v, tv, _CMP_LE_OQ));
+}
+
+/* The candidates of a contiguous float32 row: the words of the elements
+ * whose key is <= the key of tv (every element when `all`), in index
+ * order; returns their count.  dense: candidates are common enough that
+ * every group is packed, without a branch on its mask. */
+static int64_t tn_raw_f32(const char *row, int64_t len, float tv, int largest, int all,
+                          int dense, int ibits, uint64_t *out)
+{
+    const __m256 t8 = _mm256_set1_ps(tv);
+    const __m256i flip = _mm256_set1_epi32(largest ? -1 : 0);
+    int64_t c = 0, j = 0;
+    for (; j + 8 <= len; j += 8) {
+        const __m256i b = _mm256_loadu_si256((const __m256i *)(row + 4 * j));
+        const unsigned mask = all ? 0xFFu : tn_raw_mask(_mm256_castsi256_ps(b), t8, largest);
+        if (mask || dense) /* dense: no branch to mispredict */
+            c = tn_pack8(_mm256_xor_si256(tn_keys8_f32(b), flip), mask, j, ibits, out, c);
+    }
+    for (; j < len; ++j) {
+        float v;
+        uint32_t b;
+        memcpy(&v, row + 4 * j, 4);
+        memcpy(&b, row + 4 * j, 4);
+        out[c] = (uint64_t)(kwk_key_f32(b) ^ (largest ? 0xFFFFFFFFu : 0u)) << ibits | (uint64_t)j;
+        c += all || (largest ? !(v < tv) : v <= tv);
+    }
+    return c;
+}
+
+/* The same for bfloat16 (float32's top half: compared and keyed as the
+ * float32 it widens to, whose key's top half is the bfloat16 key). */
+static int64_t tn_raw_bf16(const char *row, int64_t len, float tv, int largest, int all,
+                           int dense, int ibits, uint64_t *out)
+{
+    const __m256 t8 = _mm256_set1_ps(tv);
+    const __m256i flip = _mm256_set1_epi32(largest ? 0xFFFF : 0);
+    int64_t c = 0, j = 0;
+    for (; j + 8 <= len; j += 8) {
+        const __m256i b = _mm256_slli_epi32(
+            _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(row + 2 * j))), 16);
+        const unsigned mask = all ? 0xFFu : tn_raw_mask(_mm256_castsi256_ps(b), t8, largest);
+        if (mask || dense) {
+            const __m256i k = _mm256_xor_si256(_mm256_srli_epi32(tn_keys8_f32(b), 16), flip);
+            c = tn_pack8(k, mask, j, ibits, out, c);
+        }
+    }
+    for (; j < len; ++j) {
+        uint16_t h;
+        memcpy(&h, row + 2 * j, 2);
+        const float v = sw_load_bf16(row + 2 * j);
+        out[c] = (uint64_t)(uint16_t)(kwk_key_bf16(h) ^ (largest ? 0xFFFFu : 0u)) << ibits | (uint64_t)j;
+        c += all || (largest ? !(v < tv) : v <= tv);
+    }
+    return c;
+}
+#endif
+
+/* Heap-branch rows (k * 64 <= length) take the candidates from this k:
+ * below it the streamed heap select skips nearly every block and is
+ * bound by reading the row. */
+enum { TN_HEAP_MIN_K = 128 };
+/* Slack words after a candidate buffer (tn_pack8 stores whole vectors). */
+enum { TN_SLACK = 8 };
+/* Sample sizes for the threshold. */
+enum { TN_SAMPLE_MIN = 64, TN_SAMPLE_MAX = 1024 };
+/* Candidates up to this many are sorted by comparison (merges of ranked
+ * runs), not radix: its tables cost more on a few hundred words. */
+enum { TN_MERGE_MAX = 256 };
+/* Rows whose candidates would repeat a key this many times if spread
+ * evenly over their range go straight to the exact path. */
+#define TN_SURE_TIES 4.0
+/* Lane minima for the threshold of small m (m <= TN_LANES / 2). */
+enum { TN_LANES = 64 };
+
+static inline uint32_t tn_load_u32(const char *p) { uint32_t v; memcpy(&v, p, 4); return v; }
+static inline uint16_t tn_load_u16(const char *p) { uint16_t v; memcpy(&v, p, 2); return v; }
+
+/* Index bits of a row's words. */
+static inline int tn_ibits(int64_t len) { return len > 1 ? kwk_bits_for((uint64_t)(len - 1)) : 0; }
+
+/* The float a non-NaN key (unflipped, of a float dtype whose sign bit is
+ * SIGN) stands for: keys.h's map undone. */
+#define TN_KEY_BITS(k, SIGN) (((k) & (SIGN)) ? (uint32_t)((k) ^ (SIGN)) : (uint32_t)~(uint32_t)(k))
+
+/* Per key width: the row being read, candidates, threshold, the fast
+ * answer, the emulation. */
+#define TN_DEFINE(UT, SUF)                                                    \
+    /* A row: read through g, its keys gathered into `keys` only when       \
+     * needed; raw: 1 for a contiguous float32 / bfloat16 row (AVX2 only)   \
+     * whose candidates are found on the values. */                          \
+    typedef struct {                                                          \
+        sw_gather_fn_##SUF g;                                                 \
+        const char *row;                                                      \
+        int64_t step, len;                                                    \
+        UT flip;                                                              \
+        int raw;                                                              \
+        UT *keys;                                                             \
+        int have_keys;                                                        \
+    } tn_row_##SUF;                                                           \
+                                                                              \
+    static const UT *tn_keys_##SUF(tn_row_##SUF *r)                           \
+    {                                                                         \
+        if (!r->have_keys) r->g(r->row, r->step, r->len, r->flip, r->keys);   \
+        r->have_keys = 1;                                                     \
+        return r->keys;                                                       \
+    }                                                                         \
+                                                                              \
+    static inline UT tn_key_at_##SUF(const tn_row_##SUF *r, int64_t j)        \
+    {                                                                         \
+        if (r->have_keys) return r->keys[j];                                  \
+        if (r->raw) return (UT)(TN_RAW_KEY_##SUF(r->row + j * r->step) ^ r->flip); \
+        UT k;                                                                 \
+        r->g(r->row + j * r->step, r->step, 1, r->flip, &k);                  \
+        return k;                                                             \
+    }                                                                         \
+                                                                              \
+    /* out[0..c) = key[j] << ibits | j for the j < len with key[j] <= t, in  \
+     * index order; returns c.  out has len + TN_SLACK words. */              \
+    static int64_t tn_compress_##SUF(const UT *key, int64_t len, UT t, int ibits, uint64_t *out) \
+    {                                                                         \
+        int64_t c = 0, j = 0;                                                 \
+        TN_COMPRESS_SIMD_##SUF                                                \
+        for (; j < len; ++j) {                                                \
+            out[c] = (uint64_t)key[j] << ibits | (uint64_t)j;                 \
+            c += key[j] <= t;                                                 \
+        }                                                                     \
+        return c;                                                             \
+    }                                                                         \
+                                                                              \
+    /* The candidates of a row, keys <= t, as words in index order (raw   \
+     * rows: t the largest key means every element). */                     \
+    static int64_t tn_candidates_##SUF(tn_row_##SUF *r, UT t, int dense, int ibits, uint64_t *out) \
+    {                                                                         \
+        if (r->raw && !r->have_keys) {                                        \
+            const int all = t == (UT)~(UT)0;                                  \
+            const int64_t c = TN_RAW_##SUF(r, all ? (UT)0 : t, all, dense, ibits, out); \
+            if (c >= 0) return c;                                             \
+        }                                                                     \
+        return tn_compress_##SUF(tn_keys_##SUF(r), r->len, t, ibits, out);    \
+    }                                                                         \
+                                                                              \
+    /* A key t with, very likely, a few more than m keys <= t (the maximum  \
+     * key when that would be most of the row).  *dup: the sample holds     \
+     * equal keys at or below t (ties among the selected are then likely). */ \
+    static UT tn_threshold_##SUF(tn_row_##SUF *r, int64_t m, int *dup)        \
+    {                                                                         \
+        uint64_t s[TN_SAMPLE_MAX], tmp[TN_SAMPLE_MAX];                        \
+        const int64_t len = r->len;                                           \
+        if (m <= TN_LANES / 2 && len >= 4 * TN_LANES) {                       \
+            /* small m: the m-th smallest of TN_LANES lane minima bounds     \
+             * the m-th smallest key from above (m distinct elements lie at  \
+             * or below it), and tightly: about 1.4 m keys pass for random   \
+             * rows.  (No tie prediction: the check after the sort finds     \
+             * them.) */                                                      \
+            const UT *key = tn_keys_##SUF(r);                                 \
+            UT mn[TN_LANES];                                                  \
+            memcpy(mn, key, sizeof mn);                                       \
+            int64_t j = TN_LANES;                                             \
+            for (; j + TN_LANES <= len; j += TN_LANES)                        \
+                for (int l = 0; l < TN_LANES; ++l) mn[l] = key[j + l] < mn[l] ? key[j + l] : mn[l]; \
+            for (int l = 0; j < len; ++j, ++l) mn[l] = key[j] < mn[l] ? key[j] : mn[l]; \
+            for (int l = 0; l < TN_LANES; ++l) s[l] = (uint64_t)mn[l] << 8 | (uint64_t)l; \
+            words_small_sort(s, tmp, TN_LANES);                               \
+            *dup = 0;                                                         \
+            return (UT)(s[m - 1] >> 8);                                       \
+        }                                                                     \
+        int64_t ns = 2 * sw_isqrt(len);                                       \
+        ns = ns < TN_SAMPLE_MIN ? TN_SAMPLE_MIN : (ns > TN_SAMPLE_MAX ? TN_SAMPLE_MAX : ns); \
+        if (ns > len) ns = len;                                               \
+        const int64_t stride = len / ns;                                      \
+        for (int64_t i = 0; i < ns; ++i)                                      \
+            s[i] = (uint64_t)tn_key_at_##SUF(r, i * stride + stride / 2) << 16 | (uint64_t)i; \
+        words_sort_small_or_radix(s, tmp, ns);                                \
+        const double p = (double)m / (double)len;                             \
+        const double rk = p * (double)ns;                                     \
+        const int64_t rs = (int64_t)(rk + 3.0 * sqrt(rk * (1.0 - p)) + 3.0);  \
+        const int64_t top = rs < ns ? rs : ns - 1;                            \
+        int d = 0;                                                            \
+        for (int64_t i = 1; i <= top; ++i) d |= (s[i] >> 16) == (s[i - 1] >> 16); \
+        *dup = d;                                                             \
+        /* candidates past about 3/4 of the row: take them all */             \
+        if (rs >= ns || rs * 4 >= ns * 3) return (UT)~(UT)0;                  \
+        return (UT)(s[rs] >> 16);                                             \
+    }                                                                         \
+                                                                              \
+    /* The m smallest (key, index) words of a row, sorted, into w[0..m),   \
+     * unless `torch` and two of them share a key (torch's order of the    \
+     * ties then shows): returns 1 when w holds the answer, 0 for a tie.   \
+     * w, tmp: len + TN_SLACK words. */                                       \
+    static int tn_smallest_##SUF(tn_row_##SUF *r, int64_t m, int torch, uint64_t *w, \
+                                 uint64_t *tmp)                               \
+    {                                                                         \
+        const int ibits = tn_ibits(r->len);                                   \
+        int dup = 0;                                                          \
+        const UT t = tn_threshold_##SUF(r, m, &dup);                          \
+        if (torch && dup) return 0;                                           \
+        int64_t c = tn_candidates_##SUF(r, t, m * 32 > r->len, ibits, w);     \
+        if (c < m) c = tn_candidates_##SUF(r, (UT)~(UT)0, 1, ibits, w);      \
+        if (c > 4 * m + 256) {                                                \
+            /* a poor sample: select first (which scrambles the order) */     \
+            words_select(w, tmp, c, m);                                       \
+            words_sort_bits(w, tmp, m, 0, ibits + 8 * (int)sizeof(UT));       \
+        } else {                                                              \
+            /* candidates come in index order: a stable sort on the key     \
+             * bits that differ among them orders them by (key, index) */    \
+            uint64_t any = 0, all = ~(uint64_t)0, lo = ~(uint64_t)0, hi = 0;  \
+            for (int64_t i = 0; i < c; ++i) {                                 \
+                any |= w[i];                                                  \
+                all &= w[i];                                                  \
+                lo = w[i] < lo ? w[i] : lo;                                   \
+                hi = w[i] > hi ? w[i] : hi;                                   \
+            }                                                                 \
+            /* birthday bound: c keys over a range of D key values repeat   \
+             * about c^2 / 2D times when spread evenly (more when not): a    \
+             * tie is then all but sure, and the sort would be wasted */     \
+            const double span = (double)((hi >> ibits) - (lo >> ibits)) + 1.0; \
+            if (torch && (double)c * (double)c > 2.0 * TN_SURE_TIES * span) return 0; \
+            const int kb = kwk_bits_for((any ^ all) >> ibits);                \
+            if (c <= TN_MERGE_MAX && kb > 0) {                                \
+                words_small_sort(w, tmp, c);                                  \
+            } else if (kb > 0 && c < KWK_WIDE_DIGIT_MIN_N) {                  \
+                /* digits of up to 11 bits: a pass fewer than bytes for     \
+                 * most float keys, tables still in L1 */                    \
+                const int passes = (kb + KWK_WIDE_DIGIT_BITS - 1) / KWK_WIDE_DIGIT_BITS; \
+                const uint64_t *res = words_radix_passes32(w, tmp, c, ibits, kb, passes, \
+                                                           (kb + passes - 1) / passes); \
+                if (res != w) memcpy(w, res, (size_t)m * sizeof(uint64_t));   \
+            } else {                                                          \
+                words_sort_bits(w, tmp, c, ibits, kb);                        \
+            }                                                                 \
+        }                                                                     \
+        if (torch)                                                            \
+            for (int64_t j = 1; j < m; ++j)                                   \
+                if ((w[j] >> ibits) == (w[j - 1] >> ibits)) return 0;         \
+        return 1;                                                             \
+    }                                                                         \
+                                                                              \
+    /* torch's own moves on the whole row: std::nth_element(k - 1), then    \
+     * std::sort of the first k - 1 when sorted; w[0..k) gets the result. */  \
+    static void tn_emulate_##SUF(tn_row_##SUF *r, int64_t k, int sorted, uint64_t *w) \
+    {                                                                         \
+        const int ibits = tn_ibits(r->len);                                   \
+        tn_candidates_##SUF(r, (UT)~(UT)0, 1, ibits, w); /* every element */  \
+        wemu_nth_element(w, k - 1, r->len, ibits);                            \
+        if (sorted) wemu_std_sort(w, k - 1, ibits);                           \
+    }
+
+#if defined(__AVX2__)
+#define TN_COMPRESS_SIMD_u32                                                  \
+    {                                                                         \
+        const __m256i ts = _mm256_set1_epi32((int)(t ^ 0x80000000u));         \
+        for (; j + 8 <= len; j += 8) {                                        \
+            const __m256i k8 = _mm256_loadu_si256((const __m256i *)(key + j)); \
+            const unsigned mk = tn_le_mask(k8, ts);                           \
+            if (mk) c = tn_pack8(k8, mk, j, ibits, out, c);                   \
+        }                                                                     \
+    }
+#define TN_COMPRESS_SIMD_u16                                                  \
+    {                                                                         \
+        const __m256i ts = _mm256_set1_epi32((int)((uint32_t)t ^ 0x80000000u)); \
+        for (; j + 8 <= len; j += 8) {                                        \
+            const __m256i k8 = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(key + j))); \
+            const unsigned mk = tn_le_mask(k8, ts);                           \
+            if (mk) c = tn_pack8(k8, mk, j, ibits, out, c);                   \
+        }                                                                     \
+    }
+/* float32 / bfloat16 rows compared as floats against t's value; -1: not
+ * such a row */
+#define TN_RAW_u32(r, t, all, dense, ibits, out)                                   \
+    tn_raw_f32((r)->row, (r)->len,                                            \
+               sw_load_f32(&(uint32_t){TN_KEY_BITS((uint32_t)((t) ^ (r)->flip), 0x80000000u)}), \
+               (r)->flip != 0, all, dense, ibits, out)
+#define TN_RAW_u16(r, t, all, dense, ibits, out)                                   \
+    tn_raw_bf16((r)->row, (r)->len,                                           \
+                sw_load_bf16(&(uint16_t){(uint16_t)TN_KEY_BITS((uint16_t)((t) ^ (r)->flip), 0x8000u)}), \
+                (r)->flip != 0, all, dense, ibits, out)
+#else
+#define TN_COMPRESS_SIMD_u32
+#define TN_COMPRESS_SIMD_u16
+#define TN_RAW_u32(r, t, all, dense, ibits, out) ((void)(r), (void)(t), (void)(all), (void)(dense), (void)(ibits), (void)(out), (int64_t)-1)
+#define TN_RAW_u16(r, t, all, dense, ibits, out) ((void)(r), (void)(t), (void)(all), (void)(dense), (void)(ibits), (void)(out), (int64_t)-1)
+#endif
+#define TN_COMPRESS_SIMD_u8
+#define TN_COMPRESS_SIMD_u64
+/* the key of a raw row's element (raw rows: float32 for u32, bfloat16 for
+ * u16) */
+#define TN_RAW_KEY_u32(p) kwk_key_f32(tn_load_u32(p))
+#define TN_RAW_KEY_u16(p) kwk_key_bf16(tn_load_u16(p))
+#define TN_RAW_KEY_u8(p) ((void)(p), (uint8_t)0)
+#define TN_RAW_KEY_u64(p) ((void)(p), (uint64_t)0)
+#define TN_RAW_u8(r, t, all, dense, ibits, out) ((void)(r), (void)(t), (void)(all), (void)(dense), (void)(ibits), (void)(out), (int64_t)-1)
+#define TN_RAW_u64(r, t, all, dense, ibits, out) ((void)(r), (void)(t), (void)(all), (void)(dense), (void)(ibits), (void)(out), (int64_t)-1)
+
+TN_DEFINE(uint8_t, u8)
+TN_DEFINE(uint16_t, u16)
+TN_DEFINE(uint32_t, u32)
+/* never chosen (64-bit keys leave no room for an index in a word): only so
+ * the per-width topk loop compiles for every width */
+TN_DEFINE(uint64_t, u64)
+
+/* Whether a row can be compared as raw floats (tn_row.raw). */
+static inline int tn_raw_ok(int dtype, int64_t step_bytes)
+{
+#if defined(__AVX2__)
+    return (dtype == KWK_FLOAT32 && step_bytes == 4) || (dtype == KWK_BFLOAT16 && step_bytes == 2);
+#else
+    (void)dtype;
+    (void)step_bytes;
+    return 0;
+#endif
+}
+
+#undef TN_COMPRESS_SIMD_u32
+#undef TN_COMPRESS_SIMD_u16
+#undef TN_COMPRESS_SIMD_u8
+#undef TN_COMPRESS_SIMD_u64
+#undef TN_RAW_u32
+#undef TN_RAW_u16
+#undef TN_RAW_u8
+#undef TN_RAW_KEY_u32
+#undef TN_RAW_KEY_u16
+#undef TN_RAW_KEY_u8
+#undef TN_RAW_KEY_u64
+#undef TN_RAW_u64
+#undef TN_DEFINE
+
+#endif
