@@ -128,3 +128,56 @@ def test_batch_sort_64bit_offsets(kw, gen, dtype):
         wide = make_values("random", (rows, n), dtype, gen)
         compare("sort", wide, dim=-1)
         compare("sort", x.t().contiguous(), dim=0)
+
+
+# ------------------------------------------------------------------ median
+
+MEDIAN_DTYPES = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.float16,
+                 torch.bfloat16, torch.float32)
+MEDIAN_MIN_NUMEL = 8192  # rows of up to 16 go to torch below it (support.SIZE_RULES)
+
+
+def _nan_rows(x, gen):
+    """Some rows with one NaN, some with several, one all NaN."""
+    x = x.contiguous().clone()
+    n = x.shape[-1]
+    rows = x.view(-1, n)
+    rows[::3, n // 2] = float("nan")
+    rows[1::5, ::2] = float("nan")
+    rows[2] = float("nan")
+    return x
+
+
+@pytest.mark.parametrize("dtype", MEDIAN_DTYPES, ids=str)
+def test_batch_median_short_rows(kw, gen, dtype):
+    """median / nanmedian over rows of 2..64 (the batch kernel) and 65 (the
+    one-row kernel): the lower median at stable rank (n-1)//2, the first NaN
+    of a row that has one, nanmedian's rank among the non-NaN elements and
+    its index 0 for an all-NaN row; a row count that is not a multiple of
+    eight (the last batch overlaps the one before)."""
+    for n in (2, 3, 8, 9, 16, 17, 25, 33, 64, 65):
+        rows = -(-MEDIAN_MIN_NUMEL // n) + 3
+        kinds = ["random", "ties", "equal"] + (["special"] if dtype.is_floating_point else [])
+        for kind in kinds:
+            x = make_values(kind, (rows, n), dtype, gen)
+            compare("median", x, -1)
+            compare("nanmedian", x, -1, True)
+            if dtype.is_floating_point:
+                y = _nan_rows(x, gen)
+                compare("median", y, -1)
+                compare("nanmedian", y, -1)
+
+
+def test_batch_median_layouts(kw, gen):
+    """Rows read through strides, and rows along a non-last dim of dtypes
+    the float32 column kernel does not take."""
+    for dtype in (torch.float32, torch.bfloat16, torch.int16):
+        x = make_values("ties", (1100, 9), dtype, gen)
+        for kind in ("transposed", "step", "offset"):
+            compare("median", layout(x, kind), -1)
+            compare("nanmedian", layout(x, kind), 1, keepdim=True)
+        y = make_values("random", (2, 9, 700), dtype, gen)
+        compare("median", y, 1)
+        if dtype.is_floating_point:
+            compare("nanmedian", _nan_rows(y.transpose(1, 2), gen).transpose(1, 2), 1)
+        compare("median", y.transpose(0, 1).contiguous().transpose(0, 1), 1)

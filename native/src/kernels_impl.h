@@ -19,9 +19,11 @@
 #include "sparse_kernels.h"
 #include "topk_layer_kernels.h"
 #include "median_columns.h"
+#include "batch_median.h"
 
 /* median_dim: many short float32 rows along a non-last dim take the
- * eight-rows-at-once kernel (median_columns.h), the rest the per-row one. */
+ * eight-rows-at-once kernel (median_columns.h), other batches of short rows
+ * the batch sort's network (batch_median.h), the rest the per-row one. */
 static int impl_median_dim_any(int dtype, const void *src, int64_t outer, int64_t len,
                                int64_t inner, int64_t src_so, int64_t src_sl, int64_t src_si,
                                void *values, int64_t *indices, int64_t dst_so, int64_t dst_si,
@@ -30,6 +32,15 @@ static int impl_median_dim_any(int dtype, const void *src, int64_t outer, int64_
     if (mc_applies(dtype, len, inner, src_si, dst_si, values, indices))
         return mc_median_dim(src, outer, len, inner, src_so, src_sl, values, indices, dst_so,
                              ignore_nan);
+#if defined(KWK_HAVE_BATCH_SORT)
+    /* other short rows (along the last dim, any dtype with keys of at most
+     * 32 bits): sorted eight at a time (batch_median.h) */
+    if (bm_applies(dtype, len, outer * inner)) {
+        const int status = bm_median_dim(dtype, src, outer, len, inner, src_so, src_sl, src_si,
+                                         values, indices, dst_so, dst_si, ignore_nan);
+        if (status != KWK_E_NOMEM) return status;
+    }
+#endif
     return impl_median_dim(dtype, src, outer, len, inner, src_so, src_sl, src_si, values,
                            indices, dst_so, dst_si, ignore_nan);
 }
