@@ -68,11 +68,15 @@ KINDS = ("random", "rounded", "smallint", "equal", "minus_inf_mass", "zeros", "n
 @pytest.mark.parametrize("kind", KINDS)
 def test_topk_nth_branch(kw, gen, dtype, kind):
     for n in LENGTHS:
-        x = make_rows(kind, n, dtype, gen)
-        for k in ks_for(n):
-            for largest in (True, False):
-                compare("topk", x, k, largest=largest)
-            compare("topk", x, k, sorted=False)
+        _compare_ks(make_rows(kind, n, dtype, gen), ks_for(n))
+
+
+def _compare_ks(x, ks):
+    """Each k largest and smallest (sorted), and largest unsorted."""
+    for k in ks:
+        for largest in (True, False):
+            compare("topk", x, k, largest=largest)
+        compare("topk", x, k, sorted=False)
 
 
 # heap branch (k * 64 <= n) with k >= 128 (TN_HEAP_MIN_K): candidates first,
@@ -89,10 +93,7 @@ def heap_ks_for(n):
 def test_topk_heap_branch_large_k(kw, gen, dtype, kind):
     for n in HEAP_LENGTHS:
         x = make_rows(kind, n, dtype, gen)
-        for k in heap_ks_for(n):
-            for largest in (True, False):
-                compare("topk", x, k, largest=largest)
-            compare("topk", x, k, sorted=False)
+        _compare_ks(x, heap_ks_for(n))
         compare("topk", x[:, ::3], 128)  # strided: keys gathered
 
 
