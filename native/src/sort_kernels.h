@@ -62,6 +62,13 @@ static void emit_kvs(const out_row *o, const kwk_kv *kv, int64_t n)
 {
     KWK_EMIT_ALL(kv[j].idx);
 }
+#if defined(KWK_HAVE_BATCH_SORT)
+/* Row l of a sorted batch (batch_sort.h). */
+static void batch_emit(const out_row *o, const kwk_batch_slot *slots, int l, int64_t n)
+{
+    KWK_EMIT_ALL(batch_index(slots, j, l));
+}
+#endif
 #undef KWK_EMIT_ALL
 #undef KWK_EMIT_LOOP
 
@@ -408,31 +415,6 @@ static out_row sort_out_row(const sort_layout *g, int64_t r)
 }
 
 #if defined(KWK_HAVE_BATCH_SORT)
-/* Write row l of a sorted batch: values copied from the source by index. */
-#define KWK_BATCH_EMIT_LOOP(T)                                                \
-    for (int64_t j = 0; j < n; ++j) {                                         \
-        const int64_t idx_ = batch_index(slots, j, l);                        \
-        T v_;                                                                 \
-        memcpy(&v_, o->row + idx_ * o->step, sizeof(T));                      \
-        memcpy(o->vals + j * dstep, &v_, sizeof(T));                          \
-        if (o->inds) o->inds[j * o->dsl] = idx_;                              \
-    }
-
-static void batch_emit(const out_row *o, const kwk_batch_slot *slots, int l, int64_t n)
-{
-    if (!o->vals) {
-        for (int64_t j = 0; j < n; ++j) o->inds[j * o->dsl] = batch_index(slots, j, l);
-        return;
-    }
-    const int64_t dstep = o->dsl * o->es;
-    switch (o->es) {
-    case 1: KWK_BATCH_EMIT_LOOP(uint8_t) break;
-    case 2: KWK_BATCH_EMIT_LOOP(uint16_t) break;
-    case 4: KWK_BATCH_EMIT_LOOP(uint32_t) break;
-    default: KWK_BATCH_EMIT_LOOP(uint64_t) break;
-    }
-}
-#undef KWK_BATCH_EMIT_LOOP
 
 /* Eight rows that sit side by side in the source and the outputs (a sort
  * along a non-last dim): output position j of all eight is written
