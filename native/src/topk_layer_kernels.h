@@ -74,6 +74,41 @@ TL_DEFINE_SELECT(uint64_t, u64)
  * all keys. */
 #define TL_SAMPLE 1024
 #define TL_BLOCK 16 /* elements tested at once for a candidate */
+
+/* Whether any of the TL_BLOCK elements at x is >= t or NaN: the test that
+ * lets the candidate pass skip most of a long row.  Written with AVX2
+ * where there is AVX2 (the compiler left the scalar loop as 16 compares
+ * and branches: the whole layer ran at 1.8 ns an element). */
+#if defined(__AVX2__)
+#include <immintrin.h>
+static inline int tl_block_any_f32(const float *x, float t)
+{
+    const __m256 tv = _mm256_set1_ps(t);
+    __m256 m = _mm256_cmp_ps(_mm256_loadu_ps(x), tv, _CMP_NLT_UQ);
+    m = _mm256_or_ps(m, _mm256_cmp_ps(_mm256_loadu_ps(x + 8), tv, _CMP_NLT_UQ));
+    return _mm256_movemask_ps(m) != 0;
+}
+static inline int tl_block_any_f64(const double *x, double t)
+{
+    const __m256d tv = _mm256_set1_pd(t);
+    __m256d m = _mm256_cmp_pd(_mm256_loadu_pd(x), tv, _CMP_NLT_UQ);
+    m = _mm256_or_pd(m, _mm256_cmp_pd(_mm256_loadu_pd(x + 4), tv, _CMP_NLT_UQ));
+    m = _mm256_or_pd(m, _mm256_cmp_pd(_mm256_loadu_pd(x + 8), tv, _CMP_NLT_UQ));
+    m = _mm256_or_pd(m, _mm256_cmp_pd(_mm256_loadu_pd(x + 12), tv, _CMP_NLT_UQ));
+    return _mm256_movemask_pd(m) != 0;
+}
+#else
+#define TL_DEFINE_BLOCK_ANY(T, SUF)                                           \
+    static inline int tl_block_any_##SUF(const T *x, T t)                     \
+    {                                                                         \
+        int any = 0;                                                          \
+        for (int l = 0; l < TL_BLOCK; ++l) any |= !(x[l] < t); /* >= t or NaN */ \
+        return any;                                                           \
+    }
+TL_DEFINE_BLOCK_ANY(float, f32)
+TL_DEFINE_BLOCK_ANY(double, f64)
+#undef TL_DEFINE_BLOCK_ANY
+#endif
 #define TL_DEFINE_THRESHOLD(T, UT, SUF, KEY)                                  \
     static inline UT tl_bits_##SUF(T v)                                       \
     {                                                                         \
@@ -109,10 +144,7 @@ TL_DEFINE_SELECT(uint64_t, u64)
             const T pf = tl_value_##SUF(p);                                   \
             int64_t c = 0, j = 0;                                             \
             for (; j + TL_BLOCK <= n; j += TL_BLOCK) {                        \
-                int any = 0;                                                  \
-                for (int l = 0; l < TL_BLOCK; ++l)                            \
-                    any |= !(x[j + l] < pf); /* >= pf or NaN */               \
-                if (!any) continue;                                           \
+                if (!tl_block_any_##SUF(x + j, pf)) continue;                \
                 for (int l = 0; l < TL_BLOCK; ++l) {                          \
                     const UT key = KEY(tl_bits_##SUF(x[j + l]));              \
                     keys[c] = key;                                            \
