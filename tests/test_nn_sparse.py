@@ -13,6 +13,7 @@ import kwker.nn as knn
 from kwker.nn import reference_sparse as R
 from kwker.nn import sparse as S
 from kwker.ops import sparse as native
+from kwker.torch_ops import layers_sparse as L
 from kwker_testing import bits, make_values
 
 K = torch.ops.kwker
@@ -188,6 +189,25 @@ def test_group_sort_layouts_empty_and_errors(gen):
         S.group_sort(torch.randn(3, 5), 2)
     with pytest.raises(ValueError):
         S.group_sort(torch.randn(3, 512), 512)
+
+
+def test_group_sort_backward_takes_any_positions_as_the_reference(gen):
+    """Positions that are not the forward's (int64, another shape, out of
+    their group) give the reference's result or its error, never a read of
+    the wrong bytes."""
+    grad = torch.randn(6, 8, generator=gen)
+    _, positions = K.group_sort(torch.randn(6, 8, generator=gen), 4, -1, False)
+    want = L.group_sort_backward_any(grad, positions, 4, -1)
+    assert torch.equal(K.group_sort_backward(grad, positions, 4, -1), want)
+    assert torch.equal(K.group_sort_backward(grad, positions.long(), 4, -1), want)
+    assert torch.equal(K.group_sort_backward(grad, positions[:1].expand(6, 8), 4, -1),
+                       L.group_sort_backward_any(grad, positions[:1].expand(6, 8), 4, -1))
+    bad = positions.clone()
+    bad[2, 5] = 4
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        L.group_sort_backward_any(grad, bad, 4, -1)
+    with pytest.raises(RuntimeError, match="out of bounds"):
+        K.group_sort_backward(grad, bad, 4, -1)
 
 
 def test_group_sort_gradcheck(gen):

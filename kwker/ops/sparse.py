@@ -97,13 +97,21 @@ def group_sort_rows(x, group_size, descending):
     return out, perm
 
 
+_E_ARG = -1  # kwker.h KWK_E_ARG: here, a position >= group_size
+
+
 def group_sort_backward_rows(grad, perm, group_size):
+    """grad with each group's elements sent back to their uint8 positions
+    (perm shaped as grad), or None when a position is out of its group (the
+    reference then raises torch's error)."""
     grad = grad.contiguous()
     perm = perm.contiguous()
     grad_input = torch.empty_like(grad)
     status = _group_sort_backward(CODES[grad.dtype], grad.data_ptr(), perm.data_ptr(),
                                   grad.numel() // group_size, group_size,
                                   grad_input.data_ptr())
+    if status == _E_ARG:
+        return None
     if status:
         _native.check(status, "group_sort_backward")
     return grad_input

@@ -67,6 +67,34 @@ def _direct(x) -> bool:
             and not _torch_function_mode() and _tracing_state() is None)
 
 
+def _plain_cpu_call(args) -> bool:
+    """Whether a call with these arguments may run its CPU kernel directly:
+    grad mode off (inside autograd.Function.forward, and in a backward
+    without create_graph), every tensor a plain CPU one, and nothing that
+    must see the call (as _direct)."""
+    if (_grad_enabled() or _forward_ad._current_level >= 0 or _dispatch_modes()
+            or _functorch_active() or _torch_function_mode() or _tracing_state() is not None):
+        return False
+    for a in args:
+        if isinstance(a, torch.Tensor) and (type(a) is not _Tensor or not a.is_cpu):
+            return False
+    return True
+
+
+def function_kernel(op, cpu, *args, below_autograd=True):
+    """op(*args) as an autograd.Function's forward (below autograd) or
+    backward (through autograd, for double backward) calls it: in plain
+    eager use the CPU kernel itself, which skips the dispatcher's round trip
+    (a layer's forward and backward each make one; ~10 us of a small
+    layer's forward + backward), else the dispatcher."""
+    if _plain_cpu_call(args):
+        return cpu(*args)
+    if below_autograd:
+        with _below_autograd():
+            return op(*args)
+    return op(*args)
+
+
 def _may_need_grad(x) -> bool:
     # dual tensors report requires_grad False: forward AD is checked apart
     return ((x.requires_grad and _grad_enabled()) or _forward_ad._current_level >= 0

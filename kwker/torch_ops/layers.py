@@ -23,7 +23,7 @@ import torch.autograd.forward_ad as _forward_ad
 
 from kwker.nn import reference
 from kwker.ops import median_pool as native
-from kwker.torch_ops.autograd import (_below_autograd, _direct, _functorch_active,
+from kwker.torch_ops.autograd import (_below_autograd, _direct, function_kernel, _functorch_active,
                                       _may_need_grad, kernel_entry)
 from kwker.torch_ops.checks import check, check_value
 from kwker.torch_ops.schemas import LIB
@@ -151,9 +151,8 @@ def median_pool2d_backward_fake(grad, x, indices, kernel_size, stride, padding, 
 class _MedianPool2d(torch.autograd.Function):
     @staticmethod
     def forward(x, kernel_size, stride, padding, padding_mode):
-        with _below_autograd():
-            return torch.ops.kwker.median_pool2d.default(x, kernel_size, stride, padding,
-                                                         padding_mode)
+        return function_kernel(torch.ops.kwker.median_pool2d.default, median_pool2d_cpu, x,
+                               kernel_size, stride, padding, padding_mode)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -165,8 +164,9 @@ class _MedianPool2d(torch.autograd.Function):
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad_values, grad_indices):
         x, indices = ctx.saved_tensors
-        grad = torch.ops.kwker.median_pool2d_backward.default(grad_values, x, indices,
-                                                              *ctx.arguments)
+        grad = function_kernel(torch.ops.kwker.median_pool2d_backward.default,
+                               median_pool2d_backward_cpu, grad_values, x, indices,
+                               *ctx.arguments, below_autograd=False)
         return grad, None, None, None, None
 
 

@@ -22,7 +22,7 @@ import torch.autograd.forward_ad as _forward_ad
 
 from kwker.nn import reference_sparse as reference
 from kwker.ops import sparse as native
-from kwker.torch_ops.autograd import (_below_autograd, _direct, _functorch_active,
+from kwker.torch_ops.autograd import (_below_autograd, _direct, function_kernel, _functorch_active,
                                       _may_need_grad, kernel_entry)
 from kwker.torch_ops.checks import check, check_index, check_value
 from kwker.torch_ops.schemas import LIB
@@ -130,8 +130,7 @@ def _backward_fake(grad, output, *args):
 class _Sparsemax(torch.autograd.Function):
     @staticmethod
     def forward(x, dim):
-        with _below_autograd():
-            return torch.ops.kwker.sparsemax.default(x, dim)
+        return function_kernel(torch.ops.kwker.sparsemax.default, sparsemax_cpu, x, dim)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -142,14 +141,14 @@ class _Sparsemax(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad, _):
         output, support = ctx.saved_tensors
-        return torch.ops.kwker.sparsemax_backward.default(grad, output, support, ctx.dim), None
+        return function_kernel(torch.ops.kwker.sparsemax_backward.default, sparsemax_backward_cpu,
+                               grad, output, support, ctx.dim, below_autograd=False), None
 
 
 class _Entmax15(torch.autograd.Function):
     @staticmethod
     def forward(x, dim):
-        with _below_autograd():
-            return torch.ops.kwker.entmax15.default(x, dim)
+        return function_kernel(torch.ops.kwker.entmax15.default, entmax15_cpu, x, dim)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -159,7 +158,8 @@ class _Entmax15(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         (output,) = ctx.saved_tensors
-        return torch.ops.kwker.entmax15_backward.default(grad, output, ctx.dim), None
+        return function_kernel(torch.ops.kwker.entmax15_backward.default, entmax15_backward_any,
+                               grad, output, ctx.dim, below_autograd=False), None
 
 
 def _function_path(x):
@@ -234,12 +234,19 @@ def group_sort_any(x, group_size, dim=-1, descending=False):
 
 def group_sort_backward_cpu(grad, positions, group_size, dim):
     d = _group_check(grad, group_size, dim)
-    if _takes(grad) and d == grad.dim() - 1:
-        return native.group_sort_backward_rows(grad, positions, group_size)
-    if _takes(grad):
-        rows = native.group_sort_backward_rows(grad.movedim(d, -1),
-                                               positions.movedim(d, -1), group_size)
-        return rows.movedim(-1, d).contiguous()
+    # the kernel reads uint8 positions shaped as grad (the forward's); any
+    # other positions tensor takes the reference, and its errors
+    if (_takes(grad) and type(positions) is torch.Tensor and positions.dtype == torch.uint8
+            and positions.shape == grad.shape and positions.layout is torch.strided):
+        if d == grad.dim() - 1:
+            rows = native.group_sort_backward_rows(grad, positions, group_size)
+            if rows is not None:
+                return rows
+        else:
+            rows = native.group_sort_backward_rows(grad.movedim(d, -1),
+                                                   positions.movedim(d, -1), group_size)
+            if rows is not None:
+                return rows.movedim(-1, d).contiguous()
     return group_sort_backward_any(grad, positions, group_size, dim)
 
 
@@ -267,8 +274,8 @@ def group_sort_backward_fake(grad, positions, group_size, dim):
 class _GroupSort(torch.autograd.Function):
     @staticmethod
     def forward(x, group_size, dim, descending):
-        with _below_autograd():
-            return torch.ops.kwker.group_sort.default(x, group_size, dim, descending)
+        return function_kernel(torch.ops.kwker.group_sort.default, group_sort_cpu, x, group_size,
+                               dim, descending)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -279,8 +286,9 @@ class _GroupSort(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad, _):
         (positions,) = ctx.saved_tensors
-        grad_input = torch.ops.kwker.group_sort_backward.default(grad, positions,
-                                                                 ctx.group_size, ctx.dim)
+        grad_input = function_kernel(torch.ops.kwker.group_sort_backward.default,
+                                     group_sort_backward_cpu, grad, positions, ctx.group_size,
+                                     ctx.dim, below_autograd=False)
         return grad_input, None, None, None
 
 
@@ -361,8 +369,7 @@ def sort_pool_backward_fake(grad, x, index, output):
 class _SortPool(torch.autograd.Function):
     @staticmethod
     def forward(x, k, num_nodes):
-        with _below_autograd():
-            return torch.ops.kwker.sort_pool.default(x, k, num_nodes)
+        return function_kernel(torch.ops.kwker.sort_pool.default, sort_pool_cpu, x, k, num_nodes)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
@@ -372,7 +379,8 @@ class _SortPool(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad, _):
         x, index, output = ctx.saved_tensors
-        return torch.ops.kwker.sort_pool_backward.default(grad, x, index, output), None, None
+        return function_kernel(torch.ops.kwker.sort_pool_backward.default, sort_pool_backward_any,
+                               grad, x, index, output, below_autograd=False), None, None
 
 
 def sort_pool_autograd(x, k, num_nodes=None):

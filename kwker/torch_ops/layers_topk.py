@@ -27,7 +27,7 @@ import torch.autograd.forward_ad as _forward_ad
 from kwker.nn import reference_topk as R
 from kwker.ops import topk_layers as fast
 from kwker.ops._call import lib
-from kwker.torch_ops.autograd import (_below_autograd, _direct, _functorch_active,
+from kwker.torch_ops.autograd import (_below_autograd, _direct, function_kernel, _functorch_active,
                                       _may_need_grad, kernel_entry)
 from kwker.torch_ops.checks import check
 from kwker.torch_ops.schemas import LIB
@@ -74,8 +74,8 @@ def topk_activation_fake(x, k, relu):
 class _TopKActivation(torch.autograd.Function):
     @staticmethod
     def forward(x, k, relu):
-        with _below_autograd():
-            return torch.ops.kwker.topk_activation.default(x, k, relu)
+        return function_kernel(torch.ops.kwker.topk_activation.default, topk_activation_cpu, x, k,
+                               relu)
 
     @staticmethod
     def setup_context(ctx, inputs, output):
