@@ -99,13 +99,19 @@ def test_topk_softmax_equals_the_reference(dtype, kind, renormalize, gen):
 
 
 def test_topk_softmax_gradient_and_gradcheck(gen):
-    x = torch.randn(16, 64, generator=gen)
     grad = torch.randn(16, 4, generator=gen)
     for renormalize in (True, False):
-        xr, xf = x.clone().requires_grad_(), x.clone().requires_grad_()
-        R.topk_softmax(xr, 4, renormalize)[0].backward(grad)
-        T.topk_softmax(xf, 4, renormalize)[0].backward(grad)
-        _same(xr.grad, xf.grad)
+        # with grad the ids come from the softmax the backward runs through:
+        # torch.topk's order of tied probabilities included
+        for kind in ("random", "ties", "bf16ties", "equal"):
+            for dtype in (torch.float32, torch.bfloat16):
+                x = _scores(kind, (16, 64), dtype, gen)
+                xr, xf = x.clone().requires_grad_(), x.clone().requires_grad_()
+                want, got = R.topk_softmax(xr, 4, renormalize), T.topk_softmax(xf, 4, renormalize)
+                _same(tuple(t.detach() for t in want), tuple(t.detach() for t in got))
+                want[0].backward(grad)
+                got[0].backward(grad)
+                _same(xr.grad, xf.grad)
         x64 = torch.randn(3, 10, dtype=torch.float64, generator=gen, requires_grad=True)
         # the weights are float32: gradcheck in float64 on a float64 detour
         fn = lambda t: T.topk_softmax(t, 3, renormalize)[0].double()  # noqa: E731

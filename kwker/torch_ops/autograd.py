@@ -67,18 +67,24 @@ def _direct(x) -> bool:
             and not _torch_function_mode() and _tracing_state() is None)
 
 
-def _plain_cpu_call(args) -> bool:
-    """Whether a call with these arguments may run its CPU kernel directly:
-    grad mode off (inside autograd.Function.forward, and in a backward
-    without create_graph), every tensor a plain CPU one, and nothing that
-    must see the call (as _direct)."""
-    if (_grad_enabled() or _forward_ad._current_level >= 0 or _dispatch_modes()
-            or _functorch_active() or _torch_function_mode() or _tracing_state() is not None):
+def _plain_cpu_tensors(*args) -> bool:
+    """Every tensor among args a plain CPU one, and nothing that must see a
+    call on them (a mode, a functorch transform, forward AD, a TorchScript
+    trace): a native kernel may read them directly."""
+    if (_forward_ad._current_level >= 0 or _dispatch_modes() or _functorch_active()
+            or _torch_function_mode() or _tracing_state() is not None):
         return False
     for a in args:
         if isinstance(a, torch.Tensor) and (type(a) is not _Tensor or not a.is_cpu):
             return False
     return True
+
+
+def _plain_cpu_call(args) -> bool:
+    """Whether a call with these arguments may run its CPU kernel directly:
+    grad mode off (inside autograd.Function.forward, and in a backward
+    without create_graph) and _plain_cpu_tensors."""
+    return not _grad_enabled() and _plain_cpu_tensors(*args)
 
 
 def function_kernel(op, cpu, *args, below_autograd=True):

@@ -27,7 +27,7 @@ import torch.autograd.forward_ad as _forward_ad
 from kwker.nn import reference_topk as R
 from kwker.ops import topk_layers as fast
 from kwker.ops._call import lib
-from kwker.torch_ops.autograd import (_below_autograd, _direct, function_kernel, _functorch_active,
+from kwker.torch_ops.autograd import (_below_autograd, _direct, function_kernel, _plain_cpu_tensors, _functorch_active,
                                       _may_need_grad, kernel_entry)
 from kwker.torch_ops.checks import check
 from kwker.torch_ops.schemas import LIB
@@ -126,11 +126,15 @@ def topk_softmax_autograd(logits, k, renormalize):
         return topk_softmax_cpu(logits, k, renormalize)
     if logits.is_floating_point() and _may_need_grad(logits):
         if _forward_ad._current_level < 0 and not _functorch_active():
-            # the selection from the operator, the weights from the
-            # reference's differentiable formula at those ids
-            with _below_autograd():
-                ids = torch.ops.kwker.topk_softmax.default(logits, k, renormalize)[1]
-            weights = torch.softmax(logits, dim=-1, dtype=torch.float32).gather(-1, ids)
+            # the reference's differentiable softmax, computed once; the ids
+            # from Kwker's topk on its values (torch.topk's, ties included)
+            probs = torch.softmax(logits, dim=-1, dtype=torch.float32)
+            if _plain_cpu_tensors(logits) and _takes(logits) and 0 <= k <= logits.shape[-1]:
+                ids = fast._topk_indices(probs.detach(), k)[1]
+            else:  # traced, or under a mode: the operator, which they see
+                with _below_autograd():
+                    ids = torch.ops.kwker.topk_softmax.default(logits, k, renormalize)[1]
+            weights = probs.gather(-1, ids)
             if renormalize:
                 weights = weights / weights.sum(dim=-1, keepdim=True)
             return weights, ids
