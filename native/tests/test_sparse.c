@@ -125,6 +125,16 @@ static void group_sort(int64_t groups, int64_t g, int descending)
     CHECK(kwk_group_sort_backward(KWK_FLOAT32, out, perm, groups, g, back) == KWK_OK, "gsb");
     for (int64_t i = 0; i < n; ++i)
         CHECK(memcmp(&back[i], &x[i], sizeof(float)) == 0, "gs backward inverts");
+    /* a position outside its group, anywhere (the check runs in blocks) */
+    if (g < 256) {
+        for (int64_t at = 0; at < n; at += 1 + n / 5) {
+            const uint8_t keep = perm[at];
+            perm[at] = (uint8_t)g;
+            CHECK(kwk_group_sort_backward(KWK_FLOAT32, out, perm, groups, g, back) == KWK_E_ARG,
+                  "gsb position %d of group size %lld", (int)g, (long long)g);
+            perm[at] = keep;
+        }
+    }
     free(x); free(out); free(back); free(perm);
 }
 
@@ -173,12 +183,17 @@ int main(void)
             CHECK(memcmp(first, second, sizeof first) == 0, "targets differ, kind %d", kind);
         }
     }
-    kwk_set_target("auto");
-    for (int64_t g = 1; g <= 9; ++g) {
-        group_sort(37, g, 0);
-        group_sort(37, g, 1);
+    for (int t = 0; t < 2; ++t) {
+        if (kwk_set_target(targets[t]) != 0) continue;
+        for (int64_t g = 1; g <= 9; ++g) {
+            group_sort(37, g, 0);
+            group_sort(37, g, 1);
+        }
+        group_sort(3, 256, 0);
+        group_sort(3001, 2, 1); /* past one 4096-byte block of the position check */
+        group_sort(1501, 4, 0);
     }
-    group_sort(3, 256, 0);
+    kwk_set_target("auto");
     sort_pool(5, 9, 3, 4);
     sort_pool(5, 3, 2, 7);
     sort_pool(1, 1, 1, 1);
