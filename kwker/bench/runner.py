@@ -165,6 +165,12 @@ def main(argv: Optional[List[str]] = None) -> int:
     if args.check and (args.compare or args.plot):
         print("error: --compare and --plot need timings; drop --check", file=sys.stderr)
         return EXIT_USAGE
+    if args.compare:  # before minutes of timing, not after
+        try:
+            load_speedups(args.compare)
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            print(f"error: --compare {args.compare}: {exc}", file=sys.stderr)
+            return EXIT_USAGE
     try:
         switch = KwkerSwitch(ties=args.ties)
     except UsageError as exc:

@@ -204,6 +204,14 @@ def test_timing_run_writes_json_and_flags_regressions(tmp_path, capsys):
     assert "REGRESSION" in out and "1 regression(s) among 1 inputs" in out
 
 
+def test_unreadable_compare_file_is_refused_before_timing(tmp_path, capsys):
+    missing = tmp_path / "no-such.json"
+    assert runner.main(["--quick", "--filter", "smoothed_value", "--compare", str(missing)]) \
+        == runner.EXIT_USAGE
+    captured = capsys.readouterr()
+    assert "error: --compare" in captured.err and "speed-up over" not in captured.out
+
+
 def test_missing_kwker_api_is_said_out_loud(monkeypatch, capsys):
     monkeypatch.delattr(kwker, "install", raising=False)
     assert runner.main(["--check", "--filter", "smoothed_value"]) == 0
