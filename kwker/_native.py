@@ -6,7 +6,7 @@ use it falls back to torch.
 """
 import torch
 
-ABI_VERSION = 6
+ABI_VERSION = 7
 
 ffi = None
 lib = None

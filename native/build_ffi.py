@@ -102,6 +102,10 @@ int kwk_sort_pool_addr(int dtype, uintptr_t src, int64_t batch, int64_t nodes, i
                        uintptr_t count, int64_t k, uintptr_t out, uintptr_t index);
 int kwk_topk_dense_addr(int dtype, uintptr_t src, int64_t rows, int64_t len, int64_t k,
                         int mode, double fill, uintptr_t out, uintptr_t mask);
+int64_t kwk_unique_runs_addr(int dtype, uintptr_t values, int64_t n, uintptr_t perm,
+                             uintptr_t inverse);
+int kwk_unique_fill_addr(int dtype, uintptr_t values, int64_t n, int64_t runs, uintptr_t out,
+                         uintptr_t counts);
 """
 
 ADDRESS_ADAPTERS_SOURCE = """
@@ -198,6 +202,20 @@ int kwk_topk_dense_addr(int dtype, uintptr_t src, int64_t rows, int64_t len, int
                         int mode, double fill, uintptr_t out, uintptr_t mask)
 {
     return kwk_topk_dense(dtype, P(src), rows, len, k, mode, fill, P(out), (uint8_t *)P(mask));
+}
+/* the number of runs, or a (negative) status */
+int64_t kwk_unique_runs_addr(int dtype, uintptr_t values, int64_t n, uintptr_t perm,
+                             uintptr_t inverse)
+{
+    int64_t runs = 0;
+    const int status = kwk_unique_runs(dtype, P(values), n, (const int64_t *)P(perm),
+                                       (int64_t *)P(inverse), &runs);
+    return status != KWK_OK ? status : runs;
+}
+int kwk_unique_fill_addr(int dtype, uintptr_t values, int64_t n, int64_t runs, uintptr_t out,
+                         uintptr_t counts)
+{
+    return kwk_unique_fill(dtype, P(values), n, runs, P(out), (int64_t *)P(counts));
 }
 """
 

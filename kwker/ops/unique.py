@@ -1,8 +1,8 @@
 """torch.unique (flattened form) from the native sort.
 
 torch sorts the flattened input (torch.sort, unstable) and compares
-neighbours; so does this, with Kwker's sort and torch's vectorised
-element-wise ops for the compaction.  Two things about torch's result depend
+neighbours; so does this, with Kwker's sort and one native pass for the
+compaction (native/src/unique_runs.h).  Two things about torch's result depend
 on how its unstable sort orders equal elements: the sign of a zero when
 +0.0 and -0.0 both occur (they merge into one entry showing whichever came
 first), and, for NaNs (never merged: one entry each), their payload order
@@ -22,6 +22,8 @@ from kwker.ops._call import CODES, lib
 _INT64 = torch.int64
 _BITS = {2: torch.int16, 4: torch.int32, 8: torch.int64}
 _sort = lib.kwk_sort_addr if lib is not None else None
+_runs = lib.kwk_unique_runs_addr if lib is not None else None
+_fill = lib.kwk_unique_fill_addr if lib is not None else None
 
 
 def _sort_values(flat: torch.Tensor) -> torch.Tensor:
@@ -69,11 +71,25 @@ def unique(x: torch.Tensor, return_inverse: bool, return_counts: bool
         values, perm = _sort_values(flat), None
     # an entry starts where a value differs from the one before (NaN != NaN:
     # every NaN its own entry, as in torch)
-    starts = _group_starts(values)
-    output = values[starts]
-    inverse = _inverse(starts, perm).view(x.shape) if return_inverse else None
-    counts = _counts(starts.nonzero().squeeze(1), n) if return_counts else None
-    return output, inverse, counts
+    return _compact(values, perm, x.shape, return_inverse, return_counts)
+
+
+def _compact(values, perm, shape, return_inverse, return_counts):
+    """(output, inverse, counts) from the sorted values (and the sort's
+    permutation, for the inverse): kwk_unique_runs / kwk_unique_fill."""
+    code, n = CODES[values.dtype], values.shape[0]
+    inverse = torch.empty(n, dtype=_INT64) if return_inverse else None
+    runs = _runs(code, values.data_ptr(), n, perm.data_ptr() if return_inverse else 0,
+                 inverse.data_ptr() if return_inverse else 0)
+    if runs < 0:
+        _native.check(runs, "unique")
+    output = torch.empty(runs, dtype=values.dtype)
+    counts = torch.empty(runs, dtype=_INT64) if return_counts else None
+    status = _fill(code, values.data_ptr(), n, runs, output.data_ptr(),
+                   counts.data_ptr() if return_counts else 0)
+    if status:
+        _native.check(status, "unique")
+    return output, inverse.view(shape) if return_inverse else None, counts
 
 
 def _group_starts(values: torch.Tensor) -> torch.Tensor:

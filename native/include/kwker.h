@@ -24,7 +24,7 @@
 
 #include <stdint.h>
 
-#define KWK_ABI_VERSION 6
+#define KWK_ABI_VERSION 7
 
 /* Status codes (negative: the call did nothing useful; see kwk_strerror). */
 enum {
@@ -200,6 +200,18 @@ int kwk_group_sort_backward(int dtype, const void *grad, const uint8_t *perm,
  * (float32) / 2^53 (float64) (see sparse_kernels.h). */
 int kwk_sort_pool(int dtype, const void *src, int64_t batch, int64_t nodes, int64_t c,
                   const int64_t *count, int64_t k, void *out, int64_t *index);
+/* torch.unique's compaction of n >= 0 sorted contiguous elements: runs of
+ * equal values as torch.ne sees them (-0.0 == +0.0; every NaN a run of its
+ * own).  kwk_unique_runs stores the number of runs in *runs and, when perm
+ * (the sort's permutation: sorted position -> input position, each in
+ * [0, n)) and inverse are both given, inverse[perm[i]] = the run of sorted
+ * element i.  kwk_unique_fill writes each run's first value (its bits) to
+ * out and its length to counts (either may be NULL; each holds `runs`
+ * elements, the count kwk_unique_runs gave). */
+int kwk_unique_runs(int dtype, const void *values, int64_t n, const int64_t *perm,
+                    int64_t *inverse, int64_t *runs);
+int kwk_unique_fill(int dtype, const void *values, int64_t n, int64_t runs, void *out,
+                    int64_t *counts);
 /* kwk_topk_dense modes. */
 enum { KWK_TOPK_DENSE_KEEP = 0, KWK_TOPK_DENSE_RELU = 1, KWK_TOPK_DENSE_FILTER = 2 };
 /* The k largest of each of `rows` contiguous rows of `len` float32/float64

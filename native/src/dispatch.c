@@ -400,3 +400,44 @@ int kwk_topk_dense(int dtype, const void *src, int64_t rows, int64_t len, int64_
     if (!src || !out || !mask) return KWK_E_ARG;
     return kernels()->topk_dense(dtype, src, rows, len, k, mode, fill, out, mask);
 }
+
+/* n sorted elements of a known dtype; every byte of them reachable */
+static int check_unique(int dtype, const void *values, int64_t n)
+{
+    int64_t t;
+    if (dtype < 0 || dtype >= KWK_NUM_DTYPES) return KWK_E_DTYPE;
+    if (n < 0) return KWK_E_ARG;
+    if (!mul_ok(n, 8, &t)) return KWK_E_OVERFLOW;
+    if (n > 0 && !values) return KWK_E_ARG;
+    return KWK_OK;
+}
+
+int kwk_unique_runs(int dtype, const void *values, int64_t n, const int64_t *perm,
+                    int64_t *inverse, int64_t *runs)
+{
+    int status = check_unique(dtype, values, n);
+    if (status != KWK_OK) return status;
+    if (!runs || (inverse && !perm)) return KWK_E_ARG;
+    *runs = 0;
+    if (n == 0) return KWK_OK;
+    if (inverse) /* inverse[perm[i]] must stay inside inverse; in blocks, no
+                  * early exit inside one (a branch per element cost more) */
+        for (int64_t i = 0; i < n; i += 4096) {
+            const int64_t e = n - i < 4096 ? n - i : 4096;
+            int bad = 0;
+            for (int64_t j = 0; j < e; ++j) bad |= (uint64_t)perm[i + j] >= (uint64_t)n;
+            if (bad) return KWK_E_ARG;
+        }
+    *runs = kernels()->unique_runs(dtype, values, n, inverse ? perm : NULL, inverse);
+    return KWK_OK;
+}
+
+int kwk_unique_fill(int dtype, const void *values, int64_t n, int64_t runs, void *out,
+                    int64_t *counts)
+{
+    int status = check_unique(dtype, values, n);
+    if (status != KWK_OK) return status;
+    if (n == 0) return runs == 0 ? KWK_OK : KWK_E_ARG;
+    if (runs < 1 || runs > n) return KWK_E_ARG;
+    return kernels()->unique_fill(dtype, values, n, runs, out, counts);
+}

@@ -54,6 +54,11 @@ typedef struct {
                      const int64_t *count, int64_t k, void *out, int64_t *index);
     int (*topk_dense)(int dtype, const void *src, int64_t rows, int64_t len, int64_t k,
                       int mode, double fill, void *out, uint8_t *mask);
+    /* unique_runs.h */
+    int64_t (*unique_runs)(int dtype, const void *values, int64_t n, const int64_t *perm,
+                           int64_t *inverse);
+    int (*unique_fill)(int dtype, const void *values, int64_t n, int64_t runs, void *out,
+                       int64_t *counts);
 } kwk_kernel_table;
 
 /* Add n to a kwk_counter (dispatch.c; relaxed atomic, once per call). */
