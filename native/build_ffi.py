@@ -102,6 +102,8 @@ int kwk_sort_pool_addr(int dtype, uintptr_t src, int64_t batch, int64_t nodes, i
                        uintptr_t count, int64_t k, uintptr_t out, uintptr_t index);
 int kwk_topk_dense_addr(int dtype, uintptr_t src, int64_t rows, int64_t len, int64_t k,
                         int mode, double fill, uintptr_t out, uintptr_t mask);
+int kwk_topk_dense_backward_addr(int dtype, uintptr_t grad, uintptr_t mask, int64_t n,
+                                 uintptr_t out);
 int64_t kwk_unique_runs_addr(int dtype, uintptr_t values, int64_t n, uintptr_t perm,
                              uintptr_t inverse);
 int kwk_unique_fill_addr(int dtype, uintptr_t values, int64_t n, int64_t runs, uintptr_t out,
@@ -202,6 +204,11 @@ int kwk_topk_dense_addr(int dtype, uintptr_t src, int64_t rows, int64_t len, int
                         int mode, double fill, uintptr_t out, uintptr_t mask)
 {
     return kwk_topk_dense(dtype, P(src), rows, len, k, mode, fill, P(out), (uint8_t *)P(mask));
+}
+int kwk_topk_dense_backward_addr(int dtype, uintptr_t grad, uintptr_t mask, int64_t n,
+                                 uintptr_t out)
+{
+    return kwk_topk_dense_backward(dtype, P(grad), (const uint8_t *)P(mask), n, P(out));
 }
 /* the number of runs, or a (negative) status */
 int64_t kwk_unique_runs_addr(int dtype, uintptr_t values, int64_t n, uintptr_t perm,

@@ -68,15 +68,20 @@ def test_topk_activation_large_rows_and_layouts(gen):
         T.topk_activation(x, 20001)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("relu", [True, False])
-def test_topk_activation_gradient_is_the_references(relu, gen):
-    x = make_values("bf16ties", (4, 300), torch.float32, gen)
-    x[0, 3] = float("nan")
-    grad = torch.randn(x.shape, generator=gen)
-    xr, xf = x.clone().requires_grad_(), x.clone().requires_grad_()
-    R.topk_activation(xr, 40, relu).backward(grad)
-    T.topk_activation(xf, 40, relu).backward(grad)
-    _same(xr.grad, xf.grad)
+def test_topk_activation_gradient_is_the_references(relu, dtype, gen):
+    for shape in ((4, 300), (3, 301)):  # 301: the native backward's scalar tail
+        x = make_values("bf16ties", shape, dtype, gen)
+        x[0, 3] = float("nan")
+        grad = torch.randn(x.shape, generator=gen, dtype=dtype)
+        grad[:, ::7] = -0.0  # kept: the sign stays; dropped: +0.0
+        grad[1, ::5] = float("nan")
+        for g in (grad, grad[:, :1].expand(x.shape)):  # an expanded grad: torch's way
+            xr, xf = x.clone().requires_grad_(), x.clone().requires_grad_()
+            R.topk_activation(xr, 40, relu).backward(g)
+            T.topk_activation(xf, 40, relu).backward(g)
+            _same(xr.grad, xf.grad)
 
 
 @pytest.mark.parametrize("relu", [True, False])

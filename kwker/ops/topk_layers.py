@@ -18,6 +18,7 @@ from kwker.ops._call import lib
 _TORCH_ORDER = _native.ORDER_TORCH
 _dense = lib.kwk_topk_dense_addr if lib is not None and hasattr(lib, "kwk_topk_dense_addr") \
     else None
+_dense_backward = lib.kwk_topk_dense_backward_addr if lib is not None else None
 
 # What the native kernels read; other dtypes run the same torch calls as
 # the reference on the selection Kwker makes (still exact)
@@ -55,6 +56,24 @@ def topk_activation(x, k, relu):
         return _dense_call(x, k, DENSE_RELU if relu else DENSE_KEEP, 0.0)
     values, indices = _topk_indices(x, k)
     return scatter_activation(x, values, indices, relu)
+
+
+def activation_backward(grad, passes):
+    """torch.where(passes, grad, 0): the activation's gradient (one native
+    pass for contiguous float32/float64 grads; torch.where took 0.8 ms on
+    a 64x16384 float32 grad, most of the layer's backward)."""
+    if (_dense_backward is not None and grad.dtype in NATIVE_DTYPES
+            and type(grad) is torch.Tensor and type(passes) is torch.Tensor
+            and grad.is_cpu and passes.is_cpu and grad.layout is torch.strided
+            and passes.dtype == torch.bool and grad.shape == passes.shape
+            and grad.is_contiguous() and passes.is_contiguous()):
+        out = torch.empty_like(grad, memory_format=torch.contiguous_format)
+        status = _dense_backward(_native.DTYPE_CODES[grad.dtype], grad.data_ptr(),
+                                 passes.data_ptr(), grad.numel(), out.data_ptr())
+        if status:
+            _native.check(status, "topk_dense_backward")
+        return out
+    return torch.where(passes, grad, 0)
 
 
 def scatter_activation(x, values, indices, relu):

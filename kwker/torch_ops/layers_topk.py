@@ -27,7 +27,8 @@ import torch.autograd.forward_ad as _forward_ad
 from kwker.nn import reference_topk as R
 from kwker.ops import topk_layers as fast
 from kwker.ops._call import lib
-from kwker.torch_ops.autograd import (_below_autograd, _direct, function_kernel, _plain_cpu_tensors, _functorch_active,
+from kwker.torch_ops.autograd import (_below_autograd, _direct, function_kernel, _plain_cpu_call,
+                                      _plain_cpu_tensors, _functorch_active,
                                       _may_need_grad, kernel_entry)
 from kwker.torch_ops.checks import check
 from kwker.torch_ops.schemas import LIB
@@ -87,6 +88,8 @@ class _TopKActivation(torch.autograd.Function):
         # a masked copy: topk's backward (the kept elements) and ReLU's
         # (not where its output is <= 0; NaN passes), in the one mask
         (passes,) = ctx.saved_tensors
+        if _plain_cpu_call((grad_out, passes)):
+            return fast.activation_backward(grad_out, passes), None, None
         return torch.where(passes, grad_out, 0), None, None
 
 

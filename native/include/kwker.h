@@ -200,6 +200,11 @@ int kwk_group_sort_backward(int dtype, const void *grad, const uint8_t *perm,
  * (float32) / 2^53 (float64) (see sparse_kernels.h). */
 int kwk_sort_pool(int dtype, const void *src, int64_t batch, int64_t nodes, int64_t c,
                   const int64_t *count, int64_t k, void *out, int64_t *index);
+/* The gradient of kwk_topk_dense's KEEP and RELU outputs: out = grad where
+ * mask (its byte non-zero), +0.0 elsewhere, n contiguous float32/float64
+ * elements (torch.where(mask, grad, 0)). */
+int kwk_topk_dense_backward(int dtype, const void *grad, const uint8_t *mask, int64_t n,
+                            void *out);
 /* torch.unique's compaction of n >= 0 sorted contiguous elements: runs of
  * equal values as torch.ne sees them (-0.0 == +0.0; every NaN a run of its
  * own).  kwk_unique_runs stores the number of runs in *runs and, when perm

@@ -441,3 +441,15 @@ int kwk_unique_fill(int dtype, const void *values, int64_t n, int64_t runs, void
     if (runs < 1 || runs > n) return KWK_E_ARG;
     return kernels()->unique_fill(dtype, values, n, runs, out, counts);
 }
+
+int kwk_topk_dense_backward(int dtype, const void *grad, const uint8_t *mask, int64_t n,
+                            void *out)
+{
+    int64_t t;
+    if (dtype != KWK_FLOAT32 && dtype != KWK_FLOAT64) return KWK_E_DTYPE;
+    if (n < 0) return KWK_E_ARG;
+    if (!mul_ok(n, 8, &t)) return KWK_E_OVERFLOW;
+    if (n == 0) return KWK_OK;
+    if (!grad || !mask || !out) return KWK_E_ARG;
+    return kernels()->mask_grad(dtype == KWK_FLOAT32 ? 4 : 8, grad, mask, n, out);
+}

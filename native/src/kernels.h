@@ -54,6 +54,7 @@ typedef struct {
                      const int64_t *count, int64_t k, void *out, int64_t *index);
     int (*topk_dense)(int dtype, const void *src, int64_t rows, int64_t len, int64_t k,
                       int mode, double fill, void *out, uint8_t *mask);
+    int (*mask_grad)(int es, const void *grad, const uint8_t *mask, int64_t n, void *out);
     /* unique_runs.h */
     int64_t (*unique_runs)(int dtype, const void *values, int64_t n, const int64_t *perm,
                            int64_t *inverse);

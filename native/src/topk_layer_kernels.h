@@ -232,6 +232,46 @@ TL_DEFINE_THRESHOLD(double, uint64_t, f64, kwk_key_f64)
 TL_DEFINE_ROW(float, uint32_t, f32, kwk_key_f32)
 TL_DEFINE_ROW(double, uint64_t, f64, kwk_key_f64)
 
+/* The activation's backward: out = grad where mask, +0.0 elsewhere (as
+ * torch.where(mask, grad, 0)), n elements of es = 4 or 8 bytes.  A mask
+ * byte is 0 or 1 (Python bool): any non-zero byte passes. */
+static int impl_mask_grad(int es, const void *grad, const uint8_t *mask, int64_t n, void *out)
+{
+    int64_t i = 0;
+#if defined(__AVX2__)
+    const __m256i zero = _mm256_setzero_si256();
+    if (es == 4) {
+        for (; i + 8 <= n; i += 8) {
+            uint64_t mb;
+            memcpy(&mb, mask + i, 8);
+            const __m256i m = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)mb));
+            const __m256i g = _mm256_loadu_si256((const __m256i *)((const float *)grad + i));
+            _mm256_storeu_si256((__m256i *)((float *)out + i),
+                                _mm256_andnot_si256(_mm256_cmpeq_epi32(m, zero), g));
+        }
+    } else {
+        for (; i + 4 <= n; i += 4) {
+            uint32_t mb;
+            memcpy(&mb, mask + i, 4);
+            const __m256i m = _mm256_cvtepu8_epi64(_mm_cvtsi32_si128((int)mb));
+            const __m256i g = _mm256_loadu_si256((const __m256i *)((const double *)grad + i));
+            _mm256_storeu_si256((__m256i *)((double *)out + i),
+                                _mm256_andnot_si256(_mm256_cmpeq_epi64(m, zero), g));
+        }
+    }
+#endif
+    if (es == 4) {
+        const uint32_t *g = grad;
+        uint32_t *o = out;
+        for (; i < n; ++i) o[i] = mask[i] ? g[i] : 0u;
+    } else {
+        const uint64_t *g = grad;
+        uint64_t *o = out;
+        for (; i < n; ++i) o[i] = mask[i] ? g[i] : 0u;
+    }
+    return KWK_OK;
+}
+
 static int impl_topk_dense(int dtype, const void *src, int64_t rows, int64_t len, int64_t k,
                            int mode, double fill, void *out, uint8_t *mask)
 {

@@ -138,6 +138,35 @@ static void group_sort(int64_t groups, int64_t g, int descending)
     free(x); free(out); free(back); free(perm);
 }
 
+/* kwk_topk_dense_backward: grad where the mask byte is set, +0.0 elsewhere,
+ * every length around the vector widths, exact-size buffers. */
+static void dense_backward(int64_t n)
+{
+    float *g = malloc(sizeof(float) * (size_t)(n + 1)), *o = malloc(sizeof(float) * (size_t)(n + 1));
+    double *g64 = malloc(sizeof(double) * (size_t)(n + 1)), *o64 = malloc(sizeof(double) * (size_t)(n + 1));
+    uint8_t *m = malloc((size_t)(n + 1));
+    for (int64_t i = 0; i < n; ++i) {
+        g[i] = uniform() < 0.1 ? -0.0f : value(1);
+        g64[i] = g[i];
+        m[i] = (uint8_t)(uniform() < 0.5 ? 0 : (uniform() < 0.9 ? 1 : 7));
+    }
+    CHECK(kwk_topk_dense_backward(KWK_FLOAT32, g, m, n, o) == KWK_OK, "dense backward status");
+    CHECK(kwk_topk_dense_backward(KWK_FLOAT64, g64, m, n, o64) == KWK_OK, "dense backward status");
+    for (int64_t i = 0; i < n; ++i) {
+        const float want = m[i] ? g[i] : 0.0f;
+        const double want64 = m[i] ? g64[i] : 0.0;
+        CHECK(memcmp(&o[i], &want, sizeof want) == 0, "dense backward f32 n %lld at %lld",
+              (long long)n, (long long)i);
+        CHECK(memcmp(&o64[i], &want64, sizeof want64) == 0, "dense backward f64 at %lld",
+              (long long)i);
+    }
+    CHECK(kwk_topk_dense_backward(KWK_INT32, g, m, n, o) == KWK_E_DTYPE, "dense backward dtype");
+    CHECK(kwk_topk_dense_backward(KWK_FLOAT32, g, m, -1, o) == KWK_E_ARG, "dense backward n");
+    CHECK(kwk_topk_dense_backward(KWK_FLOAT32, NULL, m, n, o) == (n ? KWK_E_ARG : KWK_OK),
+          "dense backward NULL");
+    free(g); free(o); free(g64); free(o64); free(m);
+}
+
 static void sort_pool(int64_t batch, int64_t nodes, int64_t c, int64_t k)
 {
     float *x = malloc(sizeof(float) * (batch * nodes * c + 1));
@@ -192,6 +221,8 @@ int main(void)
         group_sort(3, 256, 0);
         group_sort(3001, 2, 1); /* past one 4096-byte block of the position check */
         group_sort(1501, 4, 0);
+        for (int64_t n = 0; n <= 40; ++n) dense_backward(n);
+        dense_backward(1001);
     }
     kwk_set_target("auto");
     sort_pool(5, 9, 3, 4);
