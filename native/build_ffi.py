@@ -108,6 +108,7 @@ int64_t kwk_unique_runs_addr(int dtype, uintptr_t values, int64_t n, uintptr_t p
                              uintptr_t inverse);
 int kwk_unique_fill_addr(int dtype, uintptr_t values, int64_t n, int64_t runs, uintptr_t out,
                          uintptr_t counts);
+int kwk_unique_order_matters_addr(int dtype, uintptr_t values, int64_t n);
 """
 
 ADDRESS_ADAPTERS_SOURCE = """
@@ -210,14 +211,19 @@ int kwk_topk_dense_backward_addr(int dtype, uintptr_t grad, uintptr_t mask, int6
 {
     return kwk_topk_dense_backward(dtype, P(grad), (const uint8_t *)P(mask), n, P(out));
 }
-/* the number of runs, or a (negative) status */
+/* 2 * runs + order_shows (kwker.h kwk_unique_runs), or a negative status */
 int64_t kwk_unique_runs_addr(int dtype, uintptr_t values, int64_t n, uintptr_t perm,
                              uintptr_t inverse)
 {
     int64_t runs = 0;
+    int shows = 0;
     const int status = kwk_unique_runs(dtype, P(values), n, (const int64_t *)P(perm),
-                                       (int64_t *)P(inverse), &runs);
-    return status != KWK_OK ? status : runs;
+                                       (int64_t *)P(inverse), &runs, &shows);
+    return status != KWK_OK ? status : 2 * runs + shows;
+}
+int kwk_unique_order_matters_addr(int dtype, uintptr_t values, int64_t n)
+{
+    return kwk_unique_order_matters(dtype, P(values), n);
 }
 int kwk_unique_fill_addr(int dtype, uintptr_t values, int64_t n, int64_t runs, uintptr_t out,
                          uintptr_t counts)

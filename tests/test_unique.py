@@ -65,6 +65,12 @@ def test_unique_equal_keys_with_different_bits(kw, gen, dtype):
                         nan[torch.randint(0, len(nan), (n,), generator=gen)], x)
         for ri, rc in FLAGS:
             compare("unique", x, return_inverse=ri, return_counts=rc)
+    for n in (100, 1000, 5000):  # NaNs of one payload, no zeros: which NaN entry each maps to
+        x = make_values("random", (n,), dtype, gen)
+        x = torch.where(x == 0, 1.0, x).to(dtype)
+        x[torch.rand(n, generator=gen) < 0.1] = float("nan")
+        compare("unique", x, return_inverse=True, fast=True)
+        compare("unique", x, return_inverse=True, return_counts=True, fast=True)
 
 
 INT_DTYPES = [d for d in SORT_DTYPES if not d.is_floating_point and d is not torch.uint64]

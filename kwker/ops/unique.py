@@ -7,9 +7,11 @@ on how its unstable sort orders equal elements: the sign of a zero when
 +0.0 and -0.0 both occur (they merge into one entry showing whichever came
 first), and, for NaNs (never merged: one entry each), their payload order
 when they differ or, with return_inverse, which NaN entry each NaN element
-maps to.  Those inputs are sorted in torch's own order (KWK_ORDER_TORCH,
-the emulation of its std::sort), which reproduces them exactly; all others
-take the cheaper stable or values-only sort.
+maps to.  One native pass over the input (kwk_unique_order_matters) finds
+such inputs, which are then sorted in torch's own order (KWK_ORDER_TORCH,
+the emulation of its std::sort) and so reproduced exactly; all others take
+the cheaper stable or values-only sort (the compaction checks the sorted
+values again and falls back to torch's order if it ever sees such a pair).
 """
 from typing import Optional, Tuple
 
@@ -24,6 +26,7 @@ _BITS = {2: torch.int16, 4: torch.int32, 8: torch.int64}
 _sort = lib.kwk_sort_addr if lib is not None else None
 _runs = lib.kwk_unique_runs_addr if lib is not None else None
 _fill = lib.kwk_unique_fill_addr if lib is not None else None
+_order_matters = lib.kwk_unique_order_matters_addr if lib is not None else None
 
 
 def _sort_values(flat: torch.Tensor) -> torch.Tensor:
@@ -37,24 +40,6 @@ def _sort_values(flat: torch.Tensor) -> torch.Tensor:
     return values
 
 
-def _depends_on_tie_order(flat: torch.Tensor, return_inverse: bool) -> bool:
-    nan = torch.isnan(flat)
-    if nan.any():
-        nans = flat[nan]
-        if nans.shape[0] > 1:
-            if return_inverse:
-                return True
-            bits = nans.view(_BITS[flat.element_size()])
-            if not bool((bits == bits[0]).all()):
-                return True
-    zero = flat == 0
-    if zero.any():
-        signs = torch.signbit(flat[zero])
-        if bool(signs.any()) and not bool(signs.all()):
-            return True
-    return False
-
-
 def unique(x: torch.Tensor, return_inverse: bool, return_counts: bool
            ) -> Tuple[torch.Tensor, Optional[torch.Tensor], Optional[torch.Tensor]]:
     """(output, inverse or None, counts or None) as torch.unique gives them
@@ -62,27 +47,38 @@ def unique(x: torch.Tensor, return_inverse: bool, return_counts: bool
     flat = x.reshape(-1)
     if not flat.is_contiguous():
         flat = flat.contiguous()
-    n = flat.shape[0]
-    if x.dtype.is_floating_point and _depends_on_tie_order(flat, return_inverse):
+    shows = _order_matters(CODES[flat.dtype], flat.data_ptr(), flat.shape[0])
+    if shows < 0:
+        _native.check(shows, "unique")
+    if shows:
+        # -0.0 and +0.0, or NaNs: torch's result shows its sort's order of
+        # equal elements (the zero run's sign, which NaN comes first)
         values, perm = sorting.sort(flat, 0, False, _native.ORDER_TORCH)
     elif return_inverse:
         values, perm = sorting.sort(flat, 0, False, _native.ORDER_STABLE)
     else:
         values, perm = _sort_values(flat), None
-    # an entry starts where a value differs from the one before (NaN != NaN:
-    # every NaN its own entry, as in torch)
-    return _compact(values, perm, x.shape, return_inverse, return_counts)
+    result = _compact(values, perm, x.shape, return_inverse, return_counts, bool(shows))
+    if result is None:  # the compaction saw such a pair after all: torch's order
+        values, perm = sorting.sort(flat, 0, False, _native.ORDER_TORCH)
+        result = _compact(values, perm, x.shape, return_inverse, return_counts, True)
+    return result
 
 
-def _compact(values, perm, shape, return_inverse, return_counts):
+def _compact(values, perm, shape, return_inverse, return_counts, torch_order=False):
     """(output, inverse, counts) from the sorted values (and the sort's
-    permutation, for the inverse): kwk_unique_runs / kwk_unique_fill."""
+    permutation, for the inverse): kwk_unique_runs / kwk_unique_fill.  None
+    when the result depends on how the sort ordered equal elements and the
+    sort was not torch's (torch_order)."""
     code, n = CODES[values.dtype], values.shape[0]
     inverse = torch.empty(n, dtype=_INT64) if return_inverse else None
-    runs = _runs(code, values.data_ptr(), n, perm.data_ptr() if return_inverse else 0,
-                 inverse.data_ptr() if return_inverse else 0)
-    if runs < 0:
-        _native.check(runs, "unique")
+    packed = _runs(code, values.data_ptr(), n, perm.data_ptr() if return_inverse else 0,
+                   inverse.data_ptr() if return_inverse else 0)
+    if packed < 0:
+        _native.check(packed, "unique")
+    runs, order_shows = divmod(packed, 2)
+    if order_shows and not torch_order:
+        return None
     output = torch.empty(runs, dtype=values.dtype)
     counts = torch.empty(runs, dtype=_INT64) if return_counts else None
     status = _fill(code, values.data_ptr(), n, runs, output.data_ptr(),

@@ -210,13 +210,19 @@ int kwk_topk_dense_backward(int dtype, const void *grad, const uint8_t *mask, in
  * own).  kwk_unique_runs stores the number of runs in *runs and, when perm
  * (the sort's permutation: sorted position -> input position, each in
  * [0, n)) and inverse are both given, inverse[perm[i]] = the run of sorted
- * element i.  kwk_unique_fill writes each run's first value (its bits) to
+ * element i; *order_shows = 1 when the result depends on how the sort
+ * ordered equal elements (-0.0 next to +0.0, two NaNs), else 0.
+ * kwk_unique_fill writes each run's first value (its bits) to
  * out and its length to counts (either may be NULL; each holds `runs`
  * elements, the count kwk_unique_runs gave). */
 int kwk_unique_runs(int dtype, const void *values, int64_t n, const int64_t *perm,
-                    int64_t *inverse, int64_t *runs);
+                    int64_t *inverse, int64_t *runs, int *order_shows);
 int kwk_unique_fill(int dtype, const void *values, int64_t n, int64_t runs, void *out,
                     int64_t *counts);
+/* 1 when torch.unique's result over these n (unsorted) elements depends on
+ * how its sort orders equal elements (float dtypes: both -0.0 and +0.0, or
+ * two NaNs), 0 when not, or a negative status. */
+int kwk_unique_order_matters(int dtype, const void *values, int64_t n);
 /* kwk_topk_dense modes. */
 enum { KWK_TOPK_DENSE_KEEP = 0, KWK_TOPK_DENSE_RELU = 1, KWK_TOPK_DENSE_FILTER = 2 };
 /* The k largest of each of `rows` contiguous rows of `len` float32/float64

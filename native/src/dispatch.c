@@ -413,12 +413,13 @@ static int check_unique(int dtype, const void *values, int64_t n)
 }
 
 int kwk_unique_runs(int dtype, const void *values, int64_t n, const int64_t *perm,
-                    int64_t *inverse, int64_t *runs)
+                    int64_t *inverse, int64_t *runs, int *order_shows)
 {
     int status = check_unique(dtype, values, n);
     if (status != KWK_OK) return status;
-    if (!runs || (inverse && !perm)) return KWK_E_ARG;
+    if (!runs || !order_shows || (inverse && !perm)) return KWK_E_ARG;
     *runs = 0;
+    *order_shows = 0;
     if (n == 0) return KWK_OK;
     if (inverse) /* inverse[perm[i]] must stay inside inverse; in blocks, no
                   * early exit inside one (a branch per element cost more) */
@@ -428,7 +429,8 @@ int kwk_unique_runs(int dtype, const void *values, int64_t n, const int64_t *per
             for (int64_t j = 0; j < e; ++j) bad |= (uint64_t)perm[i + j] >= (uint64_t)n;
             if (bad) return KWK_E_ARG;
         }
-    *runs = kernels()->unique_runs(dtype, values, n, inverse ? perm : NULL, inverse);
+    *runs = kernels()->unique_runs(dtype, values, n, inverse ? perm : NULL, inverse,
+                                   order_shows);
     return KWK_OK;
 }
 
@@ -452,4 +454,11 @@ int kwk_topk_dense_backward(int dtype, const void *grad, const uint8_t *mask, in
     if (n == 0) return KWK_OK;
     if (!grad || !mask || !out) return KWK_E_ARG;
     return kernels()->mask_grad(dtype == KWK_FLOAT32 ? 4 : 8, grad, mask, n, out);
+}
+
+int kwk_unique_order_matters(int dtype, const void *values, int64_t n)
+{
+    int status = check_unique(dtype, values, n);
+    if (status != KWK_OK) return status;
+    return n == 0 ? 0 : kernels()->unique_order_matters(dtype, values, n);
 }

@@ -57,7 +57,8 @@ typedef struct {
     int (*mask_grad)(int es, const void *grad, const uint8_t *mask, int64_t n, void *out);
     /* unique_runs.h */
     int64_t (*unique_runs)(int dtype, const void *values, int64_t n, const int64_t *perm,
-                           int64_t *inverse);
+                           int64_t *inverse, int *shows);
+    int (*unique_order_matters)(int dtype, const void *values, int64_t n);
     int (*unique_fill)(int dtype, const void *values, int64_t n, int64_t runs, void *out,
                        int64_t *counts);
 } kwk_kernel_table;

@@ -24,17 +24,23 @@
  * key takes is not needed, NAN_OK 0 skips the test). */
 #define UR_DEFINE(T, SUF, KEY, NAN_OK, NANKEY)                                \
     static int64_t ur_runs_##SUF(const T *v, int64_t n, const int64_t *perm,  \
-                                 int64_t *inverse)                            \
+                                 int64_t *inverse, int *shows)                \
     {                                                                         \
         int64_t run = 0;                                                      \
-        T prev = KEY(v[0]);                                                   \
+        T prev = KEY(v[0]), prev_bits = v[0];                                 \
+        int order = 0;                                                        \
         if (inverse) inverse[perm[0]] = 0;                                    \
         for (int64_t i = 1; i < n; ++i) {                                     \
             const T k = KEY(v[i]);                                            \
             run += k != prev || (NAN_OK && k == (T)(NANKEY));                 \
+            /* equal keys, other bits: -0.0 next to +0.0 (or two NaNs) */    \
+            order |= NAN_OK && k == prev && v[i] != prev_bits;                \
+            order |= NAN_OK && k == (T)(NANKEY) && prev == (T)(NANKEY);       \
             prev = k;                                                         \
+            prev_bits = v[i];                                                 \
             if (inverse) inverse[perm[i]] = run;                              \
         }                                                                     \
+        *shows = order;                                                       \
         return run + 1;                                                       \
     }                                                                         \
     /* KWK_E_ARG, having written `runs` of them, when there are more */    \
@@ -70,23 +76,58 @@ UR_DEFINE(uint64_t, f64, kwk_key_f64, 1, ~(uint64_t)0)
 #undef UR_SAME
 #undef UR_DEFINE
 
-/* The number of runs of values[0..n) (n >= 1); inverse[perm[i]] = the run of
- * element i when both are given (perm validated by the caller). */
-static int64_t impl_unique_runs(int dtype, const void *values, int64_t n, const int64_t *perm,
-                                int64_t *inverse)
+/* Whether any order of n (unsorted) float elements could show in
+ * torch.unique's result: both -0.0 and +0.0 among them, or two NaNs.  One
+ * branch-free pass, so that the common input pays for no second sort. */
+#define UR_DEFINE_SCAN(T, SUF, SIGN, INF)                                     \
+    static int ur_order_matters_##SUF(const T *v, int64_t n)                  \
+    {                                                                         \
+        int64_t nans = 0;                                                     \
+        int pos_zero = 0, neg_zero = 0;                                       \
+        for (int64_t i = 0; i < n; ++i) {                                     \
+            const T a = (T)(v[i] & (T)~(T)(SIGN));                            \
+            nans += a > (T)(INF);                                             \
+            pos_zero |= v[i] == 0;                                            \
+            neg_zero |= v[i] == (T)(SIGN);                                    \
+        }                                                                     \
+        return nans > 1 || (pos_zero && neg_zero);                            \
+    }
+UR_DEFINE_SCAN(uint16_t, f16, 0x8000u, 0x7C00u)
+UR_DEFINE_SCAN(uint16_t, bf16, 0x8000u, 0x7F80u)
+UR_DEFINE_SCAN(uint32_t, f32, 0x80000000u, 0x7F800000u)
+UR_DEFINE_SCAN(uint64_t, f64, 0x8000000000000000ull, 0x7FF0000000000000ull)
+#undef UR_DEFINE_SCAN
+
+static int impl_unique_order_matters(int dtype, const void *values, int64_t n)
 {
     switch (dtype) {
-    case KWK_FLOAT16: return ur_runs_f16(values, n, perm, inverse);
-    case KWK_BFLOAT16: return ur_runs_bf16(values, n, perm, inverse);
-    case KWK_FLOAT32: return ur_runs_f32(values, n, perm, inverse);
-    case KWK_FLOAT64: return ur_runs_f64(values, n, perm, inverse);
+    case KWK_FLOAT16: return ur_order_matters_f16(values, n);
+    case KWK_BFLOAT16: return ur_order_matters_bf16(values, n);
+    case KWK_FLOAT32: return ur_order_matters_f32(values, n);
+    case KWK_FLOAT64: return ur_order_matters_f64(values, n);
+    default: return 0; /* integers: equal values have equal bits */
+    }
+}
+
+/* The number of runs of values[0..n) (n >= 1); inverse[perm[i]] = the run of
+ * element i when both are given (perm validated by the caller).  *shows: 1
+ * when the result depends on the sort's order of equal elements (-0.0 next
+ * to +0.0: the run shows the first one's sign; two NaNs: which is first). */
+static int64_t impl_unique_runs(int dtype, const void *values, int64_t n, const int64_t *perm,
+                                int64_t *inverse, int *shows)
+{
+    switch (dtype) {
+    case KWK_FLOAT16: return ur_runs_f16(values, n, perm, inverse, shows);
+    case KWK_BFLOAT16: return ur_runs_bf16(values, n, perm, inverse, shows);
+    case KWK_FLOAT32: return ur_runs_f32(values, n, perm, inverse, shows);
+    case KWK_FLOAT64: return ur_runs_f64(values, n, perm, inverse, shows);
     default: break;
     }
     switch (KWK_DTYPES[dtype].elem_size) {
-    case 1: return ur_runs_u8(values, n, perm, inverse);
-    case 2: return ur_runs_u16(values, n, perm, inverse);
-    case 4: return ur_runs_u32(values, n, perm, inverse);
-    default: return ur_runs_u64(values, n, perm, inverse);
+    case 1: return ur_runs_u8(values, n, perm, inverse, shows);
+    case 2: return ur_runs_u16(values, n, perm, inverse, shows);
+    case 4: return ur_runs_u32(values, n, perm, inverse, shows);
+    default: return ur_runs_u64(values, n, perm, inverse, shows);
     }
 }
 

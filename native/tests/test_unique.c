@@ -1,12 +1,14 @@
 /*
- * test_unique.c - kwk_unique_runs / kwk_unique_fill (unique_runs.h) against
- * a plain reference, every dtype, lengths 0..300 and a few long ones, both
- * CPU targets, buffers of their exact sizes (the sanitizer build catches
- * any access past them), and the arguments they must refuse.
+ * test_unique.c - kwk_unique_runs / kwk_unique_fill and the pre-scan
+ * kwk_unique_order_matters (unique_runs.h) against a plain reference, every
+ * dtype, lengths 0..300 and a few long ones, both CPU targets, buffers of
+ * their exact sizes (the sanitizer build catches any access past them), and
+ * the arguments they must refuse.
  *
  * The input is any sorted-looking array: runs of a few repeated values,
  * with the pairs torch.ne treats specially mixed in for the float types
- * (-0.0 next to +0.0: one run; NaN next to NaN: two).  Agreement with
+ * (-0.0 next to +0.0: one run; NaN next to NaN: two), both of which make
+ * the result depend on the sort's order of equal elements (order_shows).  Agreement with
  * torch.unique itself is tested from Python (tests/test_unique.py).
  *
  *   gcc -O2 -std=c11 -D_GNU_SOURCE -Inative/include -o /tmp/test_unique \
@@ -89,11 +91,34 @@ static void one(int dtype, int64_t n)
         const int64_t t = perm[i]; perm[i] = perm[j]; perm[j] = t;
     }
     int64_t want = n > 0;
-    for (int64_t i = 1; i < n; ++i) want += !equal(dtype, bitsv[i - 1], bitsv[i]);
+    int want_shows = 0; /* -0.0 next to +0.0, or two NaNs next to each other */
+    for (int64_t i = 1; i < n; ++i) {
+        want += !equal(dtype, bitsv[i - 1], bitsv[i]);
+        want_shows |= equal(dtype, bitsv[i - 1], bitsv[i]) && bitsv[i - 1] != bitsv[i];
+        want_shows |= dtype >= KWK_FLOAT16 && !equal(dtype, bitsv[i], bitsv[i]) &&
+                      !equal(dtype, bitsv[i - 1], bitsv[i - 1]);
+    }
+    /* the pre-scan of the unsorted input: both zero signs, or two NaNs */
+    int64_t nans = 0;
+    int pos = 0, neg = 0;
+    for (int64_t i = 0; i < n && dtype >= KWK_FLOAT16; ++i) {
+        nans += !equal(dtype, bitsv[i], bitsv[i]);
+        pos |= bitsv[i] == 0;
+        neg |= equal(dtype, bitsv[i], 0) && bitsv[i] != 0;
+    }
+    char *shuffled = malloc((size_t)(n * es + 1));
+    for (int64_t i = 0; i < n; ++i) memcpy(shuffled + i * es, values + perm[i] * es, (size_t)es);
+    CHECK(kwk_unique_order_matters(dtype, shuffled, n) == (nans > 1 || (pos && neg)),
+          "dtype %d n %lld: order matters", dtype, (long long)n);
+    free(shuffled);
     int64_t runs = -1;
-    CHECK(kwk_unique_runs(dtype, values, n, perm, inverse, &runs) == KWK_OK, "runs status");
+    int shows = -1;
+    CHECK(kwk_unique_runs(dtype, values, n, perm, inverse, &runs, &shows) == KWK_OK,
+          "runs status");
     CHECK(runs == want, "dtype %d n %lld: %lld runs, want %lld", dtype, (long long)n,
           (long long)runs, (long long)want);
+    CHECK(shows == want_shows, "dtype %d n %lld: order shows %d, want %d", dtype, (long long)n,
+          shows, want_shows);
     if (runs != want || n == 0) goto done;
     char *out = malloc((size_t)(runs * es));
     int64_t *counts = malloc(sizeof(int64_t) * (size_t)runs);
@@ -117,11 +142,11 @@ static void one(int dtype, int64_t n)
           "more runs than there are");
     const int64_t keep = perm[n / 2];
     perm[n / 2] = n;
-    CHECK(kwk_unique_runs(dtype, values, n, perm, inverse, &runs) == KWK_E_ARG, "perm >= n");
+    CHECK(kwk_unique_runs(dtype, values, n, perm, inverse, &runs, &shows) == KWK_E_ARG, "perm >= n");
     perm[n / 2] = -1;
-    CHECK(kwk_unique_runs(dtype, values, n, perm, inverse, &runs) == KWK_E_ARG, "perm < 0");
+    CHECK(kwk_unique_runs(dtype, values, n, perm, inverse, &runs, &shows) == KWK_E_ARG, "perm < 0");
     perm[n / 2] = keep;
-    CHECK(kwk_unique_runs(dtype, values, n, NULL, inverse, &runs) == KWK_E_ARG, "no perm");
+    CHECK(kwk_unique_runs(dtype, values, n, NULL, inverse, &runs, &shows) == KWK_E_ARG, "no perm");
     free(out);
     free(counts);
 done:
@@ -140,10 +165,15 @@ int main(void)
         }
     }
     int64_t runs;
-    CHECK(kwk_unique_runs(13, "", 1, NULL, NULL, &runs) == KWK_E_DTYPE, "dtype");
-    CHECK(kwk_unique_runs(KWK_INT8, "", -1, NULL, NULL, &runs) == KWK_E_ARG, "n < 0");
-    CHECK(kwk_unique_runs(KWK_INT8, NULL, 1, NULL, NULL, &runs) == KWK_E_ARG, "NULL values");
+    int shows;
+    CHECK(kwk_unique_runs(13, "", 1, NULL, NULL, &runs, &shows) == KWK_E_DTYPE, "dtype");
+    CHECK(kwk_unique_runs(KWK_INT8, "", -1, NULL, NULL, &runs, &shows) == KWK_E_ARG, "n < 0");
+    CHECK(kwk_unique_runs(KWK_INT8, NULL, 1, NULL, NULL, &runs, &shows) == KWK_E_ARG,
+          "NULL values");
+    CHECK(kwk_unique_runs(KWK_INT8, "", 1, NULL, NULL, &runs, NULL) == KWK_E_ARG, "NULL shows");
     CHECK(kwk_unique_fill(KWK_INT8, "", 0, 1, NULL, NULL) == KWK_E_ARG, "runs of nothing");
+    CHECK(kwk_unique_order_matters(13, "", 1) == KWK_E_DTYPE, "order matters dtype");
+    CHECK(kwk_unique_order_matters(KWK_FLOAT32, NULL, 1) == KWK_E_ARG, "order matters NULL");
     printf("test_unique: %s (%d failures)\n", failures ? "FAILED" : "ok", failures);
     return failures != 0;
 }
