@@ -16,6 +16,7 @@ if lib is not None:
     _group_sort_backward = lib.kwk_group_sort_backward_addr
     _sort_pool = lib.kwk_sort_pool_addr
     _DEFER = lib.KWK_DEFER
+    _E_ARG = lib.KWK_E_ARG  # from group_sort_backward: a position outside its group
 
 
 def simplex_rows(x, entmax):
@@ -95,9 +96,6 @@ def group_sort_rows(x, group_size, descending):
     if status:
         _native.check(status, "group_sort")
     return out, perm
-
-
-_E_ARG = -1  # kwker.h KWK_E_ARG: here, a position >= group_size
 
 
 def group_sort_backward_rows(grad, perm, group_size):

@@ -22,7 +22,6 @@ from kwker.ops import sorting
 from kwker.ops._call import CODES, lib
 
 _INT64 = torch.int64
-_BITS = {2: torch.int16, 4: torch.int32, 8: torch.int64}
 _sort = lib.kwk_sort_addr if lib is not None else None
 _runs = lib.kwk_unique_runs_addr if lib is not None else None
 _fill = lib.kwk_unique_fill_addr if lib is not None else None

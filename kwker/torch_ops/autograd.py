@@ -56,23 +56,25 @@ def kernel_entry(fn):
     return torch.compiler.disable(fn)
 
 
+def _nothing_watching() -> bool:
+    """No mode, functorch transform, forward AD or TorchScript trace that
+    must see a call."""
+    return (_forward_ad._current_level < 0 and not _dispatch_modes()
+            and not _functorch_active() and not _torch_function_mode()
+            and _tracing_state() is None)
+
+
 def _direct(x) -> bool:
     """True when the CPU kernel can run straight away: a plain CPU tensor
-    that needs no gradient, and nothing that must see the call (a mode, a
-    functorch transform, forward AD, a TorchScript trace)."""
+    that needs no gradient, and nothing watching."""
     return (type(x) is _Tensor and x.is_cpu
-            and not (x.requires_grad and _grad_enabled())
-            and _forward_ad._current_level < 0
-            and not _dispatch_modes() and not _functorch_active()
-            and not _torch_function_mode() and _tracing_state() is None)
+            and not (x.requires_grad and _grad_enabled()) and _nothing_watching())
 
 
 def _plain_cpu_tensors(*args) -> bool:
-    """Every tensor among args a plain CPU one, and nothing that must see a
-    call on them (a mode, a functorch transform, forward AD, a TorchScript
-    trace): a native kernel may read them directly."""
-    if (_forward_ad._current_level >= 0 or _dispatch_modes() or _functorch_active()
-            or _torch_function_mode() or _tracing_state() is not None):
+    """Every tensor among args a plain CPU one, and nothing watching: a
+    native kernel may read them directly."""
+    if not _nothing_watching():
         return False
     for a in args:
         if isinstance(a, torch.Tensor) and (type(a) is not _Tensor or not a.is_cpu):

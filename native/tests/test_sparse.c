@@ -20,21 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "kwker.h"
-
-static int failures;
-#define CHECK(cond, ...)                                                      \
-    do {                                                                      \
-        if (!(cond)) {                                                        \
-            if (failures++ < 20) { printf(__VA_ARGS__); printf("\n"); }       \
-        }                                                                     \
-    } while (0)
-
-static uint64_t state = 88172645463325252ull;
-static double uniform(void)
-{
-    state ^= state << 13; state ^= state >> 7; state ^= state << 17;
-    return (double)(state >> 11) * 0x1p-53;
-}
+#include "test_common.h"
 
 static float value(int kind)
 {
