@@ -49,19 +49,22 @@ def unique(x: torch.Tensor, return_inverse: bool, return_counts: bool
     shows = _order_matters(CODES[flat.dtype], flat.data_ptr(), flat.shape[0])
     if shows < 0:
         _native.check(shows, "unique")
-    if shows:
-        # -0.0 and +0.0, or NaNs: torch's result shows its sort's order of
-        # equal elements (the zero run's sign, which NaN comes first)
+    # -0.0 and +0.0, or NaNs: torch's result shows its sort's order of equal
+    # elements (the zero run's sign, which NaN comes first)
+    result = _sort_and_compact(flat, x.shape, return_inverse, return_counts, bool(shows))
+    if result is None:  # the compaction saw such a pair after all: torch's order
+        result = _sort_and_compact(flat, x.shape, return_inverse, return_counts, True)
+    return result
+
+
+def _sort_and_compact(flat, shape, return_inverse, return_counts, torch_order):
+    if torch_order:
         values, perm = sorting.sort(flat, 0, False, _native.ORDER_TORCH)
     elif return_inverse:
         values, perm = sorting.sort(flat, 0, False, _native.ORDER_STABLE)
     else:
         values, perm = _sort_values(flat), None
-    result = _compact(values, perm, x.shape, return_inverse, return_counts, bool(shows))
-    if result is None:  # the compaction saw such a pair after all: torch's order
-        values, perm = sorting.sort(flat, 0, False, _native.ORDER_TORCH)
-        result = _compact(values, perm, x.shape, return_inverse, return_counts, True)
-    return result
+    return _compact(values, perm, shape, return_inverse, return_counts, torch_order)
 
 
 def _compact(values, perm, shape, return_inverse, return_counts, torch_order=False):
@@ -87,40 +90,6 @@ def _compact(values, perm, shape, return_inverse, return_counts, torch_order=Fal
     return output, inverse.view(shape) if return_inverse else None, counts
 
 
-def _group_starts(values: torch.Tensor) -> torch.Tensor:
-    """Where each run of equal sorted values begins (a bool mask)."""
-    starts = torch.empty(values.shape[0], dtype=torch.bool)
-    starts[0] = True
-    torch.ne(values[1:], values[:-1], out=starts[1:])
-    return starts
-
-
-def _inverse(starts: torch.Tensor, perm: torch.Tensor) -> torch.Tensor:
-    """Each input element's group: the sorted position's run number,
-    scattered back through the sort's permutation."""
-    group = starts.cumsum(0)
-    group -= 1
-    return torch.empty(starts.shape[0], dtype=_INT64).scatter_(0, perm, group)
-
-
-def _counts(first: torch.Tensor, n: int) -> torch.Tensor:
-    """Run lengths from the runs' first positions."""
-    counts = torch.empty_like(first)
-    torch.sub(first[1:], first[:-1], out=counts[:-1])
-    counts[-1] = n - first[-1]
-    return counts
-
-
-# ------------------------------------------------------------ unique(dim=)
-# torch.unique(x, dim=d) sorts the slices along d lexicographically (a
-# comparison sort of slice indices, ~5 us a slice on the CPU) and merges
-# equal neighbours.  For integer slices the order is that of one integer
-# key per slice: each element's offset from its column's minimum, packed
-# most significant column first.  When the columns' ranges fit in 63 bits
-# together, sorting those keys with Kwker's sort gives torch's result (for
-# integers equal means identical, so which duplicate represents a group
-# cannot show).  Floating point slices (NaN never equal, +0 == -0) and wider
-# ranges stay with torch.
 _KEY_BITS = 63
 _PACKABLE = frozenset({torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32,
                        torch.int64, torch.uint16, torch.uint32})
@@ -164,13 +133,13 @@ def unique_dim(x: torch.Tensor, dim: int, plan, return_inverse: bool, return_cou
     wide = plan[0]
     n = wide.shape[0]
     values, perm = sorting.sort(slice_keys(*plan), 0, False, _native.ORDER_STABLE)
-    starts = _group_starts(values)
-    first = starts.nonzero().squeeze(1)
+    # int64 keys: equal keys have equal bits, so the compaction never asks
+    # for torch's order
+    _, inverse, counts = _compact(values, perm, (n,), True, True)
+    first = counts.cumsum(0) - counts
     # laid out as torch lays it out: the chosen slices stacked, then moved
     # back to dim
     moved = x.movedim(dim, 0)
     output = moved.reshape(n, -1).index_select(0, perm[first]).view(
         (first.shape[0],) + moved.shape[1:]).movedim(0, dim)
-    inverse = _inverse(starts, perm) if return_inverse else None
-    counts = _counts(first, n) if return_counts else None
-    return output, inverse, counts
+    return output, inverse if return_inverse else None, counts if return_counts else None
