@@ -71,7 +71,7 @@ def target() -> str:
 
 
 def set_target(name: str) -> None:
-    """Switch kernels ("auto", "portable", "avx2"); ValueError if this CPU
+    """Switch kernels ("auto", "portable", "avx2", "avx512"); ValueError if this CPU
     or build cannot run them."""
     if lib is None:
         raise RuntimeError(LOAD_ERROR)

@@ -18,6 +18,7 @@ SOURCES = [
     "src/dispatch.c",
     "src/targets/portable.c",
     "src/targets/avx2.c",
+    "src/targets/avx512.c",
 ]
 
 

@@ -17,16 +17,13 @@ import pytest  # noqa: E402
 import kwker
 from kwker import support
 from kwker import _native
-from kwker_testing import ORIG, ORIG_METHOD, TEST_SEED, has_avx2, kernel_thresholds
+from kwker_testing import ORIG, ORIG_METHOD, TEST_SEED, kernel_thresholds, native_target_params
 import torch
 
 
 # ----------------------------------------------------------------- fixtures
 
-NATIVE_TARGETS = [
-    "portable",
-    pytest.param("avx2", marks=pytest.mark.skipif(not has_avx2(), reason="no AVX2")),
-]
+NATIVE_TARGETS = native_target_params()
 
 
 @pytest.fixture(params=NATIVE_TARGETS)

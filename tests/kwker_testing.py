@@ -13,6 +13,7 @@ KWKER_TEST_SEED=N reseeds every generated input of the non-hypothesis tests.
 """
 import os
 
+import pytest
 import torch
 from hypothesis import HealthCheck, settings
 
@@ -67,14 +68,31 @@ FLOAT_DTYPES = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 _BITS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
-def has_avx2() -> bool:
+def has_target(name: str) -> bool:
+    """Whether this CPU and build can run the native kernel set `name`."""
     try:
-        _native.set_target("avx2")
+        _native.set_target(name)
     except ValueError:
         return False
     finally:
         _native.set_target("auto")
     return True
+
+
+TARGET_NAMES = ("avx512", "avx2", "portable")
+
+
+def best_target() -> str:
+    """The kernel set "auto" picks: the first of TARGET_NAMES this machine runs."""
+    return next(name for name in TARGET_NAMES if name == "portable" or has_target(name))
+
+
+def native_target_params():
+    """Every kernel set as a pytest parameter, skipped where it cannot run."""
+    return ["portable"] + [
+        pytest.param(name, marks=pytest.mark.skipif(not has_target(name),
+                                                    reason=f"no {name} on this CPU/build"))
+        for name in ("avx2", "avx512")]
 
 
 # ------------------------------------------------------------- comparisons

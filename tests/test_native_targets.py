@@ -9,13 +9,10 @@ import pytest
 import torch
 
 from kwker import _native
-from kwker_testing import ORIG, compare, has_avx2, layout, make_values
+from kwker_testing import (ORIG, TARGET_NAMES, best_target, compare, layout, make_values,
+                           native_target_params)
 
-TARGETS = [
-    "portable",
-    pytest.param("avx2", marks=pytest.mark.skipif(not has_avx2(),
-                                                  reason="AVX2 not available on this CPU/build")),
-]
+TARGETS = native_target_params()
 
 
 @pytest.fixture(params=TARGETS)
@@ -31,12 +28,12 @@ def test_set_target_rejects_unknown_names():
     with pytest.raises(ValueError):
         _native.set_target("avx512-imaginary")
     _native.set_target("auto")
-    assert _native.target() in ("avx2", "portable")
+    assert _native.target() in TARGET_NAMES
 
 
 def test_auto_picks_the_best_available():
     _native.set_target("auto")
-    assert _native.target() == ("avx2" if has_avx2() else "portable")
+    assert _native.target() == best_target()
 
 
 DTYPES = [torch.float32, torch.float64, torch.bfloat16, torch.float16, torch.int64, torch.int32,

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from kwker import _native
-from kwker_testing import ORIG, compare, has_avx2, layout, make_values
+from kwker_testing import ORIG, compare, layout, make_values, native_target_params
 
 OPS = ("quantile", "nanquantile")
 DTYPES = (torch.float32, torch.float64)
@@ -179,8 +179,7 @@ def test_forms_left_to_torch(kw, op):
     compare(op, x_grad, 0.5, fast="no_grad")
 
 
-@pytest.mark.parametrize("target", ["portable", pytest.param(
-    "avx2", marks=pytest.mark.skipif(not has_avx2(), reason="no AVX2"))])
+@pytest.mark.parametrize("target", native_target_params())
 def test_both_targets(kw, gen, target):
     _native.set_target(target)
     try:

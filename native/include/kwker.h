@@ -52,9 +52,10 @@ int kwk_abi_version(void);
 const char *kwk_version(void);
 const char *kwk_strerror(int status);
 
-/* The kernel set in use: "avx2" or "portable".  Chosen once from the CPU and
- * the KWKER_TARGET environment variable ("portable" forces the portable
- * path); kwk_set_target switches it ("auto", "portable", "avx2") and returns
+/* The kernel set in use: "avx512", "avx2" or "portable".  Chosen once from
+ * the CPU and the KWKER_TARGET environment variable ("portable" forces the
+ * portable path, "avx2" the AVX2 one on an AVX-512 CPU); kwk_set_target
+ * switches it ("auto", "portable", "avx2", "avx512") and returns
  * KWK_E_ARG for a name this CPU or build cannot run. */
 const char *kwk_target(void);
 int kwk_set_target(const char *name);

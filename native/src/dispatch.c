@@ -44,8 +44,23 @@ static int cpu_has_avx2(void)
 }
 #endif
 
+#ifdef KWK_HAVE_AVX512_TARGET
+/* libgcc's check also asks the OS (XGETBV) whether it saves the 512-bit
+ * state: a CPU with AVX-512 under an OS that does not is "no". */
+static int cpu_has_avx512(void)
+{
+    __builtin_cpu_init();
+    return cpu_has_avx2() && __builtin_cpu_supports("avx512f") &&
+           __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq") &&
+           __builtin_cpu_supports("avx512vl");
+}
+#endif
+
 static const kwk_kernel_table *best_table(void)
 {
+#ifdef KWK_HAVE_AVX512_TARGET
+    if (cpu_has_avx512()) return &kwk_kernels_avx512;
+#endif
 #ifdef KWK_HAVE_AVX2_TARGET
     if (cpu_has_avx2()) return &kwk_kernels_avx2;
 #endif
@@ -58,6 +73,9 @@ static const kwk_kernel_table *table_named(const char *name)
     if (strcmp(name, "portable") == 0) return &kwk_kernels_portable;
 #ifdef KWK_HAVE_AVX2_TARGET
     if (strcmp(name, "avx2") == 0 && cpu_has_avx2()) return &kwk_kernels_avx2;
+#endif
+#ifdef KWK_HAVE_AVX512_TARGET
+    if (strcmp(name, "avx512") == 0 && cpu_has_avx512()) return &kwk_kernels_avx512;
 #endif
     return NULL;
 }

@@ -1,7 +1,7 @@
 /*
  * kernels.h - the table of kernels one CPU target provides.
  *
- * Each target (portable C, AVX2) compiles the same kernel sources with its
+ * Each target (portable C, AVX2, AVX-512) compiles the same kernel sources with its
  * own instruction set (targets/<name>.c) and exports one table; dispatch.c
  * validates every call, then calls through the table it chose once.
  * Kernels may assume validated arguments (see kwker.h for their meaning).
@@ -70,6 +70,8 @@ extern const kwk_kernel_table kwk_kernels_portable;
 #if defined(__x86_64__) || defined(_M_X64)
 #define KWK_HAVE_AVX2_TARGET 1
 extern const kwk_kernel_table kwk_kernels_avx2;
+#define KWK_HAVE_AVX512_TARGET 1
+extern const kwk_kernel_table kwk_kernels_avx512;
 #endif
 
 #endif

@@ -16,7 +16,7 @@
  *   native/tests/run.sh builds it (reading the link line above); by hand:
  *   gcc -O2 -std=c11 -D_GNU_SOURCE -Inative/include -o /tmp/test_nomem \
  *       native/tests/test_nomem.c native/src/dispatch.c native/src/targets/portable.c \
- *       native/src/targets/avx2.c -lm -Wl,--wrap=malloc -Wl,--wrap=calloc \
+ *       native/src/targets/avx2.c native/src/targets/avx512.c -lm -Wl,--wrap=malloc -Wl,--wrap=calloc \
  *       && /tmp/test_nomem [quick]
  */
 #include <stdint.h>
@@ -150,9 +150,9 @@ int main(int argc, char **argv)
     static const int64_t LENS[] = {5, 40, 300, 5000, 70000, 300000};
     static const int DTYPES[] = {KWK_INT8, KWK_INT16, KWK_FLOAT32, KWK_INT64};
     static const int ES[] = {1, 2, 4, 8};
-    const char *targets[] = {"portable", "avx2"};
+    const char *targets[] = {"portable", "avx2", "avx512"};
     long configs = 0;
-    for (int t = 0; t < 2; ++t) {
+    for (int t = 0; t < 3; ++t) {
         if (kwk_set_target(targets[t]) != KWK_OK) continue;
         for (int li = 0; li < nlens; ++li) {
             const int64_t len = LENS[li], outer = len > 1000 ? 1 : 3;

@@ -7,7 +7,7 @@
  * Build and run (from the repository root):
  *   gcc -std=c11 -O2 -D_GNU_SOURCE -Inative/include -o /tmp/test_select
  *       native/tests/test_select.c native/src/dispatch.c
- *       native/src/targets/portable.c native/src/targets/avx2.c && /tmp/test_select
+ *       native/src/targets/portable.c native/src/targets/avx2.c native/src/targets/avx512.c && /tmp/test_select
  * add -fsanitize=address,undefined -g for the sanitizer run.
  * Exit status 0 and "failures 0" when everything holds.
  */
@@ -470,7 +470,7 @@ static void test_median(int dt, int kind, int64_t len, int64_t outer, const char
 int main(int argc, char **argv)
 {
     const int quick = argc > 1 && strcmp(argv[1], "quick") == 0;
-    const char *targets[] = {"portable", "avx2"};
+    const char *targets[] = {"portable", "avx2", "avx512"};
     static const int64_t extra_lens[] = {127, 128, 129, 191, 192, 193, 255, 256, 257, 300, 511, 512, 513,
                                          2002, 2047, 2048, 2049, 4095, 4097,
                                          639, 640, 641, 1000, 1023, 1024, 1025, 1100, 4096, 6400, 6463, 6464, 20000};
@@ -480,7 +480,7 @@ int main(int argc, char **argv)
     seen = malloc((size_t)max_len);
     for (int a = 0; a < 2; ++a)
         for (int b = 0; b < 3; ++b) ref_cache[a][b] = malloc((size_t)max_len * sizeof(rec));
-    for (int t = 0; t < 2; ++t) {
+    for (int t = 0; t < 3; ++t) {
         if (kwk_set_target(targets[t]) != KWK_OK) {
             printf("target %s not available here, skipped\n", targets[t]);
             continue;

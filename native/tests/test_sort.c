@@ -14,7 +14,7 @@
  * Build and run (also with -fsanitize=address,undefined -g):
  *   gcc -O2 -std=c11 -D_GNU_SOURCE -Inative/include -o /tmp/test_sort \
  *       native/tests/test_sort.c native/src/dispatch.c \
- *       native/src/targets/portable.c native/src/targets/avx2.c -lm && /tmp/test_sort
+ *       native/src/targets/portable.c native/src/targets/avx2.c native/src/targets/avx512.c -lm && /tmp/test_sort
  *   (/tmp/test_sort STEP BIG: lengths above 300 in steps of STEP, BIG=0
  *   skips the lengths above 1100; the sanitizer run uses 8 1)
  */
@@ -354,8 +354,8 @@ int main(int argc, char **argv)
     const int step = argc > 1 ? atoi(argv[1]) : 1;
     const int big = argc > 2 ? atoi(argv[2]) : 1;
     static const int64_t SWITCH[] = {1101, 1500, 2047, 2048, 2049, 4095, 4096, 4097, 10007, 16383, 16384, 16385, 65535, 65536, 65537, 131071, 131078, 140000};
-    const char *targets[] = {"portable", "avx2"};
-    for (int t = 0; t < 2; ++t) {
+    const char *targets[] = {"portable", "avx2", "avx512"};
+    for (int t = 0; t < 3; ++t) {
         if (kwk_set_target(targets[t]) != KWK_OK) {
             printf("target %s not available here, skipped\n", targets[t]);
             continue;

@@ -12,7 +12,7 @@
  *
  *   gcc -O2 -std=c11 -D_GNU_SOURCE -Inative/include -o /tmp/test_sparse \
  *       native/tests/test_sparse.c native/src/dispatch.c \
- *       native/src/targets/portable.c native/src/targets/avx2.c -lm
+ *       native/src/targets/portable.c native/src/targets/avx2.c native/src/targets/avx512.c -lm
  */
 #include <math.h>
 #include <stdint.h>
@@ -180,12 +180,12 @@ static void sort_pool(int64_t batch, int64_t nodes, int64_t c, int64_t k)
 
 int main(void)
 {
-    const char *targets[] = {"portable", "avx2"};
+    const char *targets[] = {"portable", "avx2", "avx512"};
     static float first[4 * 5000], second[4 * 5000];
     for (int64_t n = 1; n <= 300; ++n)
         for (int kind = 0; kind < 4; ++kind)
-            for (int t = 0; t < 2; ++t) {
-                if (kwk_set_target(targets[t]) != 0 && t == 1) continue;
+            for (int t = 0; t < 3; ++t) {
+                if (kwk_set_target(targets[t]) != 0 && t >= 1) continue;
                 simplex(targets[t], 3, n, kind, NULL);
             }
     for (int kind = 0; kind < 4; ++kind) {
@@ -198,7 +198,7 @@ int main(void)
             CHECK(memcmp(first, second, sizeof first) == 0, "targets differ, kind %d", kind);
         }
     }
-    for (int t = 0; t < 2; ++t) {
+    for (int t = 0; t < 3; ++t) {
         if (kwk_set_target(targets[t]) != 0) continue;
         for (int64_t g = 1; g <= 9; ++g) {
             group_sort(37, g, 0);

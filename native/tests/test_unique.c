@@ -13,7 +13,7 @@
  *
  *   gcc -O2 -std=c11 -D_GNU_SOURCE -Inative/include -o /tmp/test_unique \
  *       native/tests/test_unique.c native/src/dispatch.c \
- *       native/src/targets/portable.c native/src/targets/avx2.c -lm
+ *       native/src/targets/portable.c native/src/targets/avx2.c native/src/targets/avx512.c -lm
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -141,8 +141,8 @@ done:
 
 int main(void)
 {
-    const char *targets[] = {"portable", "avx2"};
-    for (int t = 0; t < 2; ++t) {
+    const char *targets[] = {"portable", "avx2", "avx512"};
+    for (int t = 0; t < 3; ++t) {
         if (kwk_set_target(targets[t]) != 0) continue;
         for (int dtype = 0; dtype < 13; ++dtype) {
             for (int64_t n = 0; n <= 300; ++n) one(dtype, n);
