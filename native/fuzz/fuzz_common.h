@@ -225,18 +225,21 @@ static void fz_describe_call(void)
             "  outer=%lld len=%lld inner=%lld k=%lld src strides (%lld,%lld,%lld) "
             "dst strides (%lld,%lld,%lld)\n",
             fz_call.op, fz_call.dt >= 0 && fz_call.dt < KWK_NUM_DTYPES ? FZ_DTYPE[fz_call.dt] : "?",
-            fz_call.target ? "avx2" : "portable", fz_call.order, fz_call.flag_a, fz_call.flag_b,
+            fz_call.target ? kwk_target() : "portable", fz_call.order, fz_call.flag_a, fz_call.flag_b,
             fz_call.must_reject, (long long)fz_call.outer, (long long)fz_call.len,
             (long long)fz_call.inner, (long long)fz_call.k, (long long)fz_call.so,
             (long long)fz_call.sl, (long long)fz_call.si, (long long)fz_call.dso,
             (long long)fz_call.dsl, (long long)fz_call.dsi);
 }
 
-/* Both CPU targets: the input picks one per call. */
-static void fz_pick_target(int avx2)
+/* The portable target or the best SIMD one: the input picks per call.  On
+ * an AVX-512 machine the SIMD target is avx512, which runs the AVX2 kernels'
+ * code (compiled the same way) but for the paths its AVX-512 kernels take
+ * over; elsewhere avx2. */
+static void fz_pick_target(int simd)
 {
     fz_call.target = 0;
-    if (avx2 && kwk_set_target("avx2") == KWK_OK) {
+    if (simd && (kwk_set_target("avx512") == KWK_OK || kwk_set_target("avx2") == KWK_OK)) {
         fz_call.target = 1;
         return;
     }

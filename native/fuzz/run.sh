@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Coverage-guided fuzzing of every native entry point (libFuzzer, with
 # AddressSanitizer and UndefinedBehaviorSanitizer) against the plain
-# references in native/fuzz/fuzz_common.h; both CPU targets (each input
-# picks one).
+# references in native/fuzz/fuzz_common.h; the portable kernels and the
+# best SIMD target (each input picks one; fz_pick_target).
 #
 #   native/fuzz/run.sh [SECONDS]     fuzz all targets for SECONDS of wall time
 #                                    in total (default 300), after replaying

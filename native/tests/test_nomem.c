@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "kwker.h"
+#include "test_targets.h"
 
 void *__real_malloc(size_t n);
 void *__real_calloc(size_t n, size_t size);
@@ -150,10 +151,10 @@ int main(int argc, char **argv)
     static const int64_t LENS[] = {5, 40, 300, 5000, 70000, 300000};
     static const int DTYPES[] = {KWK_INT8, KWK_INT16, KWK_FLOAT32, KWK_INT64};
     static const int ES[] = {1, 2, 4, 8};
-    const char *targets[] = {"portable", "avx2", "avx512"};
+    const char *const *targets = KWK_TEST_TARGET_NAMES;
     long configs = 0;
-    for (int t = 0; t < 3; ++t) {
-        if (kwk_set_target(targets[t]) != KWK_OK) continue;
+    for (int t = 0; t < KWK_TEST_NTARGETS; ++t) {
+        if (test_set_target(targets[t]) != KWK_OK) continue;
         for (int li = 0; li < nlens; ++li) {
             const int64_t len = LENS[li], outer = len > 1000 ? 1 : 3;
             for (int di = 0; di < 4; ++di) {

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "kwker.h"
+#include "test_targets.h"
 #include "../src/keys.h"
 
 static long failures, checks;
@@ -470,7 +471,7 @@ static void test_median(int dt, int kind, int64_t len, int64_t outer, const char
 int main(int argc, char **argv)
 {
     const int quick = argc > 1 && strcmp(argv[1], "quick") == 0;
-    const char *targets[] = {"portable", "avx2", "avx512"};
+    const char *const *targets = KWK_TEST_TARGET_NAMES;
     static const int64_t extra_lens[] = {127, 128, 129, 191, 192, 193, 255, 256, 257, 300, 511, 512, 513,
                                          2002, 2047, 2048, 2049, 4095, 4097,
                                          639, 640, 641, 1000, 1023, 1024, 1025, 1100, 4096, 6400, 6463, 6464, 20000};
@@ -480,8 +481,8 @@ int main(int argc, char **argv)
     seen = malloc((size_t)max_len);
     for (int a = 0; a < 2; ++a)
         for (int b = 0; b < 3; ++b) ref_cache[a][b] = malloc((size_t)max_len * sizeof(rec));
-    for (int t = 0; t < 3; ++t) {
-        if (kwk_set_target(targets[t]) != KWK_OK) {
+    for (int t = 0; t < KWK_TEST_NTARGETS; ++t) {
+        if (test_set_target(targets[t]) != KWK_OK) {
             printf("target %s not available here, skipped\n", targets[t]);
             continue;
         }

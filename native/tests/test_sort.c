@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "kwker.h"
+#include "test_targets.h"
 #include "../src/torch_order.h"
 
 static uint64_t rng = 0x243F6A8885A308D3ull;
@@ -354,9 +355,9 @@ int main(int argc, char **argv)
     const int step = argc > 1 ? atoi(argv[1]) : 1;
     const int big = argc > 2 ? atoi(argv[2]) : 1;
     static const int64_t SWITCH[] = {1101, 1500, 2047, 2048, 2049, 4095, 4096, 4097, 10007, 16383, 16384, 16385, 65535, 65536, 65537, 131071, 131078, 140000};
-    const char *targets[] = {"portable", "avx2", "avx512"};
-    for (int t = 0; t < 3; ++t) {
-        if (kwk_set_target(targets[t]) != KWK_OK) {
+    const char *const *targets = KWK_TEST_TARGET_NAMES;
+    for (int t = 0; t < KWK_TEST_NTARGETS; ++t) {
+        if (test_set_target(targets[t]) != KWK_OK) {
             printf("target %s not available here, skipped\n", targets[t]);
             continue;
         }

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "kwker.h"
+#include "test_targets.h"
 #include "test_common.h"
 
 static float value(int kind)
@@ -180,12 +181,12 @@ static void sort_pool(int64_t batch, int64_t nodes, int64_t c, int64_t k)
 
 int main(void)
 {
-    const char *targets[] = {"portable", "avx2", "avx512"};
+    const char *const *targets = KWK_TEST_TARGET_NAMES;
     static float first[4 * 5000], second[4 * 5000];
     for (int64_t n = 1; n <= 300; ++n)
         for (int kind = 0; kind < 4; ++kind)
-            for (int t = 0; t < 3; ++t) {
-                if (kwk_set_target(targets[t]) != 0 && t >= 1) continue;
+            for (int t = 0; t < KWK_TEST_NTARGETS; ++t) {
+                if (test_set_target(targets[t]) != 0) continue;
                 simplex(targets[t], 3, n, kind, NULL);
             }
     for (int kind = 0; kind < 4; ++kind) {
@@ -198,8 +199,8 @@ int main(void)
             CHECK(memcmp(first, second, sizeof first) == 0, "targets differ, kind %d", kind);
         }
     }
-    for (int t = 0; t < 3; ++t) {
-        if (kwk_set_target(targets[t]) != 0) continue;
+    for (int t = 0; t < KWK_TEST_NTARGETS; ++t) {
+        if (test_set_target(targets[t]) != 0) continue;
         for (int64_t g = 1; g <= 9; ++g) {
             group_sort(37, g, 0);
             group_sort(37, g, 1);

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "kwker.h"
+#include "test_targets.h"
 #include "test_common.h"
 
 static const int SIZE[13] = {1, 1, 1, 2, 4, 8, 2, 4, 8, 2, 2, 4, 8};
@@ -141,9 +142,9 @@ done:
 
 int main(void)
 {
-    const char *targets[] = {"portable", "avx2", "avx512"};
-    for (int t = 0; t < 3; ++t) {
-        if (kwk_set_target(targets[t]) != 0) continue;
+    const char *const *targets = KWK_TEST_TARGET_NAMES;
+    for (int t = 0; t < KWK_TEST_NTARGETS; ++t) {
+        if (test_set_target(targets[t]) != 0) continue;
         for (int dtype = 0; dtype < 13; ++dtype) {
             for (int64_t n = 0; n <= 300; ++n) one(dtype, n);
             one(dtype, 5000);
