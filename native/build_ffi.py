@@ -19,7 +19,6 @@ SOURCES = [
     "src/targets/portable.c",
     "src/targets/avx2.c",
     "src/targets/avx512.c",
-    "src/targets/avx512_kernels.c",
 ]
 
 

@@ -2,7 +2,7 @@
  * kwk_topk / kwk_median_dim / kwk_median_all on the shapes of the selection brief.
  *   gcc -D_GNU_SOURCE -O3 -std=c11 -Inative/include -o /tmp/bench_select \
  *       native/bench/bench_select.c native/src/dispatch.c native/src/targets/portable.c \
- *       native/src/targets/avx2.c native/src/targets/avx512.c native/src/targets/avx512_kernels.c -lm && /tmp/bench_select [NAME-FILTER [REPS]] */
+ *       native/src/targets/avx2.c native/src/targets/avx512.c -lm && /tmp/bench_select [NAME-FILTER [REPS]] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

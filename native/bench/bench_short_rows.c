@@ -2,7 +2,7 @@
  * kwk_topk over 4096 float32 rows of n elements (the many-short-rows case).
  *   gcc -D_GNU_SOURCE -O3 -std=c11 -Inative/include -o /tmp/bench_short_rows \
  *       native/bench/bench_short_rows.c native/src/dispatch.c native/src/targets/portable.c \
- *       native/src/targets/avx2.c native/src/targets/avx512.c native/src/targets/avx512_kernels.c -lm && /tmp/bench_short_rows [REPS] */
+ *       native/src/targets/avx2.c native/src/targets/avx512.c -lm && /tmp/bench_short_rows [REPS] */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

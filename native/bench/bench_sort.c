@@ -1,7 +1,7 @@
 /* bench_sort.c - ns/element of kwk_sort on named inputs, one thread.
  * Build: gcc -D_GNU_SOURCE -O3 -std=c11 -Inative/include -o /tmp/bench_sort \
  *          native/bench/bench_sort.c native/src/dispatch.c \
- *          native/src/targets/portable.c native/src/targets/avx2.c native/src/targets/avx512.c native/src/targets/avx512_kernels.c -lm
+ *          native/src/targets/portable.c native/src/targets/avx2.c native/src/targets/avx512.c -lm
  * Run:   /tmp/bench_sort [filter]  (thread CPU time: robust to a loaded machine)   (KWKER_TARGET=portable for the portable kernels) */
 #include <math.h>
 #include <stdio.h>

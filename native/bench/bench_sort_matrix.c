@@ -5,7 +5,7 @@
  * Build: gcc -D_GNU_SOURCE -O3 -std=c11 -ffp-contract=off -Inative/include \
  *          -o /tmp/bench_sort_matrix native/bench/bench_sort_matrix.c \
  *          native/src/dispatch.c native/src/targets/portable.c \
- *          native/src/targets/avx2.c native/src/targets/avx512.c native/src/targets/avx512_kernels.c -lm
+ *          native/src/targets/avx2.c native/src/targets/avx512.c -lm
  * Run:   /tmp/bench_sort_matrix [filter] */
 #include <stdio.h>
 #include <stdlib.h>

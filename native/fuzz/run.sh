@@ -36,7 +36,7 @@ case "${1:-}" in
 esac
 targets=${FUZZ_TARGETS:-"sort topk kthvalue median_dim median_all quantile"}
 jobs=${FUZZ_JOBS:-1}
-lib_sources="native/src/dispatch.c native/src/targets/portable.c native/src/targets/avx2.c native/src/targets/avx512.c native/src/targets/avx512_kernels.c"
+lib_sources="native/src/dispatch.c native/src/targets/portable.c native/src/targets/avx2.c native/src/targets/avx512.c"
 common="-O1 -g -std=c11 -ffp-contract=off -D_GNU_SOURCE -fno-omit-frame-pointer -fno-sanitize-recover=undefined -Inative/include"
 
 build=$(mktemp -d)

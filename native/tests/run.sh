@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-sources="native/src/dispatch.c native/src/targets/portable.c native/src/targets/avx2.c native/src/targets/avx512.c native/src/targets/avx512_kernels.c"
+sources="native/src/dispatch.c native/src/targets/portable.c native/src/targets/avx2.c native/src/targets/avx512.c"
 cc=${CC:-gcc}
 
 # Arguments that keep CI's runs short: every length up to 300, thinned above

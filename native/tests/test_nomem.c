@@ -16,7 +16,7 @@
  *   native/tests/run.sh builds it (reading the link line above); by hand:
  *   gcc -O2 -std=c11 -D_GNU_SOURCE -Inative/include -o /tmp/test_nomem \
  *       native/tests/test_nomem.c native/src/dispatch.c native/src/targets/portable.c \
- *       native/src/targets/avx2.c native/src/targets/avx512.c native/src/targets/avx512_kernels.c -lm -Wl,--wrap=malloc -Wl,--wrap=calloc \
+ *       native/src/targets/avx2.c native/src/targets/avx512.c -lm -Wl,--wrap=malloc -Wl,--wrap=calloc \
  *       && /tmp/test_nomem [quick]
  */
 #include <stdint.h>

@@ -7,7 +7,7 @@
  * Build and run (from the repository root):
  *   gcc -std=c11 -O2 -D_GNU_SOURCE -Inative/include -o /tmp/test_select
  *       native/tests/test_select.c native/src/dispatch.c
- *       native/src/targets/portable.c native/src/targets/avx2.c native/src/targets/avx512.c native/src/targets/avx512_kernels.c && /tmp/test_select
+ *       native/src/targets/portable.c native/src/targets/avx2.c native/src/targets/avx512.c && /tmp/test_select
  * add -fsanitize=address,undefined -g for the sanitizer run.
  * Exit status 0 and "failures 0" when everything holds.
  */

@@ -14,7 +14,7 @@
  * Build and run (also with -fsanitize=address,undefined -g):
  *   gcc -O2 -std=c11 -D_GNU_SOURCE -Inative/include -o /tmp/test_sort \
  *       native/tests/test_sort.c native/src/dispatch.c \
- *       native/src/targets/portable.c native/src/targets/avx2.c native/src/targets/avx512.c native/src/targets/avx512_kernels.c -lm && /tmp/test_sort
+ *       native/src/targets/portable.c native/src/targets/avx2.c native/src/targets/avx512.c -lm && /tmp/test_sort
  *   (/tmp/test_sort STEP BIG: lengths above 300 in steps of STEP, BIG=0
  *   skips the lengths above 1100; the sanitizer run uses 8 1)
  */

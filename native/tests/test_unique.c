@@ -13,7 +13,7 @@
  *
  *   gcc -O2 -std=c11 -D_GNU_SOURCE -Inative/include -o /tmp/test_unique \
  *       native/tests/test_unique.c native/src/dispatch.c \
- *       native/src/targets/portable.c native/src/targets/avx2.c native/src/targets/avx512.c native/src/targets/avx512_kernels.c -lm
+ *       native/src/targets/portable.c native/src/targets/avx2.c native/src/targets/avx512.c -lm
  */
 #include <stdint.h>
 #include <stdio.h>

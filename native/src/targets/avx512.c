@@ -1,27 +1,20 @@
 /*
- * The AVX-512 target: the AVX2 kernels, compiled exactly as in avx2.c, plus
- * the AVX-512 kernels of avx512_kernels.c where a kernel has one (declared
- * in avx512_kernels.h; each call site is under KWK_AVX512_KERNELS).  Picked
- * at run time only on CPUs and OSes with AVX-512 F/BW/DQ/VL (dispatch.c).
- *
- * Why not the whole library compiled for AVX-512: the same kernels built
- * with AVX-512 enabled measured up to 25% slower on short rows (4096x8
- * topk, 8.9 vs 11.1 ns a row: wider auto-vectorised loops and vpmullq
- * where scalar code was faster), so AVX-512 code runs only where a kernel
- * was written for it and measured faster.
+ * The AVX-512 target: the AVX2 kernels plus AVX-512 paths where a kernel
+ * has one (guarded by __AVX512F__: in-register compress, 64-bit compares,
+ * 16-lane networks), picked at run time only on CPUs (and kernels) that
+ * have AVX-512 F/BW/DQ/VL enabled (dispatch.c).  Like avx2.c, the
+ * instruction set is switched on for this translation unit alone.
  */
 #if defined(__x86_64__) || defined(_M_X64)
 #if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,bmi,bmi2,fma,popcnt"))), apply_to = function)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,bmi,bmi2,fma,popcnt"))), apply_to = function)
 #elif defined(__GNUC__)
 #pragma GCC push_options
-#pragma GCC target("avx2,bmi,bmi2,fma,popcnt")
+#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx2,bmi,bmi2,fma,popcnt")
 #endif
 
 #define KWK_TABLE kwk_kernels_avx512
 #define KWK_TARGET_NAME "avx512"
-#define KWK_AVX512_KERNELS 1
-#include "../avx512_kernels.h"
 #include "../kernels_impl.h"
 
 #if defined(__clang__)
