@@ -1,7 +1,6 @@
 /* The CPU targets a native test runs its checks on: all three by default;
  * KWK_TEST_TARGETS="portable,avx512" (a comma-separated list) narrows that
- * (native/tests/run.sh does for the sanitized build, where the avx2 and
- * avx512 targets share all code but the AVX-512 kernels: see run.sh). */
+ * (native/tests/run.sh does for the sanitized build: see why there). */
 #ifndef KWK_TEST_TARGETS_H
 #define KWK_TEST_TARGETS_H
 
