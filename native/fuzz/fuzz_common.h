@@ -233,9 +233,8 @@ static void fz_describe_call(void)
 }
 
 /* The portable target or the best SIMD one: the input picks per call.  On
- * an AVX-512 machine the SIMD target is avx512, which runs the AVX2 kernels'
- * code (compiled the same way) but for the paths its AVX-512 kernels take
- * over; elsewhere avx2. */
+ * an AVX-512 machine the SIMD target is avx512 (the AVX2 kernels' source but
+ * for its AVX-512 paths), elsewhere avx2. */
 static void fz_pick_target(int simd)
 {
     fz_call.target = 0;
