@@ -10,6 +10,7 @@ nothing: it returns None where the call would take the fast path, else the
 Condition that sends it to torch (kwker.explain and the observing wrappers
 of kwker.observe use this, so the decision has one implementation).
 """
+import struct
 import threading
 from collections import Counter
 from functools import partial
@@ -104,15 +105,14 @@ _ORDER_STABLE = _native.ORDER_STABLE
 _SELECT_DTYPES = support.OPS["topk"].dtypes
 _QUANTILE_DTYPES = support.OPS["quantile"].dtypes
 _QUANTILE_MAX_ROW = support.QUANTILE_MAX_ROW
+_FLOAT32, _FLOAT64 = torch.float32, torch.float64
+_F32 = struct.Struct("f")
+_full_q = torch.full
 
 
 def _fallback(op, condition, wrapped, args, kwargs):
     STATS.record_fallback(op, condition)
     return wrapped(*args, **kwargs)
-
-
-def _full_args(instance, args):
-    return args if instance is None else (instance,) + args
 
 
 _Tensor = torch.Tensor
@@ -300,7 +300,9 @@ def _quantile_q(x, q):
         # torch checks the double, then rounds it to the input's dtype
         if not 0.0 <= q <= 1.0:
             return None
-        return torch.tensor([q], dtype=x.dtype).double(), False
+        if x.dtype is _FLOAT32:  # rounded as C's (float) cast does (a third of a tensor's cost)
+            q = _F32.unpack(_F32.pack(q))[0]
+        return _full_q((1,), q, dtype=_FLOAT64), False
     if tq is not _Tensor or q.dtype is not x.dtype or q.device != x.device or q.ndim > 1 \
             or (q.requires_grad and torch.is_grad_enabled()) or q.layout is not torch.strided:
         return None
@@ -360,7 +362,7 @@ def _rows_failure(op, x, d, k=None, k_min=0) -> Optional[Condition]:
 def _sort_common(op, finish, wrapped, instance, args, kwargs, decide_only):
     """sort/argsort/msort; `finish` turns the kernel's (values, indices) into
     the op's result (fallback results pass through untouched)."""
-    full = _full_args(instance, args)
+    full = args if instance is None else (instance,) + args
     failure = _context_failure()
     if failure is None:
         if op == "msort":
@@ -406,7 +408,7 @@ msort_entry = _size_rule_first("msort", partial(_sort_common, "msort", _first))
 
 
 def _topk(wrapped, instance, args, kwargs, decide_only):
-    full = _full_args(instance, args)
+    full = args if instance is None else (instance,) + args
     failure = _context_failure()
     if failure is None:
         call = _parse_topk(full, kwargs)
@@ -433,7 +435,7 @@ topk_entry = _size_rule_first("topk", _topk)
 
 
 def _median_common(op, ignore_nan, result_type, wrapped, instance, args, kwargs, decide_only):
-    full = _full_args(instance, args)
+    full = args if instance is None else (instance,) + args
     failure = _context_failure()
     if failure is None:
         call = _parse_median(full, kwargs)
@@ -472,7 +474,7 @@ nanmedian_entry = _size_rule_first("nanmedian", partial(_median_common, "nanmedi
 
 
 def _kthvalue(wrapped, instance, args, kwargs, decide_only):
-    full = _full_args(instance, args)
+    full = args if instance is None else (instance,) + args
     failure = _context_failure()
     if failure is None:
         call = _parse_kthvalue(full, kwargs)
@@ -499,7 +501,7 @@ kthvalue_entry = _size_rule_first("kthvalue", _kthvalue)
 
 
 def _quantile_common(op, ignore_nan, wrapped, instance, args, kwargs, decide_only):
-    full = _full_args(instance, args)
+    full = args if instance is None else (instance,) + args
     failure = _context_failure()
     if failure is None:
         call = _parse_quantile(full, kwargs)
@@ -540,7 +542,7 @@ nanquantile_entry = _size_rule_first("nanquantile", partial(_quantile_common, "n
 
 
 def _unique(wrapped, instance, args, kwargs, decide_only):
-    full = _full_args(instance, args)
+    full = args if instance is None else (instance,) + args
     failure = _context_failure()
     if failure is None:
         call = _parse_unique(full, kwargs)
@@ -554,8 +556,8 @@ def _unique(wrapped, instance, args, kwargs, decide_only):
                 failure = DIM if dim is None else None
             if failure is None and x.numel() == 0:
                 failure = NONEMPTY
-            if failure is None and dim is None and _torch_raises_unsigned_radix(x.reshape(-1),
-                                                                                False):
+            if failure is None and dim is None and _torch_raises_unsigned_radix(
+                    x, False, flattened=True):
                 failure = TORCH_RAISES
             plan = None
             if failure is None and dim is not None:

@@ -200,17 +200,19 @@ def tensor_failure(x, dtypes, grad_ok=False) -> Optional[Condition]:
     return None
 
 
-def torch_raises_unsigned_radix(x, descending: bool) -> bool:
+def torch_raises_unsigned_radix(x, descending: bool, flattened: bool = False) -> bool:
     """torch 2.13 routes 1-D ascending integer sorts of >= 32768 elements to
-    fbgemm's radix sort, which has no uint16/32/64 instance and raises."""
-    return x.dtype in _UNSIGNED_WIDE and x.ndim == 1 and not descending and x.numel() >= 32768
+    fbgemm's radix sort, which has no uint16/32/64 instance and raises.
+    flattened: the sort is of x.reshape(-1) (unique), which is 1-D."""
+    return (x.dtype in _UNSIGNED_WIDE and (flattened or x.ndim == 1) and not descending
+            and x.numel() >= 32768)
 
 
 def torch_sort_is_stable(x, dim: int, descending: bool) -> bool:
     """Calls where torch.sort(stable=False) gives the stable order anyway:
     a stride-0 (expanded) sort dim is not sorted at all (indices arange), and
     1-D ascending integer sorts of >= 32768 elements use a radix sort."""
-    if x.stride(dim) == 0:
+    if x.stride()[dim] == 0:  # (stride() parses no argument: half stride(dim)'s cost)
         return True
     return (x.ndim == 1 and not descending and x.numel() >= 32768
             and not x.dtype.is_floating_point and x.dtype is not torch.bool)
