@@ -8,18 +8,17 @@ lib = _native.lib
 CODES = _native.DTYPE_CODES
 
 
-def contiguous_rows(shape, dim: int):
-    """The rows of a contiguous tensor of this shape along dim."""
-    outer = 1
-    for size in shape[:dim]:
-        outer *= size
-    inner = 1
-    for size in shape[dim + 1:]:
-        inner *= size
+def contiguous_rows(x: torch.Tensor, dim: int):
+    """The rows of contiguous x along dim.  (Indexing x.shape: slicing a
+    torch.Size makes another one, which cost more than the rest together.)"""
+    shape = x.shape
     length = shape[dim]
+    inner = 1
+    for j in range(dim + 1, len(shape)):
+        inner *= shape[j]
     step = length * inner
     # no rows at all when a row is empty (the kernels see outer == 0)
-    return outer if step else 0, length, inner, step, inner, 1
+    return x.numel() // step if step else 0, length, inner, step, inner, 1
 
 
 def source_rows(x: torch.Tensor, dim: int):
@@ -27,9 +26,9 @@ def source_rows(x: torch.Tensor, dim: int):
     its layout cannot be walked as rows.  Contiguous inputs (the common
     case) skip the general stride analysis."""
     if x.is_contiguous():
-        return x, contiguous_rows(x.shape, dim)
+        return x, contiguous_rows(x, dim)
     rows = rows_along(x.shape, x.stride(), dim)
     if rows is None:
         x = x.contiguous()
-        return x, contiguous_rows(x.shape, dim)
+        return x, contiguous_rows(x, dim)
     return x, rows

@@ -38,7 +38,7 @@ def sort(x: torch.Tensor, dim: int, descending: bool, order: int, want_values: b
     out = values if values is not None else indices
     if x.is_contiguous():
         src = x
-        rows = dst_rows = contiguous_rows(x.shape, dim)  # so is empty_like(x)
+        rows = dst_rows = contiguous_rows(x, dim)  # so is empty_like(x)
     else:
         src, rows = source_rows(x, dim)
         dst_rows = rows_along(out.shape, out.stride(), dim)
