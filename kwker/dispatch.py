@@ -4,8 +4,10 @@ applies, and either runs a kernel from kwker.ops or calls the captured torch
 original with the caller's arguments untouched.
 
 Entry functions have wrapt's wrapper signature (wrapped, instance, args,
-kwargs): `wrapped` is the torch original (bound to the tensor for Tensor
-methods, with `instance` the tensor).  With decide_only=True an entry runs
+kwargs): `wrapped` is the torch original, or the Tensor method bound to
+`instance`, the tensor (patching.KwkerMethod passes methods in function
+form instead: the unbound method, instance None and the tensor first in
+args, which calls the same).  With decide_only=True an entry runs
 nothing: it returns None where the call would take the fast path, else the
 Condition that sends it to torch (kwker.explain and the observing wrappers
 of kwker.observe use this, so the decision has one implementation).
