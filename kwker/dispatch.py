@@ -4,14 +4,18 @@ applies, and either runs a kernel from kwker.ops or calls the captured torch
 original with the caller's arguments untouched.
 
 Entry functions have wrapt's wrapper signature (wrapped, instance, args,
-kwargs): `wrapped` is the torch original (bound to the tensor for Tensor
-methods, with `instance` the tensor).  With decide_only=True an entry runs
+kwargs): `wrapped` is the torch original, or the Tensor method bound to
+`instance`, the tensor (patching.KwkerMethod passes methods in function
+form instead: the unbound method, instance None and the tensor first in
+args, which calls the same).  With decide_only=True an entry runs
 nothing: it returns None where the call would take the fast path, else the
 Condition that sends it to torch (kwker.explain and the observing wrappers
 of kwker.observe use this, so the decision has one implementation).
 """
+import struct
 import threading
 from collections import Counter
+from functools import partial
 from typing import Dict, Optional
 
 import torch
@@ -21,7 +25,7 @@ from kwker.ops import quantile as quantile_ops
 from kwker.ops import selection, sorting
 from kwker.ops import unique as unique_ops
 from kwker.ops.backward import with_torch_backward
-from kwker.support import ARGUMENTS, DIM, NONEMPTY, TORCH_RAISES, Condition
+from kwker.support import ARGUMENTS, DIM, NONEMPTY, SMALL, TORCH_RAISES, Condition
 
 _ret = torch.return_types
 
@@ -37,7 +41,13 @@ class Stats:
 
     def __init__(self):
         self.lock = threading.Lock()
-        self.fast: Counter = Counter()
+        # plain dicts holding every op from the start: `counts[op] += 1` on
+        # one costs a third of what it costs on a Counter (__missing__)
+        self.fast: Dict[str, int] = dict.fromkeys(support.OPS, 0)
+        # the size rules' fallbacks (the most frequent), counted apart so
+        # that the entries bump them the same way: snapshot() reports them
+        # under the SMALL key with the others
+        self.small: Dict[str, int] = dict.fromkeys(support.OPS, 0)
         self.fallback: Dict[str, Counter] = {}
         self.time_ns: Dict[str, list] = {}  # op -> [fast ns, fallback ns]
 
@@ -57,9 +67,14 @@ class Stats:
 
     def snapshot(self) -> dict:
         with self.lock:
-            ops = set(self.fast) | set(self.fallback)
-            snap = {op: {"fast": self.fast.get(op, 0),
-                         "fallback": dict(self.fallback.get(op, {}))} for op in sorted(ops)}
+            snap = {}
+            for op in sorted(set(self.fast) | set(self.fallback)):
+                fast, small = self.fast.get(op, 0), self.small.get(op, 0)
+                fallback = dict(self.fallback.get(op, {}))
+                if small:
+                    fallback[SMALL.key] = fallback.get(SMALL.key, 0) + small
+                if fast or fallback:
+                    snap[op] = {"fast": fast, "fallback": fallback}
             for op, (fast_ns, fallback_ns) in list(self.time_ns.items()):
                 if op in snap:
                     snap[op]["time_s"] = {"fast": fast_ns / 1e9, "fallback": fallback_ns / 1e9}
@@ -67,12 +82,18 @@ class Stats:
 
     def reset(self) -> None:
         with self.lock:
-            self.fast.clear()
+            # zeroed in place: the entries hold these two dicts
+            for counts in (self.fast, self.small):
+                for op in counts:
+                    counts[op] = 0
             self.fallback.clear()
             self.time_ns.clear()
 
 
 STATS = Stats()
+# bound once: the entries bump these on every call
+_FAST = STATS.fast
+_SMALL_COUNT = STATS.small
 
 _SORT_DTYPES = support.OPS["sort"].dtypes
 # bound once: looked up on every call
@@ -86,6 +107,9 @@ _ORDER_STABLE = _native.ORDER_STABLE
 _SELECT_DTYPES = support.OPS["topk"].dtypes
 _QUANTILE_DTYPES = support.OPS["quantile"].dtypes
 _QUANTILE_MAX_ROW = support.QUANTILE_MAX_ROW
+_FLOAT32, _FLOAT64 = torch.float32, torch.float64
+_F32 = struct.Struct("f")
+_full_q = torch.full
 
 
 def _fallback(op, condition, wrapped, args, kwargs):
@@ -93,20 +117,27 @@ def _fallback(op, condition, wrapped, args, kwargs):
     return wrapped(*args, **kwargs)
 
 
-def _full_args(instance, args):
-    return args if instance is None else (instance,) + args
-
-
 _Tensor = torch.Tensor
 _MIN_NUMEL = support.MIN_FAST_NUMEL
-_SMALL = support.SMALL
 
 
-def _is_small(op, full, kwargs) -> bool:
-    """Cheapest possible test, before any other work: a plain tensor input
-    below the op's crossover size goes straight to torch."""
-    x = full[0] if full else kwargs.get("input")
-    return type(x) is _Tensor and x.numel() < _MIN_NUMEL[op]
+def _size_rule_first(op, body):
+    """The entry for `op`: the size rule's first check (a plain tensor
+    input with fewer elements than the op's crossover goes to torch) before
+    anything else, inline, since it is both the cheapest check and the most
+    frequent fallback; then body(wrapped, instance, args, kwargs,
+    decide_only) does the rest."""
+
+    def entry(wrapped, instance, args, kwargs, decide_only=False):
+        x = instance if instance is not None else (args[0] if args else kwargs.get("input"))
+        if type(x) is _Tensor and x.numel() < _MIN_NUMEL[op]:
+            if decide_only:
+                return SMALL
+            _SMALL_COUNT[op] += 1
+            return wrapped(*args, **kwargs)
+        return body(wrapped, instance, args, kwargs, decide_only)
+    entry.__name__ = entry.__qualname__ = f"{op}_entry"
+    return entry
 
 
 _NO_MIN_NUMEL = dict.fromkeys(support.MIN_FAST_NUMEL, 0)
@@ -271,7 +302,9 @@ def _quantile_q(x, q):
         # torch checks the double, then rounds it to the input's dtype
         if not 0.0 <= q <= 1.0:
             return None
-        return torch.tensor([q], dtype=x.dtype).double(), False
+        if x.dtype is _FLOAT32:  # rounded as C's (float) cast does (a third of a tensor's cost)
+            q = _F32.unpack(_F32.pack(q))[0]
+        return _full_q((1,), q, dtype=_FLOAT64), False
     if tq is not _Tensor or q.dtype is not x.dtype or q.device != x.device or q.ndim > 1 \
             or (q.requires_grad and torch.is_grad_enabled()) or q.layout is not torch.strided:
         return None
@@ -328,12 +361,10 @@ def _rows_failure(op, x, d, k=None, k_min=0) -> Optional[Condition]:
 
 # ------------------------------------------------------------- entry points
 
-def _sort_common(op, wrapped, instance, args, kwargs, finish, decide_only):
+def _sort_common(op, finish, wrapped, instance, args, kwargs, decide_only):
     """sort/argsort/msort; `finish` turns the kernel's (values, indices) into
     the op's result (fallback results pass through untouched)."""
-    full = _full_args(instance, args)
-    if _is_small(op, full, kwargs):
-        return _SMALL if decide_only else _fallback(op, _SMALL, wrapped, args, kwargs)
+    full = args if instance is None else (instance,) + args
     failure = _context_failure()
     if failure is None:
         if op == "msort":
@@ -356,17 +387,13 @@ def _sort_common(op, wrapped, instance, args, kwargs, finish, decide_only):
                         order = _ORDER_STABLE
                     if decide_only:
                         return None
-                    STATS.fast[op] += 1
+                    _FAST[op] += 1
                     if x.requires_grad and op != "argsort" and _grad_enabled():
                         return finish(with_torch_backward(
                             x, d, True, lambda: sorting.sort(x, d, descending, order)))
                     return finish(sorting.sort(x, d, descending, order, op != "argsort",
                                                 op != "msort"))
     return failure if decide_only else _fallback(op, failure, wrapped, args, kwargs)
-
-
-def sort_entry(wrapped, instance, args, kwargs, decide_only=False):
-    return _sort_common("sort", wrapped, instance, args, kwargs, _ret.sort, decide_only)
 
 
 def _second(pair):
@@ -377,18 +404,13 @@ def _first(pair):
     return pair[0]
 
 
-def argsort_entry(wrapped, instance, args, kwargs, decide_only=False):
-    return _sort_common("argsort", wrapped, instance, args, kwargs, _second, decide_only)
+sort_entry = _size_rule_first("sort", partial(_sort_common, "sort", _ret.sort))
+argsort_entry = _size_rule_first("argsort", partial(_sort_common, "argsort", _second))
+msort_entry = _size_rule_first("msort", partial(_sort_common, "msort", _first))
 
 
-def msort_entry(wrapped, instance, args, kwargs, decide_only=False):
-    return _sort_common("msort", wrapped, instance, args, kwargs, _first, decide_only)
-
-
-def topk_entry(wrapped, instance, args, kwargs, decide_only=False):
-    full = _full_args(instance, args)
-    if _is_small("topk", full, kwargs):
-        return _SMALL if decide_only else _fallback("topk", _SMALL, wrapped, args, kwargs)
+def _topk(wrapped, instance, args, kwargs, decide_only):
+    full = args if instance is None else (instance,) + args
     failure = _context_failure()
     if failure is None:
         call = _parse_topk(full, kwargs)
@@ -403,7 +425,7 @@ def topk_entry(wrapped, instance, args, kwargs, decide_only=False):
                 if failure is None:
                     if decide_only:
                         return None
-                    STATS.fast["topk"] += 1
+                    _FAST["topk"] += 1
                     if x.requires_grad and _grad_enabled():
                         return _ret.topk(with_torch_backward(x, d, True, lambda: selection.topk(
                             x, k, d, largest, sorted_, Policy.order)))
@@ -411,10 +433,11 @@ def topk_entry(wrapped, instance, args, kwargs, decide_only=False):
     return failure if decide_only else _fallback("topk", failure, wrapped, args, kwargs)
 
 
+topk_entry = _size_rule_first("topk", _topk)
+
+
 def _median_common(op, ignore_nan, result_type, wrapped, instance, args, kwargs, decide_only):
-    full = _full_args(instance, args)
-    if _is_small(op, full, kwargs):
-        return _SMALL if decide_only else _fallback(op, _SMALL, wrapped, args, kwargs)
+    full = args if instance is None else (instance,) + args
     failure = _context_failure()
     if failure is None:
         call = _parse_median(full, kwargs)
@@ -430,7 +453,7 @@ def _median_common(op, ignore_nan, result_type, wrapped, instance, args, kwargs,
                 elif dim is None:
                     if decide_only:
                         return None
-                    STATS.fast[op] += 1
+                    _FAST[op] += 1
                     return selection.median_all(x, ignore_nan)
                 else:
                     d = _wrap_dim(x, dim)
@@ -438,7 +461,7 @@ def _median_common(op, ignore_nan, result_type, wrapped, instance, args, kwargs,
                     if failure is None:
                         if decide_only:
                             return None
-                        STATS.fast[op] += 1
+                        _FAST[op] += 1
                         if x.requires_grad and _grad_enabled():
                             return result_type(with_torch_backward(
                                 x, d, keepdim,
@@ -447,20 +470,13 @@ def _median_common(op, ignore_nan, result_type, wrapped, instance, args, kwargs,
     return failure if decide_only else _fallback(op, failure, wrapped, args, kwargs)
 
 
-def median_entry(wrapped, instance, args, kwargs, decide_only=False):
-    return _median_common("median", False, _ret.median, wrapped, instance, args, kwargs,
-                          decide_only)
+median_entry = _size_rule_first("median", partial(_median_common, "median", False, _ret.median))
+nanmedian_entry = _size_rule_first("nanmedian", partial(_median_common, "nanmedian", True,
+                                                        _ret.nanmedian))
 
 
-def nanmedian_entry(wrapped, instance, args, kwargs, decide_only=False):
-    return _median_common("nanmedian", True, _ret.nanmedian, wrapped, instance, args, kwargs,
-                          decide_only)
-
-
-def kthvalue_entry(wrapped, instance, args, kwargs, decide_only=False):
-    full = _full_args(instance, args)
-    if _is_small("kthvalue", full, kwargs):
-        return _SMALL if decide_only else _fallback("kthvalue", _SMALL, wrapped, args, kwargs)
+def _kthvalue(wrapped, instance, args, kwargs, decide_only):
+    full = args if instance is None else (instance,) + args
     failure = _context_failure()
     if failure is None:
         call = _parse_kthvalue(full, kwargs)
@@ -475,7 +491,7 @@ def kthvalue_entry(wrapped, instance, args, kwargs, decide_only=False):
                 if failure is None:
                     if decide_only:
                         return None
-                    STATS.fast["kthvalue"] += 1
+                    _FAST["kthvalue"] += 1
                     if x.requires_grad and _grad_enabled():
                         return _ret.kthvalue(with_torch_backward(x, d, keepdim, lambda: (
                             selection.kthvalue(x, k, d, keepdim, Policy.order))))
@@ -483,10 +499,11 @@ def kthvalue_entry(wrapped, instance, args, kwargs, decide_only=False):
     return failure if decide_only else _fallback("kthvalue", failure, wrapped, args, kwargs)
 
 
+kthvalue_entry = _size_rule_first("kthvalue", _kthvalue)
+
+
 def _quantile_common(op, ignore_nan, wrapped, instance, args, kwargs, decide_only):
-    full = _full_args(instance, args)
-    if _is_small(op, full, kwargs):
-        return _SMALL if decide_only else _fallback(op, _SMALL, wrapped, args, kwargs)
+    full = args if instance is None else (instance,) + args
     failure = _context_failure()
     if failure is None:
         call = _parse_quantile(full, kwargs)
@@ -515,24 +532,19 @@ def _quantile_common(op, ignore_nan, wrapped, instance, args, kwargs, decide_onl
                     result = quantile_ops.quantile(x, qs[0], qs[1], dim, keepdim, interpolation,
                                                    ignore_nan)
                     if result is not None:
-                        STATS.fast[op] += 1
+                        _FAST[op] += 1
                         return result
                     failure = support.TIE_BITS
     return failure if decide_only else _fallback(op, failure, wrapped, args, kwargs)
 
 
-def quantile_entry(wrapped, instance, args, kwargs, decide_only=False):
-    return _quantile_common("quantile", False, wrapped, instance, args, kwargs, decide_only)
+quantile_entry = _size_rule_first("quantile", partial(_quantile_common, "quantile", False))
+nanquantile_entry = _size_rule_first("nanquantile", partial(_quantile_common, "nanquantile",
+                                                            True))
 
 
-def nanquantile_entry(wrapped, instance, args, kwargs, decide_only=False):
-    return _quantile_common("nanquantile", True, wrapped, instance, args, kwargs, decide_only)
-
-
-def unique_entry(wrapped, instance, args, kwargs, decide_only=False):
-    full = _full_args(instance, args)
-    if _is_small("unique", full, kwargs):
-        return _SMALL if decide_only else _fallback("unique", _SMALL, wrapped, args, kwargs)
+def _unique(wrapped, instance, args, kwargs, decide_only):
+    full = args if instance is None else (instance,) + args
     failure = _context_failure()
     if failure is None:
         call = _parse_unique(full, kwargs)
@@ -546,8 +558,8 @@ def unique_entry(wrapped, instance, args, kwargs, decide_only=False):
                 failure = DIM if dim is None else None
             if failure is None and x.numel() == 0:
                 failure = NONEMPTY
-            if failure is None and dim is None and _torch_raises_unsigned_radix(x.reshape(-1),
-                                                                                False):
+            if failure is None and dim is None and _torch_raises_unsigned_radix(
+                    x, False, flattened=True):
                 failure = TORCH_RAISES
             plan = None
             if failure is None and dim is not None:
@@ -562,11 +574,14 @@ def unique_entry(wrapped, instance, args, kwargs, decide_only=False):
                 else:
                     output, inverse, counts = unique_ops.unique_dim(x, dim, plan, return_inverse,
                                                                     return_counts)
-                STATS.fast["unique"] += 1
+                _FAST["unique"] += 1
                 if not (return_inverse or return_counts):
                     return output
                 return tuple(t for t in (output, inverse, counts) if t is not None)
     return failure if decide_only else _fallback("unique", failure, wrapped, args, kwargs)
+
+
+unique_entry = _size_rule_first("unique", _unique)
 
 
 def _torch_entry(op, condition):

@@ -40,7 +40,7 @@ def _op_of(fn):
         instance = getattr(fn, "__self__", None)
         if not isinstance(instance, torch.Tensor):
             instance = None
-            # the function or the unbound method, patched (wrapt compares
+            # the function or the unbound method, patched (the wrappers compare
             # equal to the original) or not
             if name not in patching.PATCH_TABLE or not (
                     fn == getattr(torch, name, None) or fn == getattr(torch.Tensor, name, None)

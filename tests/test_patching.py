@@ -389,3 +389,36 @@ def test_native_library_missing_subprocess():
                           timeout=120, env=env)
     assert proc.returncode == 0 and proc.stdout.strip().endswith("OK"), \
         proc.stdout + proc.stderr
+
+
+@pytest.mark.real_thresholds
+def test_methods_through_the_class_and_bound_count_alike(kw, gen):
+    """KwkerMethod: torch.Tensor.sort(x, ...) and x.sort(...) are the same
+    call (fast or torch, counted once each); a bound method pickles with
+    its tensor and names the op."""
+    x = make_values("random", (3, 4000), torch.float32, gen)
+    small = make_values("random", (5,), torch.float32, gen)
+    kwker.reset_stats()
+    assert_same(ORIG_METHOD["sort"](x, 1), torch.Tensor.sort(x, 1))
+    assert_same(ORIG_METHOD["sort"](x, 1), x.sort(1))
+    assert_same(ORIG_METHOD["topk"](small, 2), torch.Tensor.topk(small, 2))
+    assert_same(ORIG_METHOD["topk"](small, 2), small.topk(2))
+    assert kwker.stats() == {"sort": {"fast": 2, "fallback": {}},
+                             "topk": {"fast": 0, "fallback": {"small": 2}}}
+    assert x.sort.__name__ == "sort" and x.sort.__self__ is x
+    with pytest.raises(TypeError):
+        torch.Tensor.sort(5)  # torch's own error for a non-tensor
+
+
+@pytest.mark.real_thresholds
+def test_small_fallbacks_counted_with_observed_ones(gen):
+    small = make_values("random", (5,), torch.float32, gen)
+    kwker.install()
+    kwker.reset_stats()
+    torch.sort(small)
+    kwker.install(timing=True)  # the observing wrappers count by reason themselves
+    torch.sort(small)
+    assert kwker.stats()["sort"]["fallback"] == {"small": 2}
+    kwker.reset_stats()
+    assert kwker.stats() == {}
+    kwker.uninstall()

@@ -8,20 +8,27 @@ lib = _native.lib
 CODES = _native.DTYPE_CODES
 
 
+def contiguous_rows(x: torch.Tensor, dim: int):
+    """The rows of contiguous x along dim.  (Indexing x.shape: slicing a
+    torch.Size makes another one, which cost more than the rest together.)"""
+    shape = x.shape
+    length = shape[dim]
+    inner = 1
+    for j in range(dim + 1, len(shape)):
+        inner *= shape[j]
+    step = length * inner
+    # no rows at all when a row is empty (the kernels see outer == 0)
+    return x.numel() // step if step else 0, length, inner, step, inner, 1
+
+
 def source_rows(x: torch.Tensor, dim: int):
     """(tensor, rows) to read along dim: x itself, or a contiguous copy when
     its layout cannot be walked as rows.  Contiguous inputs (the common
     case) skip the general stride analysis."""
-    shape = x.shape
     if x.is_contiguous():
-        length = shape[dim]
-        inner = 1
-        for size in shape[dim + 1:]:
-            inner *= size
-        step = length * inner
-        return x, (x.numel() // step if step else 0, length, inner, step, inner, 1)
-    rows = rows_along(shape, x.stride(), dim)
+        return x, contiguous_rows(x, dim)
+    rows = rows_along(x.shape, x.stride(), dim)
     if rows is None:
         x = x.contiguous()
-        return source_rows(x, dim)
+        return x, contiguous_rows(x, dim)
     return x, rows

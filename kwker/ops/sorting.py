@@ -4,7 +4,7 @@ from functools import partial
 import torch
 
 from kwker import _native
-from kwker.ops._call import CODES, lib, source_rows
+from kwker.ops._call import CODES, contiguous_rows, lib, source_rows
 from kwker.ops import parallel
 from kwker.ops.parallel import run_rows
 from kwker.ops.rows import rows_along
@@ -36,10 +36,11 @@ def sort(x: torch.Tensor, dim: int, descending: bool, order: int, want_values: b
     values = _empty_like(x) if want_values else None
     indices = _empty_like(x, dtype=_INT64) if want_indices else None
     out = values if values is not None else indices
-    src, rows = source_rows(x, dim)
-    if src is x and x.is_contiguous():
-        dst_rows = rows  # empty_like of a contiguous tensor is contiguous
+    if x.is_contiguous():
+        src = x
+        rows = dst_rows = contiguous_rows(x, dim)  # so is empty_like(x)
     else:
+        src, rows = source_rows(x, dim)
         dst_rows = rows_along(out.shape, out.stride(), dim)
         if dst_rows is None:
             # empty_like kept a dense permuted layout that cannot be walked

@@ -1,0 +1,96 @@
+"""Torch against the forced fast path (use_fast=True) around the size
+rules' switch points, interleaved in one process (min over rounds):
+
+    python tools/rule_sweep.py OP [OP ...] [rounds=N]
+
+prints torch/forced per case (> 1: the fast path is faster)."""
+import sys
+import timeit
+
+import torch
+
+import kwker
+
+torch.set_num_threads(1)
+g = torch.Generator().manual_seed(1)
+
+
+def _input(kind, shape, dtype):
+    n = 1
+    for s in shape:
+        n *= s
+    if kind == "random":
+        x = torch.randn(n, generator=g) * 1000
+    elif kind == "sorted":
+        x = torch.sort(torch.randn(n, generator=g) * 1000).values
+    elif kind == "ties":
+        x = torch.randint(0, 16, (n,), generator=g).float()
+    return x.to(dtype).reshape(shape)
+
+
+def _cases(op):
+    kinds = ("random", "sorted", "ties")
+    dtypes = (torch.float32, torch.int64, torch.float64, torch.int32)
+    if op in ("sort", "argsort", "msort"):
+        shapes = [(1024,), (1536,), (32, 32), (8, 128), (16, 96), (48, 32), (24, 64)]
+        call = {"sort": lambda x: torch.sort(x), "argsort": lambda x: torch.argsort(x),
+                "msort": lambda x: torch.msort(x.t())}[op]
+        for shape in shapes:
+            for dtype in dtypes:
+                for kind in kinds:
+                    yield f"{op} {shape} {str(dtype)[6:]} {kind}", _input(kind, shape, dtype), call
+        for dtype in dtypes:
+            yield f"argsort desc (1000,) {str(dtype)[6:]}", _input("random", (1000,), dtype), \
+                lambda x: torch.argsort(x, descending=True)
+    elif op == "topk":
+        for shape in [(4096,), (1024, 4), (512, 8), (128, 32), (32, 128)]:
+            for dtype in (torch.float32, torch.int64):
+                for kind in kinds:
+                    yield f"topk {shape} {str(dtype)[6:]} {kind}", _input(kind, shape, dtype), \
+                        lambda x: torch.topk(x, 2)
+    elif op == "median":
+        for shape in [(2048,), (3072,), (128, 24), (64, 48), (32, 96)]:
+            for dtype in (torch.float32, torch.int64):
+                for kind in kinds:
+                    yield f"median {shape} {str(dtype)[6:]} {kind}", _input(kind, shape, dtype), \
+                        (lambda x: torch.median(x)) if len(shape) == 1 else \
+                        (lambda x: torch.median(x, -1))
+    elif op == "unique":
+        for n in (1400, 1800):
+            for dtype in (torch.float32, torch.int64):
+                for kind in kinds:
+                    yield f"unique ({n},) {str(dtype)[6:]} {kind}", _input(kind, (n,), dtype), \
+                        lambda x: torch.unique(x)
+    elif op == "kthvalue":
+        for n in (512, 768):
+            for dtype in (torch.float32, torch.int64):
+                for kind in kinds:
+                    yield f"kthvalue ({n},) {str(dtype)[6:]} {kind}", _input(kind, (n,), dtype), \
+                        lambda x: torch.kthvalue(x, 5)
+
+
+def main():
+    rounds = 9
+    ops = []
+    for a in sys.argv[1:]:
+        if a.startswith("rounds="):
+            rounds = int(a.split("=")[1])
+        else:
+            ops.append(a)
+    for op in ops:
+        for name, x, call in _cases(op):
+            best = [float("inf"), float("inf")]
+            number = 200
+            for _ in range(rounds):
+                for i, settings in enumerate((None, {"use_fast": True})):
+                    if settings is not None:
+                        kwker.install(**settings)
+                    t = timeit.timeit(lambda: call(x), number=number) / number * 1e6
+                    kwker.uninstall()
+                    best[i] = min(best[i], t)
+            print(f"{name:40s} torch {best[0]:8.2f}  forced {best[1]:8.2f}  "
+                  f"ratio {best[0] / best[1]:5.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
