@@ -8,11 +8,11 @@
  *   vector by a bitonic network of lane permutations, then bitonic merges
  *   across vectors (masked loads pad the tail with the largest key).
  * - Larger ranges are partitioned around the median of one vector of
- *   samples: QS_UNROLL vectors are held back from each end, then vectors
- *   are read from whichever end has less free room and written back
- *   partitioned in a register (compress the lanes that go left to the
- *   front, expand the others to the back) by two full stores into free
- *   room; the last, partial, reads are written with masked stores.
+ *   samples: QS_UNROLL vectors are held back from each end, then QS_UNROLL
+ *   vectors at a time are read from whichever end has less free room and
+ *   each is written with two compress stores (vpcompress to memory: faster
+ *   here than compressing in a register and storing the whole vector,
+ *   4.0 vs 4.6 ns/element for 100k u32 keys), into room already read.
  *   Elements <= pivot go left.  When that is all of them (the pivot is the
  *   range's largest key) the range is partitioned again by < pivot and the
  *   right part, all equal to the pivot, is done: repeated keys cannot make
@@ -31,8 +31,9 @@
 #define KWK_HAVE_SIMD_QSORT 1
 
 /* QS_BASE_VECS: 16 vectors (128 u64 / 256 u32 keys) fit the 32 zmm
- * registers with room for the merge's temporaries.  QS_UNROLL: vectors
- * read per step of the partition loop. */
+ * registers with room for the merge's temporaries (8 measured: slower at
+ * 256 keys, alike above).  QS_UNROLL: vectors read per step of the
+ * partition loop (2, 4, 8 measured: 4 and 8 alike, 2 slower). */
 enum { QS_BASE_VECS = 16, QS_UNROLL = 4 };
 
 #define QS_INLINE static inline __attribute__((always_inline))
@@ -69,9 +70,9 @@ QS_INLINE __m512i qs64_min(__m512i a, __m512i b) { return _mm512_min_epu64(a, b)
 QS_INLINE __m512i qs64_max(__m512i a, __m512i b) { return _mm512_max_epu64(a, b); }
 QS_INLINE __m512i qs32_min(__m512i a, __m512i b) { return _mm512_min_epu32(a, b); }
 QS_INLINE __m512i qs32_max(__m512i a, __m512i b) { return _mm512_max_epu32(a, b); }
-/* lanes in m take b, others a */
-QS_INLINE __m512i qs64_blend(uint32_t m, __m512i a, __m512i b) { return _mm512_mask_mov_epi64(a, (__mmask8)m, b); }
-QS_INLINE __m512i qs32_blend(uint32_t m, __m512i a, __m512i b) { return _mm512_mask_mov_epi32(a, (__mmask16)m, b); }
+/* lanes in m take max(a, b), others src */
+QS_INLINE __m512i qs64_mask_max(__m512i src, uint32_t m, __m512i a, __m512i b) { return _mm512_mask_max_epu64(src, (__mmask8)m, a, b); }
+QS_INLINE __m512i qs32_mask_max(__m512i src, uint32_t m, __m512i a, __m512i b) { return _mm512_mask_max_epu32(src, (__mmask16)m, a, b); }
 QS_INLINE __m512i qs64_set1(uint64_t x) { return _mm512_set1_epi64((long long)x); }
 QS_INLINE __m512i qs32_set1(uint32_t x) { return _mm512_set1_epi32((int)x); }
 QS_INLINE __m512i qs64_load(const uint64_t *p) { return _mm512_loadu_si512((const void *)p); }
@@ -89,77 +90,80 @@ QS_INLINE uint32_t qs64_le(__m512i v, __m512i p) { return _mm512_cmple_epu64_mas
 QS_INLINE uint32_t qs32_le(__m512i v, __m512i p) { return _mm512_cmple_epu32_mask(v, p); }
 QS_INLINE uint32_t qs64_lt(__m512i v, __m512i p) { return _mm512_cmplt_epu64_mask(v, p); }
 QS_INLINE uint32_t qs32_lt(__m512i v, __m512i p) { return _mm512_cmplt_epu32_mask(v, p); }
-/* lanes in m packed to the front, the others after them (both in order) */
-QS_INLINE __m512i qs64_split(__m512i v, uint32_t m, int c)
-{
-    const __m512i lo = _mm512_maskz_compress_epi64((__mmask8)m, v);
-    const __m512i hi = _mm512_maskz_compress_epi64((__mmask8)~m, v);
-    return _mm512_mask_expand_epi64(lo, (__mmask8)(0xFFu << c), hi);
-}
-QS_INLINE __m512i qs32_split(__m512i v, uint32_t m, int c)
-{
-    const __m512i lo = _mm512_maskz_compress_epi32((__mmask16)m, v);
-    const __m512i hi = _mm512_maskz_compress_epi32((__mmask16)~m, v);
-    return _mm512_mask_expand_epi32(lo, (__mmask16)(0xFFFFu << c), hi);
-}
-
 /* Bitonic sort of one vector: stage (k, j) compares lanes i and i ^ j;
- * lane i keeps the larger when (i & j) != 0 differs from (i & k) != 0. */
-static const uint32_t QS64_SORT_MASKS[6] = {0x66, 0x3c, 0x5a, 0xf0, 0xcc, 0xaa};
-static const int QS64_SORT_J[6] = {1, 2, 1, 4, 2, 1};
-static const uint32_t QS32_SORT_MASKS[10] = {0x6666, 0x3c3c, 0x5a5a, 0x0ff0, 0x33cc,
-                                             0x55aa, 0xff00, 0xf0f0, 0xcccc, 0xaaaa};
-static const int QS32_SORT_J[10] = {1, 2, 1, 4, 2, 1, 8, 4, 2, 1};
+ * lane i keeps the larger when (i & j) != 0 differs from (i & k) != 0.
+ * The masks are that rule written out (k = 2, 4, .. L; j = k/2 .. 1). */
+#define QS_CX(S, v, j, m)                                                     \
+    do {                                                                      \
+        const __m512i p_ = qs##S##_swap(v, j);                                \
+        v = qs##S##_mask_max(qs##S##_min(v, p_), m, v, p_);                   \
+    } while (0)
+QS_INLINE __m512i qs64_merge_vec(__m512i v) /* bitonic -> ascending */
+{
+    QS_CX(64, v, 4, 0xf0); QS_CX(64, v, 2, 0xcc); QS_CX(64, v, 1, 0xaa);
+    return v;
+}
+QS_INLINE __m512i qs64_sort_vec(__m512i v)
+{
+    QS_CX(64, v, 1, 0x66);
+    QS_CX(64, v, 2, 0x3c); QS_CX(64, v, 1, 0x5a);
+    return qs64_merge_vec(v);
+}
+QS_INLINE __m512i qs32_merge_vec(__m512i v)
+{
+    QS_CX(32, v, 8, 0xff00); QS_CX(32, v, 4, 0xf0f0); QS_CX(32, v, 2, 0xcccc); QS_CX(32, v, 1, 0xaaaa);
+    return v;
+}
+QS_INLINE __m512i qs32_sort_vec(__m512i v)
+{
+    QS_CX(32, v, 1, 0x6666);
+    QS_CX(32, v, 2, 0x3c3c); QS_CX(32, v, 1, 0x5a5a);
+    QS_CX(32, v, 4, 0x0ff0); QS_CX(32, v, 2, 0x33cc); QS_CX(32, v, 1, 0x55aa);
+    return qs32_merge_vec(v);
+}
+#undef QS_CX
 
 /* ---- the generic parts ------------------------------------------------- */
 
-#define QS_DEFINE(S, T, L, NSTAGES)                                            \
-    QS_INLINE __m512i qs##S##_cx(__m512i v, int j, uint32_t m)                \
-    {                                                                         \
-        const __m512i p = qs##S##_swap(v, j);                                 \
-        return qs##S##_blend(m, qs##S##_min(v, p), qs##S##_max(v, p));        \
-    }                                                                         \
-    QS_INLINE __m512i qs##S##_sort_vec(__m512i v)                             \
-    {                                                                         \
-        for (int s = 0; s < NSTAGES; ++s)                                     \
-            v = qs##S##_cx(v, QS##S##_SORT_J[s], QS##S##_SORT_MASKS[s]);      \
-        return v;                                                             \
-    }                                                                         \
-    /* a bitonic vector to ascending: the last log2(L) stages */              \
-    QS_INLINE __m512i qs##S##_merge_vec(__m512i v)                            \
-    {                                                                         \
-        for (int s = NSTAGES - (L == 8 ? 3 : 4); s < NSTAGES; ++s)            \
-            v = qs##S##_cx(v, QS##S##_SORT_J[s], QS##S##_SORT_MASKS[s]);      \
-        return v;                                                             \
-    }                                                                         \
+#define QS_UNROLL_LOOP _Pragma("GCC unroll 16")
+#define QS_DEFINE(S, T, L)                                            \
     /* sort a[0..n), n <= NV * L, NV a power of two, in registers */          \
     QS_INLINE void qs##S##_sort_nvec(T *a, int64_t n, const int NV)           \
     {                                                                         \
-        __m512i v[QS_BASE_VECS], t[QS_BASE_VECS / 2];                         \
+        __m512i v[16], t[8];                         \
         const __m512i fill = qs##S##_set1((T)~(T)0);                          \
+        QS_UNROLL_LOOP                                                        \
         for (int i = 0; i < NV; ++i) {                                        \
             const int64_t c = n - (int64_t)i * L;                             \
             const uint32_t m = c >= L ? (uint32_t)((1ull << L) - 1)           \
                                : c > 0 ? (uint32_t)((1u << c) - 1) : 0u;      \
             v[i] = qs##S##_sort_vec(qs##S##_mload(a + (c > 0 ? i * L : 0), m, fill)); \
         }                                                                     \
+        QS_UNROLL_LOOP                                                        \
         for (int w = 1; w < NV; w *= 2) {                                     \
+            QS_UNROLL_LOOP                                                    \
             for (int b = 0; b < NV; b += 2 * w) {                             \
+                QS_UNROLL_LOOP                                                \
                 for (int i = 0; i < w; ++i) t[i] = qs##S##_rev(v[b + 2 * w - 1 - i]); \
+                QS_UNROLL_LOOP                                                \
                 for (int i = 0; i < w; ++i) {                                 \
                     v[b + w + i] = qs##S##_max(v[b + i], t[i]);               \
                     v[b + i] = qs##S##_min(v[b + i], t[i]);                   \
                 }                                                             \
+                QS_UNROLL_LOOP                                                \
                 for (int h = w / 2; h >= 1; h /= 2)                           \
+                    QS_UNROLL_LOOP                                            \
                     for (int i = b; i < b + 2 * w; ++i)                       \
                         if (((i - b) & h) == 0) {                             \
                             const __m512i lo = qs##S##_min(v[i], v[i + h]);   \
                             v[i + h] = qs##S##_max(v[i], v[i + h]);           \
                             v[i] = lo;                                        \
                         }                                                     \
+                QS_UNROLL_LOOP                                                \
                 for (int i = b; i < b + 2 * w; ++i) v[i] = qs##S##_merge_vec(v[i]); \
             }                                                                 \
         }                                                                     \
+        QS_UNROLL_LOOP                                                        \
         for (int i = 0; i < NV; ++i) {                                        \
             const int64_t c = n - (int64_t)i * L;                             \
             if (c >= L) qs##S##_store(a + i * L, v[i]);                       \
@@ -202,6 +206,7 @@ static const int QS32_SORT_J[10] = {1, 2, 1, 4, 2, 1, 8, 4, 2, 1};
     static T qs##S##_pivot(const T *a, int64_t n)                             \
     {                                                                         \
         T s[L];                                                               \
+        QS_UNROLL_LOOP                                                        \
         for (int i = 0; i < L; ++i) s[i] = a[(int64_t)i * (n / L) + n / (2 * L)]; \
         const __m512i v = qs##S##_sort_vec(qs##S##_load(s));                  \
         qs##S##_store(s, v);                                                  \
@@ -212,9 +217,8 @@ static const int QS32_SORT_J[10] = {1, 2, 1, 4, 2, 1, 8, 4, 2, 1};
     QS_INLINE void qs##S##_put(T *a, __m512i v, uint32_t m, int64_t *ls, int64_t *rs) \
     {                                                                         \
         const int c = __builtin_popcount(m);                                  \
-        const __m512i x = qs##S##_split(v, m, c);                             \
-        qs##S##_store(a + *ls, x);                                            \
-        qs##S##_store(a + *rs - L, x);                                        \
+        qs##S##_cstore(a + *ls, m, v);                                        \
+        qs##S##_cstore(a + *rs - (L - c), ~m, v);                             \
         *ls += c;                                                             \
         *rs -= L - c;                                                         \
     }                                                                         \
@@ -236,6 +240,7 @@ static const int QS32_SORT_J[10] = {1, 2, 1, 4, 2, 1, 8, 4, 2, 1};
         enum { U = QS_UNROLL };                                               \
         const __m512i pv = qs##S##_set1(p);                                   \
         __m512i keep[2 * U];                                                  \
+        QS_UNROLL_LOOP                                                        \
         for (int i = 0; i < U; ++i) {                                         \
             keep[i] = qs##S##_load(a + i * L);                                \
             keep[U + i] = qs##S##_load(a + n - (int64_t)(i + 1) * L);         \
@@ -244,12 +249,15 @@ static const int QS32_SORT_J[10] = {1, 2, 1, 4, 2, 1, 8, 4, 2, 1};
         while (r - l >= U * L) {                                              \
             __m512i v[U];                                                     \
             if (l - ls <= rs - r) {                                           \
+                QS_UNROLL_LOOP                                                \
                 for (int i = 0; i < U; ++i) v[i] = qs##S##_load(a + l + i * L); \
                 l += U * L;                                                   \
             } else {                                                          \
                 r -= U * L;                                                   \
+                QS_UNROLL_LOOP                                                \
                 for (int i = 0; i < U; ++i) v[i] = qs##S##_load(a + r + i * L); \
             }                                                                 \
+            QS_UNROLL_LOOP                                                    \
             for (int i = 0; i < U; ++i) {                                     \
                 const uint32_t m = strict ? qs##S##_lt(v[i], pv) : qs##S##_le(v[i], pv); \
                 qs##S##_put(a, v[i], m, &ls, &rs);                            \
@@ -259,15 +267,18 @@ static const int QS32_SORT_J[10] = {1, 2, 1, 4, 2, 1, 8, 4, 2, 1};
          * is free and exactly as long as what is left to write */          \
         __m512i v[U];                                                         \
         uint32_t vm[U];                                                       \
+        QS_UNROLL_LOOP                                                        \
         for (int i = 0; i < U; ++i) {                                         \
             const int64_t c = r - l - (int64_t)i * L;                         \
             vm[i] = c >= L ? (uint32_t)((1ull << L) - 1) : c > 0 ? (uint32_t)((1u << c) - 1) : 0u; \
             v[i] = qs##S##_mload(a + (c > 0 ? l + i * L : 0), vm[i], pv);     \
         }                                                                     \
+        QS_UNROLL_LOOP                                                        \
         for (int i = 0; i < U; ++i) {                                         \
             const uint32_t m = strict ? qs##S##_lt(v[i], pv) : qs##S##_le(v[i], pv); \
             qs##S##_put_exact(a, v[i], m, vm[i], &ls, &rs);                   \
         }                                                                     \
+        QS_UNROLL_LOOP                                                        \
         for (int i = 0; i < 2 * U; ++i) {                                     \
             const uint32_t m = strict ? qs##S##_lt(keep[i], pv) : qs##S##_le(keep[i], pv); \
             qs##S##_put_exact(a, keep[i], m, (uint32_t)((1ull << L) - 1), &ls, &rs); \
@@ -308,9 +319,10 @@ static const int QS32_SORT_J[10] = {1, 2, 1, 4, 2, 1, 8, 4, 2, 1};
         qs##S##_rec(a, n, depth);                                             \
     }
 
-QS_DEFINE(64, uint64_t, 8, 6)
-QS_DEFINE(32, uint32_t, 16, 10)
+QS_DEFINE(64, uint64_t, 8)
+QS_DEFINE(32, uint32_t, 16)
 #undef QS_DEFINE
+#undef QS_UNROLL_LOOP
 #undef QS_INLINE
 
 #endif /* __AVX512F__ */

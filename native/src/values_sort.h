@@ -13,10 +13,27 @@
 
 #include "key_radix.h"
 #include "keys.h"
+#include "simd_qsort.h"
 
 /* Rows shorter than this take the indexed sort: the radix histograms cost
  * more than they save there. */
 enum { VS_MIN_LEN = 256 };
+
+/* Sort 32-bit keys a[0..n) (all in [lo, lo + 2^bits)); tmp holds n keys.
+ * Where the AVX-512 quicksort is compiled (simd_qsort.h) it takes keys of
+ * more than VS_QSORT_MIN_BITS bits (three or more radix passes); fewer
+ * bits keep the radix sort's one or two passes. */
+enum { VS_QSORT_MIN_BITS = 16 };
+static void vs_sort_u32(uint32_t *a, uint32_t *tmp, int64_t n, uint32_t lo, int bits)
+{
+#if defined(KWK_HAVE_SIMD_QSORT)
+    if (bits > VS_QSORT_MIN_BITS) {
+        simd_qsort_32(a, n);
+        return;
+    }
+#endif
+    key_radix_u32(a, tmp, n, lo, bits);
+}
 
 /* KIND: 0 unsigned (key = bits), 1 signed (key = bits ^ SIGN), 2 float. */
 #define VS_DEFINE(NAME, UT, SUF, KIND, SIGN, KEYFN)                           \
@@ -57,7 +74,10 @@ enum { VS_MIN_LEN = 256 };
         uint32_t *k32 = (uint32_t *)(void *)tmp;                              \
         if (narrow) {                                                         \
             for (int64_t j = 0; j < n; ++j) k32[j] = (uint32_t)(key[j] - lo); \
-            key_radix_u32(k32, (uint32_t *)(void *)key, n, 0, bits_);         \
+            vs_sort_u32(k32, (uint32_t *)(void *)key, n, 0, bits_);           \
+        } else if (sizeof(UT) == 4) {                                         \
+            vs_sort_u32((uint32_t *)(void *)key, (uint32_t *)(void *)tmp, n,  \
+                        (uint32_t)lo, bits_);                                 \
         } else {                                                              \
             key_radix_##SUF(key, tmp, n, lo, bits_);                          \
         }                                                                     \
