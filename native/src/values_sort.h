@@ -13,10 +13,31 @@
 
 #include "key_radix.h"
 #include "keys.h"
+#include "simd_qsort.h"
 
 /* Rows shorter than this take the indexed sort: the radix histograms cost
  * more than they save there. */
 enum { VS_MIN_LEN = 256 };
+
+/* Sort 32-bit keys a[0..n) (all in [lo, lo + 2^bits)); tmp holds n keys.
+ * Where the AVX-512 quicksort is compiled (simd_qsort.h) it takes keys of
+ * more than VS_QSORT_MIN_BITS bits (three or more radix passes); fewer
+ * bits keep the radix sort's one or two passes.  Measured
+ * (bench_simd_qsort.c, keys of randn float32, ns/key, radix vs quicksort,
+ * noisy runs): 256: 7.7-10.4 vs 2.6-3.1, 1000: 5.7-9.5 vs 2.8-3.4, 100k:
+ * 8.0-9.8 vs 3.9-5.1, 1M: 9.9-13.7 vs 6.4-7.0, 16M: 17.2-23.1 vs 7.5-10.0:
+ * no length where the radix sort won. */
+enum { VS_QSORT_MIN_BITS = 16 };
+static void vs_sort_u32(uint32_t *a, uint32_t *tmp, int64_t n, uint32_t lo, int bits)
+{
+#if defined(KWK_HAVE_SIMD_QSORT)
+    if (bits > VS_QSORT_MIN_BITS) {
+        simd_qsort_32(a, n);
+        return;
+    }
+#endif
+    key_radix_u32(a, tmp, n, lo, bits);
+}
 
 /* KIND: 0 unsigned (key = bits), 1 signed (key = bits ^ SIGN), 2 float. */
 #define VS_DEFINE(NAME, UT, SUF, KIND, SIGN, KEYFN)                           \
@@ -57,7 +78,10 @@ enum { VS_MIN_LEN = 256 };
         uint32_t *k32 = (uint32_t *)(void *)tmp;                              \
         if (narrow) {                                                         \
             for (int64_t j = 0; j < n; ++j) k32[j] = (uint32_t)(key[j] - lo); \
-            key_radix_u32(k32, (uint32_t *)(void *)key, n, 0, bits_);         \
+            vs_sort_u32(k32, (uint32_t *)(void *)key, n, 0, bits_);           \
+        } else if (sizeof(UT) == 4) {                                         \
+            vs_sort_u32((uint32_t *)(void *)key, (uint32_t *)(void *)tmp, n,  \
+                        (uint32_t)lo, bits_);                                 \
         } else {                                                              \
             key_radix_##SUF(key, tmp, n, lo, bits_);                          \
         }                                                                     \
@@ -89,6 +113,60 @@ VS_DEFINE(i64, uint64_t, u64, 1, 0x8000000000000000ull, VS_NO_KEY)
 VS_DEFINE(f64, uint64_t, u64, 2, 0x8000000000000000ull, kwk_key_f64)
 #undef VS_NO_KEY
 
+#if defined(KWK_HAVE_SIMD_QSORT)
+/* vs_row_f32 for contiguous rows, 16 keys a vector: the same keys, checks
+ * (both zeros, NaNs with different bits -> 0) and mapping back, which the
+ * compiler leaves scalar in vs_row_f32 (its NaN branch, the strides). */
+static int vs_row_f32_contig(const uint32_t *src, int64_t n, uint32_t *dst, int descending,
+                             uint32_t *key, uint32_t *tmp)
+{
+    const __m512i zero = _mm512_setzero_si512(), ones = _mm512_set1_epi32(-1);
+    const __m512i sign = _mm512_set1_epi32((int)0x80000000u), absm = _mm512_set1_epi32(0x7FFFFFFF);
+    const __m512i inf = _mm512_set1_epi32(0x7F800000), flip = descending ? ones : zero;
+    __m512i lo = ones, hi = zero;
+    __mmask16 pz = 0, nz = 0;
+    uint32_t nan_bits = 0;
+    int have_nan = 0, nan_mixed = 0;
+    for (int64_t j = 0; j < n; j += 16) {
+        const __mmask16 m = n - j >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - j)) - 1);
+        const __m512i b = _mm512_maskz_loadu_epi32(m, src + j);
+        const __m512i a = _mm512_and_si512(b, absm);
+        const __mmask16 nan = _mm512_mask_cmpgt_epu32_mask(m, a, inf);
+        if (nan) { /* rare */
+            for (int l = 0; l < 16; ++l) {
+                if (!(nan >> l & 1)) continue;
+                uint32_t bits;
+                memcpy(&bits, src + j + l, 4);
+                nan_mixed |= have_nan && bits != nan_bits;
+                nan_bits = bits;
+                have_nan = 1;
+            }
+        }
+        pz |= _mm512_mask_cmpeq_epi32_mask(m, b, zero);
+        nz |= _mm512_mask_cmpeq_epi32_mask(m, b, sign);
+        const __m512i v = _mm512_maskz_mov_epi32(_mm512_test_epi32_mask(a, a), b); /* -0 -> +0 */
+        __m512i k = _mm512_xor_si512(v, _mm512_or_si512(_mm512_srai_epi32(v, 31), sign));
+        k = _mm512_xor_si512(_mm512_mask_mov_epi32(k, nan, ones), flip);
+        _mm512_mask_storeu_epi32(key + j, m, k);
+        lo = _mm512_mask_min_epu32(lo, m, lo, k);
+        hi = _mm512_mask_max_epu32(hi, m, hi, k);
+    }
+    if ((pz && nz) || nan_mixed) return 0;
+    const uint32_t klo = _mm512_reduce_min_epu32(lo), khi = _mm512_reduce_max_epu32(hi);
+    vs_sort_u32(key, tmp, n, klo, kwk_bits_for((uint64_t)(khi - klo)));
+    const __m512i zbits = nz ? sign : zero, nbits = _mm512_set1_epi32((int)nan_bits);
+    for (int64_t j = 0; j < n; j += 16) {
+        const __mmask16 m = n - j >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - j)) - 1);
+        const __m512i k = _mm512_xor_si512(_mm512_maskz_loadu_epi32(m, key + j), flip);
+        __m512i b = _mm512_mask_xor_epi32(_mm512_xor_si512(k, ones), _mm512_test_epi32_mask(k, sign), k, sign);
+        b = _mm512_mask_mov_epi32(b, _mm512_cmpeq_epi32_mask(k, sign), zbits);
+        b = _mm512_mask_mov_epi32(b, _mm512_cmpeq_epi32_mask(k, ones), nbits);
+        _mm512_mask_storeu_epi32(dst + j, m, b);
+    }
+    return 1;
+}
+#endif
+
 /* Sort one row's values into dst (step in bytes) if vs_row can do it
  * exactly; returns 1 when done, 0 to use the indexed sort.  key and tmp
  * hold len elements of the widest key (8 bytes).  bool (any nonzero byte is
@@ -105,7 +183,13 @@ static int vs_sort_values(int dtype, const char *row, int64_t step, int64_t n, c
     case KWK_BFLOAT16: return vs_row_bf16(row, step, n, dst, dstep, descending, key, tmp);
     case KWK_UINT32: return vs_row_u32(row, step, n, dst, dstep, descending, key, tmp);
     case KWK_INT32: return vs_row_i32(row, step, n, dst, dstep, descending, key, tmp);
-    case KWK_FLOAT32: return vs_row_f32(row, step, n, dst, dstep, descending, key, tmp);
+    case KWK_FLOAT32:
+#if defined(KWK_HAVE_SIMD_QSORT)
+        if (step == 4 && dstep == 4)
+            return vs_row_f32_contig((const uint32_t *)(const void *)row, n, (uint32_t *)(void *)dst,
+                                     descending, key, tmp);
+#endif
+        return vs_row_f32(row, step, n, dst, dstep, descending, key, tmp);
     case KWK_UINT64: return vs_row_u64(row, step, n, dst, dstep, descending, key, tmp);
     case KWK_INT64: return vs_row_i64(row, step, n, dst, dstep, descending, key, tmp);
     case KWK_FLOAT64: return vs_row_f64(row, step, n, dst, dstep, descending, key, tmp);

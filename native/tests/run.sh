@@ -20,6 +20,7 @@ ci_args() {
         test_sort) echo "3 1" ;;
         test_select) echo "quick" ;;
         test_sort_san) echo "16 0" ;;
+        test_simd_qsort_san) echo "16 0" ;;
         test_select_san) echo "quick" ;;
         test_emu_words_san) echo "2000" ;;
         test_nomem_san) echo "quick" ;;

@@ -1,0 +1,129 @@
+/*
+ * test_simd_qsort.c - simd_qsort.h's sorts of bare u64 / u32 keys against
+ * the C library's qsort: every length 0..2100 (the in-register base case
+ * and the first partitions), lengths around the partition's sizes, and a
+ * few big rows; input kinds with repeated keys (all equal, two values, few
+ * values, sorted, reversed, organ pipe, extremes); the heap sort fallback
+ * forced on its own.  Red zones before and after each row are checked.
+ * Skipped (passes) where the CPU has no AVX-512.
+ *
+ *   gcc -O2 -std=c11 -D_GNU_SOURCE -o /tmp/test_simd_qsort native/tests/test_simd_qsort.c
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,popcnt"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx2,popcnt")
+#endif
+#include "../src/simd_qsort.h"
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+#endif
+
+#if defined(KWK_HAVE_SIMD_QSORT)
+static uint64_t rng = 0x9E3779B97F4A7C15ull;
+static uint64_t rnd(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return rng; }
+
+enum { K_RANDOM, K_EQUAL, K_TWO, K_FEW, K_SORTED, K_REVERSED, K_ORGAN, K_EXTREME, K_SMALLRANGE, NKINDS };
+static const char *KIND_NAMES[NKINDS] = {"random", "equal", "two", "few", "sorted", "reversed", "organ", "extreme", "smallrange"};
+
+static uint64_t key_of(int kind, int64_t i, int64_t n, uint64_t c)
+{
+    switch (kind) {
+    case K_RANDOM: return rnd();
+    case K_EQUAL: return c;
+    case K_TWO: return rnd() & 1 ? c : c + 1;
+    case K_FEW: return c + rnd() % 5;
+    case K_SORTED: return (uint64_t)i * 3;
+    case K_REVERSED: return (uint64_t)(n - i);
+    case K_ORGAN: return (uint64_t)(i < n / 2 ? i : n - i);
+    case K_EXTREME: { const uint64_t r = rnd() % 4; return r == 0 ? 0 : r == 1 ? ~0ull : r == 2 ? ~0ull - 1 : rnd(); }
+    default: return rnd() % 1000;
+    }
+}
+
+static int cmp64(const void *a, const void *b)
+{
+    const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return (x > y) - (x < y);
+}
+static int cmp32(const void *a, const void *b)
+{
+    const uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+enum { RED = 32 };
+static long failures, checks;
+
+/* mode 0: simd_qsort; 1: the heap sort alone (depth 0) */
+static void check(int kind, int64_t n, int mode)
+{
+    uint64_t *b64 = malloc((size_t)(n + 2 * RED) * 8), *r64 = malloc((size_t)(n + 1) * 8);
+    uint32_t *b32 = malloc((size_t)(n + 2 * RED) * 4), *r32 = malloc((size_t)(n + 1) * 4);
+    const uint64_t c = rnd();
+    for (int64_t i = 0; i < RED; ++i) {
+        b64[i] = b64[RED + n + i] = 0xA5A5A5A5A5A5A5A5ull + (uint64_t)i;
+        b32[i] = b32[RED + n + i] = 0xA5A5A5A5u + (uint32_t)i;
+    }
+    for (int64_t i = 0; i < n; ++i) {
+        const uint64_t k = key_of(kind, i, n, c);
+        r64[i] = b64[RED + i] = k;
+        r32[i] = b32[RED + i] = (uint32_t)(k ^ (k >> 32));
+    }
+    qsort(r64, (size_t)n, 8, cmp64);
+    qsort(r32, (size_t)n, 4, cmp32);
+    if (mode == 0) {
+        simd_qsort_64(b64 + RED, n);
+        simd_qsort_32(b32 + RED, n);
+    } else {
+        qs64_rec(b64 + RED, n, 0);
+        qs32_rec(b32 + RED, n, 0);
+    }
+    int bad64 = memcmp(b64 + RED, r64, (size_t)n * 8) != 0, bad32 = memcmp(b32 + RED, r32, (size_t)n * 4) != 0;
+    for (int64_t i = 0; i < RED; ++i) {
+        bad64 |= b64[i] != 0xA5A5A5A5A5A5A5A5ull + (uint64_t)i || b64[RED + n + i] != 0xA5A5A5A5A5A5A5A5ull + (uint64_t)i;
+        bad32 |= b32[i] != 0xA5A5A5A5u + (uint32_t)i || b32[RED + n + i] != 0xA5A5A5A5u + (uint32_t)i;
+    }
+    checks += 2;
+    if (bad64 && failures++ < 20) printf("FAIL u64 kind=%s n=%lld mode=%d\n", KIND_NAMES[kind], (long long)n, mode);
+    if (bad32 && failures++ < 20) printf("FAIL u32 kind=%s n=%lld mode=%d\n", KIND_NAMES[kind], (long long)n, mode);
+    free(b64); free(r64); free(b32); free(r32);
+}
+
+int main(int argc, char **argv)
+{
+    if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512dq") ||
+        !__builtin_cpu_supports("avx512bw") || !__builtin_cpu_supports("avx512vl")) {
+        printf("no AVX-512 here: skipped\nok\n");
+        return 0;
+    }
+    const int step = argc > 1 ? atoi(argv[1]) : 1;
+    const int big = argc > 2 ? atoi(argv[2]) : 1;
+    for (int64_t n = 0; n <= 2100; n += (n < 600 ? 1 : step))
+        for (int kind = 0; kind < NKINDS; ++kind) check(kind, n, 0);
+    static const int64_t SIZES[] = {4095, 4096, 4097, 10007, 65536, 100003, 1 << 20, 3000017};
+    for (size_t s = 0; s < sizeof SIZES / sizeof SIZES[0]; ++s)
+        if (big || SIZES[s] < 20000)
+            for (int kind = 0; kind < NKINDS; ++kind) check(kind, SIZES[s], 0);
+    for (int64_t n = 0; n <= 700; n += 7)
+        for (int kind = 0; kind < NKINDS; ++kind) check(kind, n, 1);
+    printf("simd_qsort: %ld checks, %ld failures\n%s\n", checks, failures, failures ? "FAILED" : "ok");
+    return failures != 0;
+}
+#else
+int main(void)
+{
+    printf("not an x86-64 GCC/clang build: skipped\nok\n");
+    return 0;
+}
+#endif
