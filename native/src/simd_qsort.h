@@ -212,8 +212,8 @@ QS_INLINE __m512i qs32_sort_vec(__m512i v)
         qs##S##_store(s, v);                                                  \
         return s[L / 2];                                                      \
     }                                                                         \
-    /* write one vector's lanes m to a[*ls..), the others to a[..*rs); full   \
-     * stores need L free slots at each end */                                \
+    /* write one vector's lanes m to a[*ls..), the others to a[..*rs)      \
+     * (compress stores: exactly the lanes' count, into room already read) */ \
     QS_INLINE void qs##S##_put(T *a, __m512i v, uint32_t m, int64_t *ls, int64_t *rs) \
     {                                                                         \
         const int c = __builtin_popcount(m);                                  \
@@ -222,7 +222,7 @@ QS_INLINE __m512i qs32_sort_vec(__m512i v)
         *ls += c;                                                             \
         *rs -= L - c;                                                         \
     }                                                                         \
-    /* the same with exact (masked) stores; mm = the lanes that hold keys */  \
+    /* the same for a partial vector: mm = the lanes that hold keys */      \
     QS_INLINE void qs##S##_put_exact(T *a, __m512i v, uint32_t m, uint32_t mm, \
                                      int64_t *ls, int64_t *rs)                 \
     {                                                                         \
