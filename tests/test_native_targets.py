@@ -12,7 +12,7 @@ from kwker import _native
 from kwker_testing import (ORIG, TARGET_NAMES, best_target, compare, layout, make_values,
                            native_target_params)
 
-TARGETS = native_target_params()
+TARGETS = native_target_params(every=True)
 
 
 @pytest.fixture(params=TARGETS)

@@ -98,7 +98,7 @@ done
 printf '%s\0' "${compile_jobs[@]}" | xargs -0 -P "$jobs" -I{} bash -c '{}'
 for t in $targets; do
     clang -fsanitize=fuzzer,address,undefined -o "$build/fuzz_$t" "$build/fuzz_$t.o" \
-        "$build/dispatch.o" "$build/portable.o" "$build/avx2.o" -lm
+        "$build/dispatch.o" "$build/portable.o" "$build/avx2.o" "$build/avx512.o" -lm
 done
 
 if [ "$mode" = merge ]; then
