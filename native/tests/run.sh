@@ -80,7 +80,7 @@ run_one() {
     [[ $name == *_san ]] && targets=$san_targets
     # selection has no AVX-512 path: its avx2 build is the avx512 one's source
     # compiled the same way but for codegen (and tests/test_native_targets.py
-    # runs topk, kthvalue, median and quantile on all three targets)
+    # checks topk and median against torch on all three targets)
     [[ $name == test_select ]] && targets=$san_targets
     # shellcheck disable=SC2046
     local start=$SECONDS
