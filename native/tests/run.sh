@@ -10,7 +10,8 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
-sources="native/src/dispatch.c native/src/targets/portable.c native/src/targets/avx2.c native/src/targets/avx512.c"
+# (the slowest to compile first)
+sources="native/src/targets/avx512.c native/src/targets/portable.c native/src/targets/avx2.c native/src/dispatch.c"
 cc=${CC:-gcc}
 
 # Arguments that keep CI's runs short: every length up to 300, thinned above
@@ -21,16 +22,33 @@ ci_args() {
         test_select) echo "quick" ;;
         test_sort_san) echo "16 0" ;;
         test_simd_qsort_san) echo "16 0" ;;
-        test_select_san) echo "quick" ;;
+        test_select_san) echo "san" ;;
         test_emu_words_san) echo "2000" ;;
         test_nomem_san) echo "quick" ;;
         *) echo "" ;;
     esac
 }
 
+# The best SIMD target here: the sanitized build checks it and portable (the
+# avx2 and avx512 targets compile the same kernel sources and differ in the
+# AVX-512 paths (__AVX512F__) and in how the compiler vectorises plain
+# loops, so on an AVX-512 machine the avx512 target covers both but for the
+# AVX2 paths the AVX-512 ones replace, which the optimised build still checks
+# on every target).  The other SIMD target is compiled plainly in that build,
+# only to link: instrumenting it would add a minute of compiling to CI.
+if grep -qw avx512bw /proc/cpuinfo 2>/dev/null && grep -qw avx512vl /proc/cpuinfo 2>/dev/null; then
+    best=avx512 unchecked=avx2
+else
+    best=avx2 unchecked=avx512
+fi
+san_targets="portable,$best"
+
 flags_opt="-O2 -std=c11 -ffp-contract=off -D_GNU_SOURCE -Wall -Wextra -Wno-unused-function -Inative/include"
-flags_san="-O1 -g -std=c11 -ffp-contract=off -D_GNU_SOURCE -fno-omit-frame-pointer \
+# -g1 (line tables): reports keep file:line, and the kernels compile in 60%
+# of the time -g takes
+flags_san="-O1 -g1 -std=c11 -ffp-contract=off -D_GNU_SOURCE -fno-omit-frame-pointer \
 -fsanitize=address,undefined -fno-sanitize-recover=undefined -Inative/include"
+flags_plain="-O0 -std=c11 -D_GNU_SOURCE -Inative/include"
 flavours="opt"
 [ "${1:-}" = "--fast" ] || flavours="opt san"
 
@@ -38,9 +56,10 @@ flavours="opt"
 # compiled and linked against it: the kernels are the slow part to compile
 jobs="$out/jobs"
 : >"$jobs"
-for f in $flavours; do
-    flags_var="flags_$f"
+for f in $(echo "$flavours" | tr ' ' '\n' | sort -r); do # san first: slower
     for src in $sources; do
+        flags_var="flags_$f"
+        [ "$f" = san ] && [ "$src" = "native/src/targets/$unchecked.c" ] && flags_var=flags_plain
         echo "$cc ${!flags_var} -c $src -o $out/lib_${f}_$(basename "$src" .c).o" >>"$jobs"
     done
 done
@@ -62,37 +81,54 @@ done
 xargs -P 2 -I{} sh -c '{}' <"$jobs"
 echo "built in $SECONDS s"
 
-# The sanitized build checks the portable target and the best x86 one: the
-# avx2 and avx512 targets compile the same kernel sources and differ in the
-# AVX-512 paths (__AVX512F__) and in how the compiler vectorises plain
-# loops, so on an AVX-512 machine the avx512 target covers both but for the
-# AVX2 paths the AVX-512 ones replace, which the optimised build still checks
-# on every target.  (A third target under ASan would add about two minutes
-# to CI.)
-if grep -qw avx512bw /proc/cpuinfo 2>/dev/null && grep -qw avx512vl /proc/cpuinfo 2>/dev/null; then
-    san_targets="portable,avx512"
-else
-    san_targets="portable,avx2"
-fi
+
+# Runs: "binary targets" (targets: KWK_TEST_TARGETS, or "all").
+# test_select goes one target per run: the longest test (its sanitized run
+# most of all), split so that the two slots finish together.  test_sort
+# checks its targets in one run, against references computed once.
+# The sanitized builds check portable and the best SIMD target (above);
+# test_select has no AVX-512 path, so its optimised run does too (its avx2
+# build is the avx512 one's source compiled the same way but for codegen,
+# and tests/test_native_targets.py checks topk and median against torch on
+# all three targets).
+jobs_run=()
+for bin in "${runs[@]}"; do
+    targets=all
+    [[ $bin == *_san || $bin == test_select ]] && targets=$san_targets
+    if [[ $bin == test_select* ]]; then
+        for t in ${targets//,/ }; do jobs_run+=("$bin $t"); done
+    else
+        jobs_run+=("$bin $targets")
+    fi
+done
+
+# seconds each run took on a 2-core CI machine (per target where split):
+# only the order of the runs, longest first, comes from these
+cost() {
+    case "$1" in
+        test_select_san) echo 45 ;;
+        test_sort) echo 75 ;;
+        test_sort_san) echo 30 ;;
+        test_select) echo 24 ;;
+        test_simd_qsort) echo 13 ;;
+        *) echo 5 ;;
+    esac
+}
 
 run_one() {
-    local name=$1 log="$out/$1.log" targets=""
-    [[ $name == *_san ]] && targets=$san_targets
-    # selection has no AVX-512 path: its avx2 build is the avx512 one's source
-    # compiled the same way but for codegen (and tests/test_native_targets.py
-    # checks topk and median against torch on all three targets)
-    [[ $name == test_select ]] && targets=$san_targets
-    # shellcheck disable=SC2046
+    local name=$1 targets=$2 log="$out/$1_$2.log"
     local start=$SECONDS
+    [ "$targets" = all ] && targets=""
+    # shellcheck disable=SC2046
     if KWK_TEST_TARGETS=$targets ASAN_OPTIONS=detect_leaks=1 "$out/$name" $(ci_args "$name") >"$log" 2>&1; then
-        echo "== $name: ok ($(tail -n 1 "$log")) $((SECONDS - start)) s"
+        echo "== $name${targets:+ ($targets)}: ok ($(tail -n 1 "$log")) $((SECONDS - start)) s"
     else
-        echo "== $name: FAILED"; cat "$log"; return 1
+        echo "== $name${targets:+ ($targets)}: FAILED"; cat "$log"; return 1
     fi
 }
 export -f run_one ci_args
-export out san_targets
-# longest first (the sanitized selection test), so the two slots finish together
-printf '%s\n' "${runs[@]}" | awk '{print (/_san$/ ? 0 : 1) (/select|sort/ ? 0 : 1), $0}' | sort |
-    cut -d' ' -f2 | xargs -P 2 -I{} bash -c 'run_one {}'
-echo "native tests: ok"
+export out
+for job in "${jobs_run[@]}"; do
+    echo "$(cost "${job%% *}") $job"
+done | sort -rn -k 1,1 | cut -d' ' -f2- | xargs -P 2 -L 1 bash -c 'run_one "$@"' _
+echo "native tests: ok in $SECONDS s"

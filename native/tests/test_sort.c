@@ -196,8 +196,20 @@ static void fill(int dt, int kind, int64_t n, unsigned char *x)
 enum { RED = 64 };
 static long failures, checks;
 
+/* The targets checked (each case's reference is computed once and every
+ * target checked against it: the references cost more than the sorts). */
+static const char *g_targets[KWK_TEST_NTARGETS];
+static int g_ntargets, g_ti;
+static long g_checks[KWK_TEST_NTARGETS], g_failures[KWK_TEST_NTARGETS];
+static void use_target(int ti)
+{
+    g_ti = ti;
+    if (kwk_set_target(g_targets[ti]) != KWK_OK) abort(); /* was available in main */
+}
+
 static void fail(const char *what, int dt, int kind, int64_t n, int desc, int order)
 {
+    ++g_failures[g_ti];
     if (failures++ < 20)
         printf("FAIL %s: %s kind=%s n=%lld desc=%d order=%s target=%s\n", what, NAMES[dt], KIND_NAMES[kind],
                (long long)n, desc, order ? "torch" : "stable", kwk_target());
@@ -221,20 +233,6 @@ static void check_case(int dt, int kind, int64_t n)
         int tie = 0;
         for (int64_t i = 1; i < n; ++i) tie |= !before(ref[i - 1], ref[i]);
         for (int order = 0; order < 2; ++order) {
-            memset(vbuf, 0xA5, (size_t)n * es + 2 * RED);
-            memset(ibuf, 0x5A, (size_t)n * 8 + 2 * RED);
-            int64_t *oi = (int64_t *)(ibuf + RED);
-            unsigned char *ov = vbuf + RED;
-            int st = kwk_sort(dt, x, 1, n, 1, n, 1, 1, ov, oi, n, 1, 1, desc, order);
-            ++checks;
-            if (n == 0) { if (st != KWK_OK && st != KWK_E_ARG) fail("status", dt, kind, n, desc, order); }
-            else if (st != KWK_OK) { fail("status", dt, kind, n, desc, order); continue; }
-            for (int r = 0; r < RED; ++r)
-                if (vbuf[r] != 0xA5 || vbuf[RED + n * es + r] != 0xA5 || ibuf[r] != 0x5A || ibuf[RED + n * 8 + r] != 0x5A) {
-                    fail("red zone", dt, kind, n, desc, order);
-                    break;
-                }
-            if (n == 0) continue;
             const int64_t *expect = ref;
             if (order == KWK_ORDER_TORCH && tie && n > KWK_STD_SORT_THRESHOLD) {
                 /* (dense rank, index) records through the record emulation */
@@ -247,27 +245,45 @@ static void check_case(int dt, int kind, int64_t n)
                 for (int64_t i = 0; i < n; ++i) tmp[i] = kv[i].idx;
                 expect = tmp;
             }
-            int bad_idx = 0, bad_val = 0;
-            for (int64_t i = 0; i < n; ++i) {
-                if (oi[i] != expect[i]) bad_idx = 1;
-                if (oi[i] < 0 || oi[i] >= n) { bad_idx = 1; break; }
-                if (memcmp(ov + i * es, x + oi[i] * es, (size_t)es) != 0) bad_val = 1;
-                if (i > 0 && before(oi[i], oi[i - 1])) bad_idx = 1;
-            }
-            if (bad_idx) fail("indices", dt, kind, n, desc, order);
-            if (bad_val) fail("values", dt, kind, n, desc, order);
-            /* indices only / values only */
-            if ((n % 7) == 3) {
-                int64_t *oi2 = malloc((size_t)n * 8);
-                unsigned char *ov2 = malloc((size_t)n * es);
-                if (kwk_sort(dt, x, 1, n, 1, n, 1, 1, NULL, oi2, n, 1, 1, desc, order) != KWK_OK ||
-                    memcmp(oi2, oi, (size_t)n * 8) != 0)
-                    fail("indices-only", dt, kind, n, desc, order);
-                if (kwk_sort(dt, x, 1, n, 1, n, 1, 1, ov2, NULL, n, 1, 1, desc, order) != KWK_OK ||
-                    memcmp(ov2, ov, (size_t)n * es) != 0)
-                    fail("values-only", dt, kind, n, desc, order);
-                free(oi2);
-                free(ov2);
+            for (int ti = 0; ti < g_ntargets; ++ti) {
+                use_target(ti);
+                memset(vbuf, 0xA5, (size_t)n * es + 2 * RED);
+                memset(ibuf, 0x5A, (size_t)n * 8 + 2 * RED);
+                int64_t *oi = (int64_t *)(ibuf + RED);
+                unsigned char *ov = vbuf + RED;
+                int st = kwk_sort(dt, x, 1, n, 1, n, 1, 1, ov, oi, n, 1, 1, desc, order);
+                ++checks;
+                ++g_checks[ti];
+                if (n == 0) { if (st != KWK_OK && st != KWK_E_ARG) fail("status", dt, kind, n, desc, order); }
+                else if (st != KWK_OK) { fail("status", dt, kind, n, desc, order); continue; }
+                for (int r = 0; r < RED; ++r)
+                    if (vbuf[r] != 0xA5 || vbuf[RED + n * es + r] != 0xA5 || ibuf[r] != 0x5A || ibuf[RED + n * 8 + r] != 0x5A) {
+                        fail("red zone", dt, kind, n, desc, order);
+                        break;
+                    }
+                if (n == 0) continue;
+                int bad_idx = 0, bad_val = 0;
+                for (int64_t i = 0; i < n; ++i) {
+                    if (oi[i] != expect[i]) bad_idx = 1;
+                    if (oi[i] < 0 || oi[i] >= n) { bad_idx = 1; break; }
+                    if (memcmp(ov + i * es, x + oi[i] * es, (size_t)es) != 0) bad_val = 1;
+                    if (i > 0 && before(oi[i], oi[i - 1])) bad_idx = 1;
+                }
+                if (bad_idx) fail("indices", dt, kind, n, desc, order);
+                if (bad_val) fail("values", dt, kind, n, desc, order);
+                /* indices only / values only */
+                if ((n % 7) == 3) {
+                    int64_t *oi2 = malloc((size_t)n * 8);
+                    unsigned char *ov2 = malloc((size_t)n * es);
+                    if (kwk_sort(dt, x, 1, n, 1, n, 1, 1, NULL, oi2, n, 1, 1, desc, order) != KWK_OK ||
+                        memcmp(oi2, oi, (size_t)n * 8) != 0)
+                        fail("indices-only", dt, kind, n, desc, order);
+                    if (kwk_sort(dt, x, 1, n, 1, n, 1, 1, ov2, NULL, n, 1, 1, desc, order) != KWK_OK ||
+                        memcmp(ov2, ov, (size_t)n * es) != 0)
+                        fail("values-only", dt, kind, n, desc, order);
+                    free(oi2);
+                    free(ov2);
+                }
             }
         }
     }
@@ -358,25 +374,26 @@ int main(int argc, char **argv)
     const int step = argc > 1 ? atoi(argv[1]) : 1;
     const int big = argc > 2 ? atoi(argv[2]) : 1;
     static const int64_t SWITCH[] = {1101, 1500, 2047, 2048, 2049, 4095, 4096, 4097, 10007, 16383, 16384, 16385, 65535, 65536, 65537, 131071, 131078, 140000};
-    const char *const *targets = KWK_TEST_TARGET_NAMES;
     for (int t = 0; t < KWK_TEST_NTARGETS; ++t) {
-        if (test_set_target(targets[t]) != KWK_OK) {
-            printf("target %s not available here, skipped\n", targets[t]);
-            continue;
-        }
-        long before_f = failures, before_c = checks;
-        for (int dt = 0; dt < KWK_NUM_DTYPES; ++dt) {
-            for (int64_t n = 0; n <= 1100; n += (n < 300 ? 1 : step))
-                for (int kind = 0; kind < NKINDS; ++kind) check_case(dt, kind, n);
-            for (size_t s = 0; big && s < sizeof SWITCH / sizeof SWITCH[0]; ++s)
-                for (int kind = 0; kind < NKINDS; ++kind)
-                    if (SWITCH[s] < 20000 || kind % 3 == 0) check_case(dt, kind, SWITCH[s]);
+        if (test_set_target(KWK_TEST_TARGET_NAMES[t]) == KWK_OK) g_targets[g_ntargets++] = KWK_TEST_TARGET_NAMES[t];
+        else printf("target %s not available here, skipped\n", KWK_TEST_TARGET_NAMES[t]);
+    }
+    for (int dt = 0; dt < KWK_NUM_DTYPES; ++dt) {
+        for (int64_t n = 0; n <= 1100; n += (n < 300 ? 1 : step))
+            for (int kind = 0; kind < NKINDS; ++kind) check_case(dt, kind, n);
+        for (size_t s = 0; big && s < sizeof SWITCH / sizeof SWITCH[0]; ++s)
+            for (int kind = 0; kind < NKINDS; ++kind)
+                if (SWITCH[s] < 20000 || kind % 3 == 0) check_case(dt, kind, SWITCH[s]);
+        /* these compare each target with itself (one row at a time) */
+        for (int ti = 0; ti < g_ntargets; ++ti) {
+            use_target(ti);
             for (int64_t n = 0; n < 300; n += 17) check_strided(dt, n);
             for (int64_t n = 1; n <= 17; ++n)
                 for (int kind = 0; kind < NKINDS; ++kind) check_short_rows(dt, kind, n);
         }
-        printf("target %s: %ld checks, %ld failures\n", kwk_target(), checks - before_c, failures - before_f);
     }
+    for (int ti = 0; ti < g_ntargets; ++ti)
+        printf("target %s: %ld checks, %ld failures\n", g_targets[ti], g_checks[ti], g_failures[ti]);
     printf("%s\n", failures ? "FAILED" : "ok");
     return failures != 0;
 }
