@@ -16,7 +16,8 @@
  *       native/tests/test_sort.c native/src/dispatch.c \
  *       native/src/targets/portable.c native/src/targets/avx2.c native/src/targets/avx512.c -lm && /tmp/test_sort
  *   (/tmp/test_sort STEP BIG: lengths above 300 in steps of STEP, BIG=0
- *   skips the lengths above 1100; the sanitizer run uses 8 1)
+ *   skips the lengths above 1100, BIG=2 thins those of 20000+; CI's runs:
+ *   3 2 optimised, 16 0 under the sanitizers)
  */
 #include <math.h>
 #include <stdio.h>
@@ -267,7 +268,6 @@ static void check_case(int dt, int kind, int64_t n)
                     if (oi[i] != expect[i]) bad_idx = 1;
                     if (oi[i] < 0 || oi[i] >= n) { bad_idx = 1; break; }
                     if (memcmp(ov + i * es, x + oi[i] * es, (size_t)es) != 0) bad_val = 1;
-                    if (i > 0 && before(oi[i], oi[i - 1])) bad_idx = 1;
                 }
                 if (bad_idx) fail("indices", dt, kind, n, desc, order);
                 if (bad_val) fail("values", dt, kind, n, desc, order);
@@ -372,6 +372,8 @@ static void check_short_rows(int dt, int kind, int64_t n)
 int main(int argc, char **argv)
 {
     const int step = argc > 1 ? atoi(argv[1]) : 1;
+    /* big: 1 checks lengths of 20000+ on four of the ten input kinds, 2 (CI)
+     * on two per dtype (a different two for each dtype), 0 skips them */
     const int big = argc > 2 ? atoi(argv[2]) : 1;
     static const int64_t SWITCH[] = {1101, 1500, 2047, 2048, 2049, 4095, 4096, 4097, 10007, 16383, 16384, 16385, 65535, 65536, 65537, 131071, 131078, 140000};
     for (int t = 0; t < KWK_TEST_NTARGETS; ++t) {
@@ -383,7 +385,8 @@ int main(int argc, char **argv)
             for (int kind = 0; kind < NKINDS; ++kind) check_case(dt, kind, n);
         for (size_t s = 0; big && s < sizeof SWITCH / sizeof SWITCH[0]; ++s)
             for (int kind = 0; kind < NKINDS; ++kind)
-                if (SWITCH[s] < 20000 || kind % 3 == 0) check_case(dt, kind, SWITCH[s]);
+                if (SWITCH[s] < 20000 || (big == 1 ? kind % 3 == 0 : (kind + dt) % 5 == 0))
+                    check_case(dt, kind, SWITCH[s]);
         /* these compare each target with itself (one row at a time) */
         for (int ti = 0; ti < g_ntargets; ++ti) {
             use_target(ti);
