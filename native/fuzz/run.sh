@@ -92,11 +92,8 @@ fi
 # library runs the same code.  (Compiles run $jobs at a time.)
 # The SIMD target fz_pick_target does not pick on this CPU is compiled
 # plainly, only to link (instrumenting it would cost CI a minute).
-if grep -qw avx512bw /proc/cpuinfo 2>/dev/null && grep -qw avx512vl /proc/cpuinfo 2>/dev/null; then
-    unpicked=native/src/targets/avx2.c
-else
-    unpicked=native/src/targets/avx512.c
-fi
+. native/best_simd_target.sh
+unpicked=native/src/targets/$other_simd.c
 compile_jobs=()
 for src in $lib_sources native/fuzz/fuzz_*.c; do
     case "$src" in native/fuzz/fuzz_*) t=${src#native/fuzz/fuzz_}; t=${t%.c}

@@ -36,11 +36,8 @@ ci_args() {
 # AVX2 paths the AVX-512 ones replace, which the optimised build still checks
 # on every target).  The other SIMD target is compiled plainly in that build,
 # only to link: instrumenting it would add a minute of compiling to CI.
-if grep -qw avx512bw /proc/cpuinfo 2>/dev/null && grep -qw avx512vl /proc/cpuinfo 2>/dev/null; then
-    best=avx512 unchecked=avx2
-else
-    best=avx2 unchecked=avx512
-fi
+. native/best_simd_target.sh
+best=$best_simd unchecked=$other_simd
 san_targets="portable,$best"
 
 flags_opt="-O2 -std=c11 -ffp-contract=off -D_GNU_SOURCE -Wall -Wextra -Wno-unused-function -Inative/include"
@@ -80,7 +77,6 @@ for test in native/tests/test_*.c; do
 done
 xargs -P 2 -I{} sh -c '{}' <"$jobs"
 echo "built in $SECONDS s"
-
 
 # Runs: "binary targets" (targets: KWK_TEST_TARGETS, or "all").
 # test_select goes one target per run: the longest test (its sanitized run
