@@ -5,13 +5,18 @@
  * min of repeats.  Chooses QS_*_MIN / QS_*_MAX in sort_kernels.h / values_sort.h.
  * Build: gcc -D_GNU_SOURCE -O2 -std=c11 -Inative/include -o /tmp/bench_simd_qsort \
  *          native/bench/bench_simd_qsort.c -lm
+ * (add -DBENCH_AVX2 for the AVX2 version, simd_qsort_avx2.h)
  */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#if defined(BENCH_AVX2)
+#pragma GCC target("avx2,bmi,bmi2,fma,popcnt")
+#else
 #pragma GCC target("avx512f,avx512bw,avx512dq,avx512vl,avx2,bmi,bmi2,fma,popcnt")
+#endif
 #include "../src/sort_kernels.h"
 #include "../src/simd_qsort.h"
 

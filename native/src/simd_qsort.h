@@ -29,6 +29,8 @@
 #include <stdint.h>
 
 #define KWK_HAVE_SIMD_QSORT 1
+/* the longest row of packed words the quicksort takes (sort_kernels.h) */
+#define KWK_SIMD_QSORT64_MAX_N (1 << 24)
 
 /* QS_BASE_VECS: 16 vectors (128 u64 / 256 u32 keys) fit the 32 zmm
  * registers with room for the merge's temporaries (8 measured: slower at
@@ -326,4 +328,7 @@ QS_DEFINE(32, uint32_t, 16)
 #undef QS_INLINE
 
 #endif /* __AVX512F__ */
+
+/* AVX2 without AVX-512: the same sorts in 256-bit vectors */
+#include "simd_qsort_avx2.h"
 #endif

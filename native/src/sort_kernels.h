@@ -219,9 +219,9 @@ static void words_sort_top_first(uint64_t *w, uint64_t *tmp, int64_t n, int ibit
 }
 
 /* Stable sort of a row's packed words.  The words are distinct, so any
- * correct sort is the stable one: where the AVX-512 quicksort is compiled
- * (simd_qsort.h) it takes rows of QS_WORDS_MIN_N..QS_WORDS_MAX_N words.
- * Measured (bench_simd_qsort.c, words of randn float32 keys, ns/word,
+ * correct sort is the stable one: where a quicksort is compiled
+ * (simd_qsort.h) it takes rows of QS_WORDS_MIN_N..KWK_SIMD_QSORT64_MAX_N words.
+ * Measured for AVX-512 (bench_simd_qsort.c, words of randn float32 keys, ns/word,
  * radix vs quicksort, best and worst of 4 noisy runs): 64: 8.0 vs 6.8,
  * 128: 7.0-7.2 vs 5.3-5.5, 1000: 7.2-10.3 vs 5.3-10.2, 100k: 11.0-14.0 vs
  * 8.7-13.6, 1M: 14.3-15.8 vs 13.3-16.5, 4M: 17.3-24.4 vs 12.1-19.3, 16M:
@@ -232,11 +232,13 @@ static void words_sort_top_first(uint64_t *w, uint64_t *tmp, int64_t n, int ibit
  * (int64 0..127, 16k-32k rows) measured 1.6x slower by quicksort
  * (ab_target: hf_grouped_mm_sort_expert_ids 302 vs 471 us,
  * megatron_permute_argsort 119 vs 195 us). */
-enum { QS_WORDS_MIN_N = 64, QS_WORDS_MAX_N = 1 << 24, QS_WORDS_MIN_BITS = 16 };
+/* The longest row: KWK_SIMD_QSORT64_MAX_N, set by the quicksort compiled
+ * (AVX-512 16M, AVX2 8192). */
+enum { QS_WORDS_MIN_N = 64, QS_WORDS_MIN_BITS = 16 };
 static void sort_packed_words(uint64_t *w, uint64_t *tmp, int64_t n, int ibits, int rbits)
 {
 #if defined(KWK_HAVE_SIMD_QSORT)
-    if (n >= QS_WORDS_MIN_N && n <= QS_WORDS_MAX_N && rbits > QS_WORDS_MIN_BITS) {
+    if (n >= QS_WORDS_MIN_N && n <= KWK_SIMD_QSORT64_MAX_N && rbits > QS_WORDS_MIN_BITS) {
         simd_qsort_64(w, n);
         return;
     }
@@ -330,10 +332,36 @@ static int sample_has_tie(const uint64_t *words, int64_t n, int ibits)
     return 0;
 }
 
-static int tie_expected(const uint64_t *words, int64_t n, const sort_row *r)
+/* Dense keys (a key range of less than 64 per element: ids, positions,
+ * permutations, small integers): how many elements repeat an earlier
+ * element's key, counted exactly with a bitmap of the range (in `bitmap`,
+ * room for n words = 64n bits), one pass.  Stops counting at `enough`. */
+static int64_t dense_key_repeats(const uint64_t *words, int64_t n, int ibits, uint64_t range,
+                                 uint64_t *bitmap, int64_t enough)
+{
+    memset(bitmap, 0, (size_t)((range >> 6) + 1) * sizeof(uint64_t));
+    int64_t repeats = 0;
+    for (int64_t j = 0; j < n; ++j) {
+        const uint64_t k = words[j] >> ibits, bit = (uint64_t)1 << (k & 63);
+        if (bitmap[k >> 6] & bit) {
+            if (++repeats >= enough) break;
+        }
+        bitmap[k >> 6] |= bit;
+    }
+    return repeats;
+}
+
+static int tie_expected(const uint64_t *words, int64_t n, const sort_row *r, uint64_t *scratch)
 {
     if (r->hi - r->lo < (uint64_t)(n - 1)) return 1;
     if (n <= KWK_TIE_EMU_ALWAYS_MAX) return 1;
+    /* Dense keys: known exactly, not guessed from the range (the guess
+     * below sent every permutation to the emulation, 14 ns/el at 4096
+     * where the stable sort takes 10).  Few repeats are left to the
+     * stable sort and the pruned emulation (the threshold of the guess
+     * below: n / 256 tied keys). */
+    if ((r->hi - r->lo) >> 6 < (uint64_t)n)
+        return dense_key_repeats(words, n, r->ibits, r->hi - r->lo, scratch, n / 256 + 1) > n / 256;
     /* A few expected ties (a key range over 2^10 times the row: the
      * estimate runs 3-10x low on real rows) are left to the stable sort,
      * whose sorted row lets the emulation copy every range free of tied
@@ -373,7 +401,7 @@ static int sort_one_row(const sort_call *c, workspace *ws, uint64_t **keys, cons
         memcpy(*keys, ws->words, (size_t)len * sizeof(uint64_t));
     }
     if (r.packed) {
-        if (torch_ties && tie_expected(ws->words, len, &r)) {
+        if (torch_ties && tie_expected(ws->words, len, &r, ws->tmp)) {
             /* the stable sort would almost surely be thrown away */
             wemu_std_sort(ws->words, len, r.ibits);
             emit_words_decoded(out, dtype, ws->words, len, r.ibits, r.mask, r.lo, flip);
@@ -502,7 +530,7 @@ static int64_t sort_rows_batched(const sort_call *c, const sort_layout *g, int64
             const out_row o = sort_out_row(g, r);
             sort_row sr;
             sort_load(c->dtype, o.row, len, o.step, c->flip, ws->words, &sr);
-            expected += sr.packed && tie_expected(ws->words, len, &sr);
+            expected += sr.packed && tie_expected(ws->words, len, &sr, ws->tmp);
         }
         if (2 * expected >= KWK_BATCH_LANES) {
             free(pairs);

@@ -20,13 +20,13 @@
 enum { VS_MIN_LEN = 256 };
 
 /* Sort 32-bit keys a[0..n) (all in [lo, lo + 2^bits)); tmp holds n keys.
- * Where the AVX-512 quicksort is compiled (simd_qsort.h) it takes keys of
+ * Where a quicksort is compiled (simd_qsort.h: AVX-512 or AVX2) it takes keys of
  * more than VS_QSORT_MIN_BITS bits (three or more radix passes); fewer
  * bits keep the radix sort's one or two passes.  Measured
  * (bench_simd_qsort.c, keys of randn float32, ns/key, radix vs quicksort,
- * noisy runs): 256: 7.7-10.4 vs 2.6-3.1, 1000: 5.7-9.5 vs 2.8-3.4, 100k:
+ * noisy runs, AVX-512): 256: 7.7-10.4 vs 2.6-3.1, 1000: 5.7-9.5 vs 2.8-3.4, 100k:
  * 8.0-9.8 vs 3.9-5.1, 1M: 9.9-13.7 vs 6.4-7.0, 16M: 17.2-23.1 vs 7.5-10.0:
- * no length where the radix sort won. */
+ * no length where the radix sort won; nor for AVX2 (simd_qsort_avx2.h). */
 enum { VS_QSORT_MIN_BITS = 16 };
 static void vs_sort_u32(uint32_t *a, uint32_t *tmp, int64_t n, uint32_t lo, int bits)
 {
@@ -113,7 +113,7 @@ VS_DEFINE(i64, uint64_t, u64, 1, 0x8000000000000000ull, VS_NO_KEY)
 VS_DEFINE(f64, uint64_t, u64, 2, 0x8000000000000000ull, kwk_key_f64)
 #undef VS_NO_KEY
 
-#if defined(KWK_HAVE_SIMD_QSORT)
+#if defined(KWK_HAVE_SIMD_QSORT) && defined(__AVX512F__)
 /* vs_row_f32 for contiguous rows, 16 keys a vector: the same keys, checks
  * (both zeros, NaNs with different bits -> 0) and mapping back, which the
  * compiler leaves scalar in vs_row_f32 (its NaN branch, the strides). */
@@ -184,7 +184,7 @@ static int vs_sort_values(int dtype, const char *row, int64_t step, int64_t n, c
     case KWK_UINT32: return vs_row_u32(row, step, n, dst, dstep, descending, key, tmp);
     case KWK_INT32: return vs_row_i32(row, step, n, dst, dstep, descending, key, tmp);
     case KWK_FLOAT32:
-#if defined(KWK_HAVE_SIMD_QSORT)
+#if defined(KWK_HAVE_SIMD_QSORT) && defined(__AVX512F__)
         if (step == 4 && dstep == 4)
             return vs_row_f32_contig((const uint32_t *)(const void *)row, n, (uint32_t *)(void *)dst,
                                      descending, key, tmp);

@@ -1,11 +1,12 @@
 /*
- * test_simd_qsort.c - simd_qsort.h's sorts of bare u64 / u32 keys against
- * the C library's qsort: every length 0..2100 (the in-register base case
- * and the first partitions), lengths around the partition's sizes, and a
- * few big rows; input kinds with repeated keys (all equal, two values, few
- * values, sorted, reversed, organ pipe, extremes); the heap sort fallback
- * forced on its own.  Red zones before and after each row are checked.
- * Skipped (passes) where the CPU has no AVX-512.
+ * test_simd_qsort.c - the quicksorts of bare u64 / u32 keys, AVX-512
+ * (simd_qsort.h) and AVX2 (simd_qsort_avx2.h), against the C library's
+ * qsort: every length 0..2100 (the in-register base case and the first
+ * partitions), lengths around the partition's sizes, and a few big rows;
+ * input kinds with repeated keys (all equal, two values, few values,
+ * sorted, reversed, organ pipe, extremes); the heap sort fallback forced on
+ * its own.  Red zones before and after each row are checked.  Each version
+ * runs where the CPU has its instructions (skipped otherwise).
  *
  *   gcc -O2 -std=c11 -D_GNU_SOURCE -o /tmp/test_simd_qsort native/tests/test_simd_qsort.c
  */
@@ -15,6 +16,25 @@
 #include <string.h>
 
 #if defined(__x86_64__) && defined(__GNUC__)
+/* the AVX2 version under its own names (simd_qsort.h includes it again
+ * below, where its include guard keeps it out) */
+#define simd_qsort_64 avx2_qsort_64
+#define simd_qsort_32 avx2_qsort_32
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx2,popcnt"))), apply_to = function)
+#else
+#pragma GCC push_options
+#pragma GCC target("avx2,popcnt")
+#endif
+#include "../src/simd_qsort_avx2.h"
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
+#pragma GCC pop_options
+#endif
+#undef simd_qsort_64
+#undef simd_qsort_32
+#undef KWK_SIMD_QSORT64_MAX_N
 #if defined(__clang__)
 #pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,popcnt"))), apply_to = function)
 #else
@@ -65,8 +85,38 @@ static int cmp32(const void *a, const void *b)
 enum { RED = 32 };
 static long failures, checks;
 
-/* mode 0: simd_qsort; 1: the heap sort alone (depth 0) */
-static void check(int kind, int64_t n, int mode)
+/* One version's entry points: the sorts and their recursions (given
+ * depth 0, the heap sort alone). */
+typedef struct {
+    const char *name;
+    void (*sort64)(uint64_t *, int64_t);
+    void (*sort32)(uint32_t *, int64_t);
+    void (*rec64)(uint64_t *, int64_t, int);
+    void (*rec32)(uint32_t *, int64_t, int);
+} version;
+
+/* The AVX2 version's recursion works on biased keys (x ^ top bit): its
+ * heap sort alone, with the bias its entry point applies. */
+static void avx2_heap64(uint64_t *a, int64_t n, int depth)
+{
+    for (int64_t i = 0; i < n; ++i) a[i] ^= 1ull << 63;
+    qa64_rec(a, n, depth);
+    for (int64_t i = 0; i < n; ++i) a[i] ^= 1ull << 63;
+}
+static void avx2_heap32(uint32_t *a, int64_t n, int depth)
+{
+    for (int64_t i = 0; i < n; ++i) a[i] ^= 1u << 31;
+    qa32_rec(a, n, depth);
+    for (int64_t i = 0; i < n; ++i) a[i] ^= 1u << 31;
+}
+
+static const version VERSIONS[] = {
+    {"avx2", avx2_qsort_64, avx2_qsort_32, avx2_heap64, avx2_heap32},
+    {"avx512", simd_qsort_64, simd_qsort_32, qs64_rec, qs32_rec},
+};
+
+/* mode 0: the sort; 1: the heap sort alone (depth 0) */
+static void check(const version *ver, int kind, int64_t n, int mode)
 {
     uint64_t *b64 = malloc((size_t)(n + 2 * RED) * 8), *r64 = malloc((size_t)(n + 1) * 8);
     uint32_t *b32 = malloc((size_t)(n + 2 * RED) * 4), *r32 = malloc((size_t)(n + 1) * 4);
@@ -83,11 +133,11 @@ static void check(int kind, int64_t n, int mode)
     qsort(r64, (size_t)n, 8, cmp64);
     qsort(r32, (size_t)n, 4, cmp32);
     if (mode == 0) {
-        simd_qsort_64(b64 + RED, n);
-        simd_qsort_32(b32 + RED, n);
+        ver->sort64(b64 + RED, n);
+        ver->sort32(b32 + RED, n);
     } else {
-        qs64_rec(b64 + RED, n, 0);
-        qs32_rec(b32 + RED, n, 0);
+        ver->rec64(b64 + RED, n, 0);
+        ver->rec32(b32 + RED, n, 0);
     }
     int bad64 = memcmp(b64 + RED, r64, (size_t)n * 8) != 0, bad32 = memcmp(b32 + RED, r32, (size_t)n * 4) != 0;
     for (int64_t i = 0; i < RED; ++i) {
@@ -95,28 +145,37 @@ static void check(int kind, int64_t n, int mode)
         bad32 |= b32[i] != 0xA5A5A5A5u + (uint32_t)i || b32[RED + n + i] != 0xA5A5A5A5u + (uint32_t)i;
     }
     checks += 2;
-    if (bad64 && failures++ < 20) printf("FAIL u64 kind=%s n=%lld mode=%d\n", KIND_NAMES[kind], (long long)n, mode);
-    if (bad32 && failures++ < 20) printf("FAIL u32 kind=%s n=%lld mode=%d\n", KIND_NAMES[kind], (long long)n, mode);
+    if (bad64 && failures++ < 20) printf("FAIL %s u64 kind=%s n=%lld mode=%d\n", ver->name, KIND_NAMES[kind], (long long)n, mode);
+    if (bad32 && failures++ < 20) printf("FAIL %s u32 kind=%s n=%lld mode=%d\n", ver->name, KIND_NAMES[kind], (long long)n, mode);
     free(b64); free(r64); free(b32); free(r32);
 }
 
 int main(int argc, char **argv)
 {
-    if (!__builtin_cpu_supports("avx512f") || !__builtin_cpu_supports("avx512dq") ||
-        !__builtin_cpu_supports("avx512bw") || !__builtin_cpu_supports("avx512vl")) {
-        printf("no AVX-512 here: skipped\nok\n");
-        return 0;
-    }
     const int step = argc > 1 ? atoi(argv[1]) : 1;
     const int big = argc > 2 ? atoi(argv[2]) : 1;
-    for (int64_t n = 0; n <= 2100; n += (n < 600 ? 1 : step))
-        for (int kind = 0; kind < NKINDS; ++kind) check(kind, n, 0);
-    static const int64_t SIZES[] = {4095, 4096, 4097, 10007, 65536, 100003, 1 << 20, 3000017};
-    for (size_t s = 0; s < sizeof SIZES / sizeof SIZES[0]; ++s)
-        if (big || SIZES[s] < 20000)
-            for (int kind = 0; kind < NKINDS; ++kind) check(kind, SIZES[s], 0);
-    for (int64_t n = 0; n <= 700; n += 7)
-        for (int kind = 0; kind < NKINDS; ++kind) check(kind, n, 1);
+    const int has[2] = {
+        __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt"),
+        __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+            __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"),
+    };
+    for (int v = 0; v < 2; ++v) {
+        const version *ver = &VERSIONS[v];
+        if (!has[v]) {
+            printf("%s: not on this CPU, skipped\n", ver->name);
+            continue;
+        }
+        const long before = checks;
+        for (int64_t n = 0; n <= 2100; n += (n < 600 ? 1 : step))
+            for (int kind = 0; kind < NKINDS; ++kind) check(ver, kind, n, 0);
+        static const int64_t SIZES[] = {4095, 4096, 4097, 10007, 65536, 100003, 1 << 20, 3000017};
+        for (size_t s = 0; s < sizeof SIZES / sizeof SIZES[0]; ++s)
+            if (big || SIZES[s] < 20000)
+                for (int kind = 0; kind < NKINDS; ++kind) check(ver, kind, SIZES[s], 0);
+        for (int64_t n = 0; n <= 700; n += 7)
+            for (int kind = 0; kind < NKINDS; ++kind) check(ver, kind, n, 1);
+        printf("%s: %ld checks\n", ver->name, checks - before);
+    }
     printf("simd_qsort: %ld checks, %ld failures\n%s\n", checks, failures, failures ? "FAILED" : "ok");
     return failures != 0;
 }
