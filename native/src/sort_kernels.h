@@ -235,7 +235,7 @@ static void words_sort_top_first(uint64_t *w, uint64_t *tmp, int64_t n, int ibit
 /* The longest row: KWK_SIMD_QSORT64_MAX_N, set by the quicksort compiled
  * (AVX-512 16M, AVX2 8192). */
 enum { QS_WORDS_MIN_N = 64, QS_WORDS_MIN_BITS = 16 };
-static void sort_packed_words(uint64_t *w, uint64_t *tmp, int64_t n, int ibits, int rbits)
+static void sort_packed_words_any(uint64_t *w, uint64_t *tmp, int64_t n, int ibits, int rbits)
 {
 #if defined(KWK_HAVE_SIMD_QSORT)
     if (n >= QS_WORDS_MIN_N && n <= KWK_SIMD_QSORT64_MAX_N && rbits > QS_WORDS_MIN_BITS) {
@@ -244,6 +244,135 @@ static void sort_packed_words(uint64_t *w, uint64_t *tmp, int64_t n, int ibits, 
     }
 #endif
     words_sort_top_first(w, tmp, n, ibits, rbits);
+}
+
+/* ---- presorted rows --------------------------------------------------
+ * Real rows are often sorted already or nearly: timestamps with a few late
+ * arrivals, score lists concatenated from sorted parts (per-level detection
+ * candidates), keys sorted once and sorted again.  A sort that ignores it
+ * spends its full 10-20 ns a word; one pass counting descents (w[i+1] <
+ * w[i]) tells these rows apart for well under 1 ns a word:
+ * - no descent: already sorted.
+ * - a few (up to KWK_RUNS_MAX - 1): that many + 1 sorted runs, merged.
+ * - up to 1 in KWK_NEAR_RATIO: nearly sorted.  One pass keeps an ascending
+ *   subsequence and drops the rest (a drop-merge sort): an element below
+ *   the last kept one is dropped, unless at most KWK_DROP_BACK kept ones
+ *   are above it, which are then dropped instead (displaced outliers: with
+ *   one only, two adjacent late arrivals in pyg_temporal's timestamps
+ *   dropped 99% of the row; with two or more, 5%).  The dropped (few) are
+ *   sorted and merged with the kept.  More than n / KWK_DROP_RATIO
+ *   dropped: given up, and the row sorted as any.
+ * Words are unique, so every merge is exact and the result the stable
+ * sort's. */
+enum { KWK_ADAPT_MIN_N = 256, KWK_RUNS_MAX = 8, KWK_NEAR_RATIO = 16, KWK_DROP_RATIO = 8,
+       KWK_DROP_BACK = 4, KWK_DESCENT_CHUNK = 1024 };
+
+/* Descents in w[0..n), counted until they exceed `limit` (then limit + 1
+ * or more). */
+static int64_t words_descents(const uint64_t *w, int64_t n, int64_t limit)
+{
+    int64_t d = 0;
+    for (int64_t s = 0; s + 1 < n && d <= limit; s += KWK_DESCENT_CHUNK) {
+        const int64_t e = s + KWK_DESCENT_CHUNK < n - 1 ? s + KWK_DESCENT_CHUNK : n - 1;
+        int64_t c = 0;
+        for (int64_t i = s; i < e; ++i) c += w[i + 1] < w[i];
+        d += c;
+    }
+    return d;
+}
+
+/* Sort w[0..n) made of `runs` ascending runs (runs <= KWK_RUNS_MAX):
+ * pairwise merges between w and tmp (order_words.h's words_merge). */
+static void words_merge_runs(uint64_t *w, uint64_t *tmp, int64_t n, int runs)
+{
+    int64_t bound[KWK_RUNS_MAX + 1];
+    int r = 0;
+    bound[r++] = 0;
+    for (int64_t i = 1; i < n; ++i)
+        if (w[i] < w[i - 1]) bound[r++] = i;
+    bound[r] = n;
+    (void)runs;
+    uint64_t *src = w, *dst = tmp;
+    while (r > 1) {
+        int nr = 0;
+        for (int k = 0; k < r; k += 2) {
+            if (k + 1 < r)
+                words_merge(src + bound[k], bound[k + 1] - bound[k], src + bound[k + 1],
+                            bound[k + 2] - bound[k + 1], dst + bound[k]);
+            else
+                memcpy(dst + bound[k], src + bound[k], (size_t)(bound[k + 1] - bound[k]) * sizeof(uint64_t));
+            bound[nr++] = bound[k];
+        }
+        bound[nr] = n;
+        r = nr;
+        uint64_t *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != w) memcpy(w, src, (size_t)n * sizeof(uint64_t));
+}
+
+/* The drop-merge sort above; 0 (w untouched) when it gives up. */
+static int words_drop_merge(uint64_t *w, uint64_t *tmp, int64_t n, int ibits, int rbits)
+{
+    /* kept words grow up from tmp[0], dropped ones down from tmp[n - 1]:
+     * together never more than the words read, so they do not meet */
+    uint64_t *drop = tmp + n;
+    const int64_t dmax = n / KWK_DROP_RATIO;
+    int64_t k = 0, d = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        const uint64_t e = w[i];
+        if (k == 0 || e > tmp[k - 1]) {
+            tmp[k++] = e;
+            continue;
+        }
+        /* the j last kept words above e, if at most KWK_DROP_BACK and
+         * the word below them is below e, are displaced outliers (a late
+         * arrival's neighbours): dropped, and e kept; else e is */
+        int j = 1;
+        while (j <= KWK_DROP_BACK && j < k && tmp[k - 1 - j] > e) ++j;
+        if (j <= KWK_DROP_BACK) {
+            for (int t = 0; t < j; ++t) *--drop = tmp[--k];
+            tmp[k++] = e;
+            d += j;
+        } else {
+            *--drop = e;
+            ++d;
+        }
+        if (d > dmax) return 0;
+    }
+    /* every word is in tmp now: w is scratch for sorting the dropped */
+    if (d == 0) {
+        memcpy(w, tmp, (size_t)n * sizeof(uint64_t));
+        return 1;
+    }
+    /* the dropped are not in index order (the list runs backwards, and a
+     * dropped outlier comes after later elements): sorted by whole words,
+     * as if their index bits were key bits (the radix sorts order by key
+     * bits alone, keeping the input order of equal keys) */
+    sort_packed_words_any(drop, w, d, 0, ibits + rbits);
+    words_merge(tmp, k, drop, d, w);
+    return 1;
+}
+
+/* Sort w if it is presorted (see above); 0 when it is not. */
+static int words_sort_presorted(uint64_t *w, uint64_t *tmp, int64_t n, int ibits, int rbits)
+{
+    const int64_t d = words_descents(w, n, n / KWK_NEAR_RATIO);
+    if (d == 0) return 1;
+    if (d < KWK_RUNS_MAX) {
+        words_merge_runs(w, tmp, n, (int)d + 1);
+        return 1;
+    }
+    return d <= n / KWK_NEAR_RATIO && words_drop_merge(w, tmp, n, ibits, rbits);
+}
+
+/* Stable sort of a row's packed words: presorted rows by their runs,
+ * others by sort_packed_words_any. */
+static void sort_packed_words(uint64_t *w, uint64_t *tmp, int64_t n, int ibits, int rbits)
+{
+    if (n >= KWK_ADAPT_MIN_N && words_sort_presorted(w, tmp, n, ibits, rbits)) return;
+    sort_packed_words_any(w, tmp, n, ibits, rbits);
 }
 
 /* Keys too wide to pack with their index (64-bit keys spanning more than
@@ -293,6 +422,25 @@ static void rank_words_from_sorted(const uint64_t *keys, const uint64_t *w, uint
         rank += j > 0 && keys[idx] != keys[w[j - 1] & m];
         dst[idx] = rank << ibits | idx;
     }
+}
+
+/* Rows whose keys are lo..lo + n - 1, each once (argsort of a permutation:
+ * MAE's ids_restore, inverse permutations, positions): the word with key
+ * r goes to slot r, one scatter instead of a sort (1-2 ns a word against
+ * 8-10 for the radix sort of 1024 int64).  The scatter also checks that no
+ * key repeats; 0 (w untouched) when one does.  tmp holds n words. */
+static int words_place_permutation(uint64_t *w, uint64_t *tmp, int64_t n, int ibits)
+{
+    /* no word is ~0: keys and indices are below n < 2^32 */
+    if (n < 2 || n >= ((int64_t)1 << 32)) return 0;
+    memset(tmp, 0xFF, (size_t)n * sizeof(uint64_t));
+    for (int64_t j = 0; j < n; ++j) {
+        const uint64_t k = w[j] >> ibits;
+        if (tmp[k] != ~(uint64_t)0) return 0;
+        tmp[k] = w[j];
+    }
+    memcpy(w, tmp, (size_t)n * sizeof(uint64_t));
+    return 1;
 }
 
 /* Whether a packed row is (almost) sure to hold a tie, so that the torch
@@ -401,6 +549,11 @@ static int sort_one_row(const sort_call *c, workspace *ws, uint64_t **keys, cons
         memcpy(*keys, ws->words, (size_t)len * sizeof(uint64_t));
     }
     if (r.packed) {
+        if (r.hi - r.lo == (uint64_t)(len - 1) && words_place_permutation(ws->words, ws->tmp, len, r.ibits)) {
+            /* a permutation (of lo..hi): no ties, so one order for both */
+            emit_words_decoded(out, dtype, ws->words, len, r.ibits, r.mask, r.lo, flip);
+            return KWK_OK;
+        }
         if (torch_ties && tie_expected(ws->words, len, &r, ws->tmp)) {
             /* the stable sort would almost surely be thrown away */
             wemu_std_sort(ws->words, len, r.ibits);

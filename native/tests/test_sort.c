@@ -159,8 +159,10 @@ static uint64_t extreme_bits(int dt)
     return choices[rnd() % 8];
 }
 
-enum { K_RANDOM, K_EQUAL, K_TWO, K_SORTED, K_REVERSED, K_ORGAN, K_FEW, K_NAN, K_ZEROS, K_EXTREME, NKINDS };
-static const char *KIND_NAMES[NKINDS] = {"random", "equal", "two", "sorted", "reversed", "organ", "few", "nan", "zeros", "extreme"};
+enum { K_RANDOM, K_EQUAL, K_TWO, K_SORTED, K_REVERSED, K_ORGAN, K_FEW, K_NAN, K_ZEROS, K_EXTREME,
+       K_NEAR, K_RUNS, K_PERM, NKINDS };
+static const char *KIND_NAMES[NKINDS] = {"random", "equal", "two", "sorted", "reversed", "organ", "few", "nan", "zeros", "extreme",
+                                         "near", "runs", "perm"};
 
 static void fill(int dt, int kind, int64_t n, unsigned char *x)
 {
@@ -188,10 +190,26 @@ static void fill(int dt, int kind, int64_t n, unsigned char *x)
             b = from_double(dt, v);
             break;
         }
+        /* presorted rows (sort_kernels.h's runs merge and drop-merge):
+         * ascending with 1 in 20 elements displaced anywhere, or 2-5
+         * ascending runs one after another */
+        case K_NEAR: b = from_double(dt, (double)(rnd() % 20 ? i : (int64_t)(rnd() % (uint64_t)n)) / 4.0); break;
+        case K_RUNS: b = from_double(dt, (double)(i % (n / (int64_t)(2 + c1 % 4) + 1)) / 4.0); break;
+        /* a random permutation of 0..n-1 (filled in below): integer keys
+         * lo..lo + n - 1 each once take sort_kernels.h's direct placement */
+        case K_PERM: b = from_double(dt, (double)i); break;
         default: b = rnd() % 3 ? extreme_bits(dt) : rnd(); if (dt == KWK_BOOL) b &= 1; break;
         }
         memcpy(x + i * es, &b, (size_t)es);
     }
+    if (kind == K_PERM) /* Fisher-Yates over the elements */
+        for (int64_t i = n - 1; i > 0; --i) {
+            const int64_t j = (int64_t)(rnd() % (uint64_t)(i + 1));
+            unsigned char t[8];
+            memcpy(t, x + i * es, (size_t)es);
+            memcpy(x + i * es, x + j * es, (size_t)es);
+            memcpy(x + j * es, t, (size_t)es);
+        }
 }
 
 enum { RED = 64 };
