@@ -281,9 +281,9 @@ static int64_t words_descents(const uint64_t *w, int64_t n, int64_t limit)
     return d;
 }
 
-/* Sort w[0..n) made of `runs` ascending runs (runs <= KWK_RUNS_MAX):
- * pairwise merges between w and tmp (order_words.h's words_merge). */
-static void words_merge_runs(uint64_t *w, uint64_t *tmp, int64_t n, int runs)
+/* Sort w[0..n) made of at most KWK_RUNS_MAX ascending runs: pairwise
+ * merges between w and tmp (order_words.h's words_merge). */
+static void words_merge_runs(uint64_t *w, uint64_t *tmp, int64_t n)
 {
     int64_t bound[KWK_RUNS_MAX + 1];
     int r = 0;
@@ -291,7 +291,6 @@ static void words_merge_runs(uint64_t *w, uint64_t *tmp, int64_t n, int runs)
     for (int64_t i = 1; i < n; ++i)
         if (w[i] < w[i - 1]) bound[r++] = i;
     bound[r] = n;
-    (void)runs;
     uint64_t *src = w, *dst = tmp;
     while (r > 1) {
         int nr = 0;
@@ -361,7 +360,7 @@ static int words_sort_presorted(uint64_t *w, uint64_t *tmp, int64_t n, int ibits
     const int64_t d = words_descents(w, n, n / KWK_NEAR_RATIO);
     if (d == 0) return 1;
     if (d < KWK_RUNS_MAX) {
-        words_merge_runs(w, tmp, n, (int)d + 1);
+        words_merge_runs(w, tmp, n);
         return 1;
     }
     return d <= n / KWK_NEAR_RATIO && words_drop_merge(w, tmp, n, ibits, rbits);
