@@ -44,8 +44,10 @@ def compile_args() -> list:
     # roots and float compares, such as entmax15's per-position thresholds
     # (sparse_kernels.h); every operation still rounds as IEEE says, so the
     # results are the same bits
-    args = ["-std=c11", "-O3", "-fno-strict-aliasing", "-ffp-contract=off", "-fno-math-errno",
-            "-fno-trapping-math"]
+    # _DEFAULT_SOURCE: -std=c11 alone hides POSIX/Linux declarations such as
+    # madvise and MADV_HUGEPAGE (the workspace's huge pages, row_io.h)
+    args = ["-std=c11", "-D_DEFAULT_SOURCE", "-O3", "-fno-strict-aliasing", "-ffp-contract=off",
+            "-fno-math-errno", "-fno-trapping-math"]
     if os.environ.get("KWKER_SANITIZE"):
         # ASan/UBSan build for the sanitizer test job (never for releases)
         args += ["-O1", "-g", "-fno-omit-frame-pointer",

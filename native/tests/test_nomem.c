@@ -1,9 +1,9 @@
-/* link: -Wl,--wrap=malloc -Wl,--wrap=calloc */
+/* link: -Wl,--wrap=malloc -Wl,--wrap=calloc -Wl,--wrap=aligned_alloc */
 /*
  * test_nomem.c - every workspace allocation of every entry point made to
  * fail in turn.
  *
- * malloc and calloc are wrapped at link time (the line above, read by
+ * malloc, calloc and aligned_alloc are wrapped at link time (the line above, read by
  * run.sh): during a library call the wrapper counts allocations and can make
  * the n-th one return NULL.  For each configuration (chosen to reach each
  * kernel path: short and long rows, ties in torch order, every topk mode,
@@ -17,6 +17,7 @@
  *   gcc -O2 -std=c11 -D_GNU_SOURCE -Inative/include -o /tmp/test_nomem \
  *       native/tests/test_nomem.c native/src/dispatch.c native/src/targets/portable.c \
  *       native/src/targets/avx2.c native/src/targets/avx512.c -lm -Wl,--wrap=malloc -Wl,--wrap=calloc \
+ *       -Wl,--wrap=aligned_alloc \
  *       && /tmp/test_nomem [quick]
  */
 #include <stdint.h>
@@ -28,6 +29,7 @@
 
 void *__real_malloc(size_t n);
 void *__real_calloc(size_t n, size_t size);
+void *__real_aligned_alloc(size_t align, size_t n);
 
 static int armed;           /* count only inside library calls */
 static long allocations;    /* counted while armed */
@@ -43,6 +45,12 @@ void *__wrap_calloc(size_t n, size_t size)
 {
     if (armed && allocations++ == fail_at) return NULL;
     return __real_calloc(n, size);
+}
+
+void *__wrap_aligned_alloc(size_t align, size_t n)
+{
+    if (armed && allocations++ == fail_at) return NULL;
+    return __real_aligned_alloc(align, n);
 }
 
 static long failures, runs;
