@@ -33,7 +33,6 @@
 #if defined(__AVX2__) && !defined(__AVX512F__)
 #include <immintrin.h>
 #include <stdint.h>
-#include <string.h>
 
 #define KWK_HAVE_SIMD_QSORT 1
 /* The longest row of packed words (u64) this quicksort takes; longer ones
