@@ -6,7 +6,7 @@ use it falls back to torch.
 """
 import torch
 
-ABI_VERSION = 7
+ABI_VERSION = 8
 
 ffi = None
 lib = None

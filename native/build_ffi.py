@@ -112,6 +112,7 @@ int64_t kwk_unique_runs_addr(int dtype, uintptr_t values, int64_t n, uintptr_t p
 int kwk_unique_fill_addr(int dtype, uintptr_t values, int64_t n, int64_t runs, uintptr_t out,
                          uintptr_t counts);
 int kwk_unique_order_matters_addr(int dtype, uintptr_t values, int64_t n);
+int64_t kwk_advise_fresh_output_addr(uintptr_t p, int64_t bytes);
 """
 
 ADDRESS_ADAPTERS_SOURCE = """
@@ -232,6 +233,10 @@ int kwk_unique_fill_addr(int dtype, uintptr_t values, int64_t n, int64_t runs, u
                          uintptr_t counts)
 {
     return kwk_unique_fill(dtype, P(values), n, runs, P(out), (int64_t *)P(counts));
+}
+int64_t kwk_advise_fresh_output_addr(uintptr_t p, int64_t bytes)
+{
+    return kwk_advise_fresh_output(P(p), bytes);
 }
 """
 

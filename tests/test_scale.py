@@ -46,6 +46,31 @@ def test_kthvalue_zero_dim_and_empty(kw):
             compare("kthvalue", e, 1, dim, fast="dim" if e.shape[dim] == 0 else "nonempty")
 
 
+def test_large_outputs_advised_and_exact(kw, gen):
+    """Outputs of 4 MiB and more get huge-page advice before the kernel
+    writes them (kwker.ops._call.advise_fresh): the results stay torch's,
+    bit for bit, for each op that advises (sort of many short rows, topk
+    with a large k, unique's inverse, median_pool2d), and the advice itself
+    is asked for on Linux and changes no byte."""
+    from kwker import _native
+    from kwker.ops._call import HUGE_OUTPUT_BYTES, advise_fresh
+    x = make_values("ties", (150_000, 7), torch.float32, gen)  # 8.4 MB of int64 indices
+    compare("sort", x, -1)
+    compare("sort", x, 0, True)
+    compare("argsort", x, dim=-1, descending=True, stable=True)
+    compare("topk", make_values("ties", (700, 1000), torch.float32, gen), 900)
+    compare("unique", make_values("ties", (600_000,), torch.int64, gen), return_inverse=True)
+    t = torch.arange(HUGE_OUTPUT_BYTES // 4 + 1_000_000, dtype=torch.int32)
+    before = t.clone()
+    got = _native.lib.kwk_advise_fresh_output_addr(t.data_ptr(), t.numel() * 4)
+    if sys.platform.startswith("linux"):
+        assert got >= 2 << 20
+    assert got <= t.numel() * 4 and torch.equal(t, before)
+    assert _native.lib.kwk_advise_fresh_output_addr(t.data_ptr(), HUGE_OUTPUT_BYTES - 1) == 0
+    advise_fresh(t, None)  # None entries skipped
+    assert torch.equal(t, before)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.int16], ids=str)
 def test_expanded_inputs_every_op(kw, gen, dtype):
     """Stride-0 dims along and across the op's dim (median's own stride-0

@@ -3,7 +3,7 @@ planes out, one call for all planes."""
 import torch
 
 from kwker import _native
-from kwker.ops._call import CODES, lib
+from kwker.ops._call import CODES, advise_fresh, lib
 
 _INT64 = torch.int64
 _forward = lib.kwk_median_pool2d_addr if lib is not None else None
@@ -39,6 +39,7 @@ def forward(x, kernel_size, stride, padding, mode):
     shape = x.shape[:-2] + (oh, ow)
     values = x.new_empty(shape)
     index = x.new_empty(shape, dtype=_INT64)
+    advise_fresh(values, index)
     planes = x.numel() // (h * w)
     status = _forward(CODES[x.dtype], x.data_ptr(), planes, h, w, g.data_ptr(), MODES[mode],
                       values.data_ptr(), index.data_ptr())
@@ -53,6 +54,7 @@ def backward(grad, index, input_shape, kernel_size, stride, padding, mode):
     h, w = input_shape[-2:]
     g = geometry(h, w, kernel_size, stride, padding)
     grad_input = grad.new_empty(input_shape)
+    advise_fresh(grad_input)
     planes = grad_input.numel() // (h * w)
     status = _backward(CODES[grad.dtype], grad.data_ptr(), index.data_ptr(), planes, h, w,
                        g.data_ptr(), MODES[mode], grad_input.data_ptr())

@@ -10,7 +10,7 @@ import torch
 
 from kwker import _native
 from kwker.ops import parallel
-from kwker.ops._call import CODES, lib, source_rows
+from kwker.ops._call import CODES, HUGE_OUTPUT_BYTES, advise_fresh, lib, source_rows
 from kwker.ops.parallel import run_rows
 from kwker.ops.rows import is_dense_permutation
 
@@ -51,6 +51,8 @@ def topk(x: torch.Tensor, k: int, dim: int, largest: bool, sorted_: bool, order:
     src, rows = source_rows(x, dim)
     outer, length, inner, so, sl, si = rows
     numel = outer * length * inner
+    if outer * k * inner * 8 >= HUGE_OUTPUT_BYTES:
+        advise_fresh(values, indices)
     if numel < parallel.SPLIT_MIN:
         # contiguous output: rows of k along dim, `inner` elements apart
         status = _topk(

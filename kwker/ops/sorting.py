@@ -4,7 +4,7 @@ from functools import partial
 import torch
 
 from kwker import _native
-from kwker.ops._call import CODES, contiguous_rows, lib, source_rows
+from kwker.ops._call import CODES, HUGE_OUTPUT_BYTES, advise_fresh, contiguous_rows, lib, source_rows
 from kwker.ops import parallel
 from kwker.ops.parallel import run_rows
 from kwker.ops.rows import rows_along
@@ -54,6 +54,8 @@ def sort(x: torch.Tensor, dim: int, descending: bool, order: int, want_values: b
     outer, length, inner, so, sl, si = rows
     dso, dsl, dsi = dst_rows[3], dst_rows[4], dst_rows[5]
     numel = outer * length * inner
+    if numel * 8 >= HUGE_OUTPUT_BYTES:  # int64 indices: the larger output
+        advise_fresh(values, indices)
     if numel < parallel.SPLIT_MIN:  # the common case, without the closure below
         status = _sort(CODES[x.dtype], src.data_ptr(), outer, length, inner, so, sl, si,
                        values.data_ptr() if want_values else 0,

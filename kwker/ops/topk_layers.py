@@ -13,7 +13,7 @@ import torch
 
 from kwker import _native
 from kwker.ops import selection, sorting
-from kwker.ops._call import lib
+from kwker.ops._call import advise_fresh, lib
 
 _TORCH_ORDER = _native.ORDER_TORCH
 _dense = lib.kwk_topk_dense_addr if lib is not None and hasattr(lib, "kwk_topk_dense_addr") \
@@ -37,6 +37,7 @@ def _dense_call(x, k, mode, fill):
     rows = _rows(x)
     out = torch.empty_like(rows)
     mask = torch.empty(rows.shape, dtype=torch.bool)
+    advise_fresh(out, mask)
     status = _dense(_native.DTYPE_CODES[x.dtype], rows.data_ptr(), rows.shape[0], rows.shape[1],
                     k, mode, fill, out.data_ptr(), mask.data_ptr())
     if status:

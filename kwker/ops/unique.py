@@ -19,7 +19,7 @@ import torch
 
 from kwker import _native
 from kwker.ops import sorting
-from kwker.ops._call import CODES, lib
+from kwker.ops._call import CODES, advise_fresh, lib
 
 _INT64 = torch.int64
 _sort = lib.kwk_sort_addr if lib is not None else None
@@ -32,6 +32,7 @@ def _sort_values(flat: torch.Tensor) -> torch.Tensor:
     """Sorted copy of a contiguous 1-D tensor (no index work)."""
     values = torch.empty_like(flat)
     n = flat.shape[0]
+    advise_fresh(values)
     status = _sort(CODES[flat.dtype], flat.data_ptr(), 1, n, 1, 0, 1, 0, values.data_ptr(), 0,
                    0, 1, 0, False, _native.ORDER_STABLE)
     if status:
@@ -77,6 +78,7 @@ def _compact(values, perm, shape, return_inverse, return_counts, torch_order=Fal
     sort was not torch's (torch_order)."""
     code, n = CODES[values.dtype], values.shape[0]
     inverse = torch.empty(n, dtype=_INT64) if return_inverse else None
+    advise_fresh(inverse)
     packed = _runs(code, values.data_ptr(), n, perm.data_ptr() if return_inverse else 0,
                    inverse.data_ptr() if return_inverse else 0)
     if packed < 0:

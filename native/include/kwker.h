@@ -24,7 +24,7 @@
 
 #include <stdint.h>
 
-#define KWK_ABI_VERSION 7
+#define KWK_ABI_VERSION 8
 
 /* Status codes (negative: the call did nothing useful; see kwk_strerror). */
 enum {
@@ -70,6 +70,15 @@ enum {
     KWK_NUM_COUNTERS = 3
 };
 int64_t kwk_counter(int which);
+
+/* Ask the OS to back the 2 MiB-aligned interior of a freshly allocated,
+ * not yet written output buffer with transparent huge pages (Linux
+ * madvise(MADV_HUGEPAGE)); buffers under 4 MiB are left alone.  Only a
+ * hint: contents are unchanged and no memory is allocated or freed.  A
+ * large output then faults once per 2 MiB instead of once per 4 KiB (the
+ * faults cost more than the sort of a million short rows: see dispatch.c).
+ * Returns the bytes advised (0: none: too small, not Linux, or refused). */
+int64_t kwk_advise_fresh_output(void *p, int64_t bytes);
 
 /* Sort each row.  values (same dtype as src) or indices (int64) may be NULL
  * when not wanted, not both. */
