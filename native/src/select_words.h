@@ -280,22 +280,71 @@ static sw_skip_fn_u64 sw_skip_for_u64(int dtype, int64_t step)
 
 /* For each key type: the streaming selections over a row, reading keys
  * through a gather function.  `buf` holds SW_BLOCK keys. */
+/* sw_below_<width>: see SW_DEFINE_STREAM.  AVX2 compares a block of 16-
+ * or 32-bit keys a vector at a time (unsigned order: both sides' sign bits
+ * flipped, then a signed compare); the scalar loop does not vectorise. */
+#if defined(__AVX2__)
+#include <immintrin.h>
+static inline uint64_t sw_below_u32(const uint32_t *buf, int64_t n, uint32_t thr)
+{
+    if (n != SW_BLOCK) {
+        uint64_t m = 0;
+        for (int i = 0; i < (int)n; ++i) m |= (uint64_t)(buf[i] < thr) << i;
+        return m;
+    }
+    const __m256i sign = _mm256_set1_epi32((int)0x80000000u);
+    const __m256i t = _mm256_set1_epi32((int)(thr ^ 0x80000000u));
+    uint64_t m = 0;
+    for (int i = 0; i < SW_BLOCK; i += 8) {
+        const __m256i v = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(buf + i)), sign);
+        m |= (uint64_t)(uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(t, v))) << i;
+    }
+    return m;
+}
+static inline uint64_t sw_below_u16(const uint16_t *buf, int64_t n, uint16_t thr)
+{
+    if (n != SW_BLOCK) {
+        uint64_t m = 0;
+        for (int i = 0; i < (int)n; ++i) m |= (uint64_t)(buf[i] < thr) << i;
+        return m;
+    }
+    const __m256i sign = _mm256_set1_epi16((short)0x8000);
+    const __m256i t = _mm256_set1_epi16((short)(thr ^ 0x8000u));
+    uint64_t m = 0;
+    for (int i = 0; i < SW_BLOCK; i += 32) {
+        const __m256i a = _mm256_cmpgt_epi16(t, _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(buf + i)), sign));
+        const __m256i b = _mm256_cmpgt_epi16(t, _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(buf + i + 16)), sign));
+        /* packs interleaves the two by 128-bit lane: a0 b0 a1 b1 -> a0 a1 b0 b1 */
+        const __m256i ab = _mm256_permute4x64_epi64(_mm256_packs_epi16(a, b), 0xD8);
+        m |= (uint64_t)(uint32_t)_mm256_movemask_epi8(ab) << i;
+    }
+    return m;
+}
+#else
+#define sw_below_u32 sw_below_scalar_u32
+#define sw_below_u16 sw_below_scalar_u16
+#endif
+#define sw_below_u8 sw_below_scalar_u8
+#define sw_below_u64 sw_below_scalar_u64
+
 #define SW_DEFINE_STREAM(UT, SUF)                                             \
     typedef void (*sw_gather_fn_##SUF)(const char *, int64_t, int64_t, UT, UT *); \
                                                                               \
-    /* The positions of the block's keys below thr, in order (pos has room    \
-     * for SW_BLOCK); returns their count.  Branch-free: in a block that is   \
-     * not skipped a few percent of the keys are below thr, at random         \
-     * places, and a branch per key mispredicted on each of them (60% of      \
-     * the streamed heap select's own time on 32k-wide logit rows). */        \
-    static inline int sw_below_##SUF(const UT *buf, int64_t n, UT thr, uint8_t *pos)\
+    /* The block's keys below thr as a bit mask (bit i: buf[i]; SW_BLOCK is   \
+     * 64).  In a block that is not skipped a few percent of the keys are     \
+     * below thr, at random places: a branch per key mispredicted on each     \
+     * of them (60% of the streamed heap select's own time on 32k-wide        \
+     * logit rows), and a branch-free list of positions waited on its own     \
+     * count.  AVX2 compares whole vectors (sw_below_u16/u32 below). */    \
+    static inline uint64_t sw_below_scalar_##SUF(const UT *buf, int64_t n, UT thr) \
     {                                                                         \
-        int c = 0;                                                            \
-        for (int i = 0; i < (int)n; ++i) {                                    \
-            pos[c] = (uint8_t)i;                                              \
-            c += buf[i] < thr;                                                \
+        uint64_t m = 0;                                                       \
+        if (n == SW_BLOCK) {                                                  \
+            for (int i = 0; i < SW_BLOCK; ++i) m |= (uint64_t)(buf[i] < thr) << i;\
+        } else {                                                              \
+            for (int i = 0; i < (int)n; ++i) m |= (uint64_t)(buf[i] < thr) << i;\
         }                                                                     \
-        return c;                                                             \
+        return m;                                                             \
     }                                                                         \
                                                                               \
     /* Records of the first k elements (k <= len). */                         \
@@ -332,10 +381,9 @@ static sw_skip_fn_u64 sw_skip_for_u64(int dtype, int64_t step)
             }                                                                 \
             g(row + j * step, step, b, flip, buf);                            \
             {                                                                 \
-                uint8_t pos[SW_BLOCK];                                        \
-                const int c = sw_below_##SUF(buf, b, thr, pos);               \
-                for (int t = 0; t < c; ++t) {                                 \
-                    const int64_t i = pos[t]; /* thr may have fallen */      \
+                uint64_t below = sw_below_##SUF(buf, b, thr);                 \
+                for (; below; below &= below - 1) {                           \
+                    const int64_t i = __builtin_ctzll(below); /* thr may fall */\
                     if (buf[i] < thr) {                                       \
                         kwk_kv v = {buf[i], j + i};                           \
                         sw_adjust_heap_key(h, 0, k, v);                       \
@@ -365,10 +413,9 @@ static sw_skip_fn_u64 sw_skip_for_u64(int dtype, int64_t step)
             }                                                                 \
             g(row + j * step, step, b, flip, buf);                            \
             {                                                                 \
-                uint8_t pos[SW_BLOCK];                                        \
-                const int c = sw_below_##SUF(buf, b, thr, pos);               \
-                for (int t = 0; t < c; ++t) {                                 \
-                    const int64_t i = pos[t]; /* thr may have fallen */      \
+                uint64_t below = sw_below_##SUF(buf, b, thr);                 \
+                for (; below; below &= below - 1) {                           \
+                    const int64_t i = __builtin_ctzll(below); /* thr may fall */\
                     UT x = buf[i];                                            \
                     if (x < thr) {                                            \
                         int64_t p = m - 1;                                    \
@@ -403,10 +450,9 @@ static sw_skip_fn_u64 sw_skip_for_u64(int dtype, int64_t step)
             }                                                                 \
             g(row + j * step, step, b, flip, buf);                            \
             {                                                                 \
-                uint8_t pos[SW_BLOCK];                                        \
-                const int c = sw_below_##SUF(buf, b, thr, pos);               \
-                for (int t = 0; t < c; ++t) {                                 \
-                    const int64_t i = pos[t]; /* thr may have fallen */      \
+                uint64_t below = sw_below_##SUF(buf, b, thr);                 \
+                for (; below; below &= below - 1) {                           \
+                    const int64_t i = __builtin_ctzll(below); /* thr may fall */\
                     if (buf[i] < thr) {                                       \
                         kwk_kv v = {buf[i], j + i};                           \
                         sw_adjust_heap_ki(h, 0, m, v);                        \
