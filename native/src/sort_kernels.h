@@ -30,12 +30,24 @@
 /* Write a sorted row: output element j takes source element index(j).
  * The element size switch is outside the loops. */
 #define KWK_EMIT_LOOP(T, INDEX)                                               \
-    for (int64_t j = 0; j < n; ++j) {                                         \
-        const int64_t idx_ = (INDEX);                                         \
-        T v_;                                                                 \
-        memcpy(&v_, o->row + idx_ * o->step, sizeof(T));                      \
-        memcpy(o->vals + j * dstep, &v_, sizeof(T));                          \
-        if (o->inds) o->inds[j * o->dsl] = idx_;                              \
+    if (o->inds && o->dsl == 1 && o->step == (int64_t)sizeof(T)) {            \
+        /* dense source and outputs (the common case): no strides, no      \
+         * test per element */                                               \
+        for (int64_t j = 0; j < n; ++j) {                                     \
+            const int64_t idx_ = (INDEX);                                     \
+            T v_;                                                             \
+            memcpy(&v_, o->row + idx_ * (int64_t)sizeof(T), sizeof(T));       \
+            memcpy(o->vals + j * (int64_t)sizeof(T), &v_, sizeof(T));         \
+            o->inds[j] = idx_;                                                \
+        }                                                                     \
+    } else {                                                                  \
+        for (int64_t j = 0; j < n; ++j) {                                     \
+            const int64_t idx_ = (INDEX);                                     \
+            T v_;                                                             \
+            memcpy(&v_, o->row + idx_ * o->step, sizeof(T));                  \
+            memcpy(o->vals + j * dstep, &v_, sizeof(T));                      \
+            if (o->inds) o->inds[j * o->dsl] = idx_;                          \
+        }                                                                     \
     }
 
 #define KWK_EMIT_ALL(INDEX)                                                   \
