@@ -93,16 +93,26 @@ static void batch_emit(const out_row *o, const kwk_batch_slot *slots, int l, int
  * KWK_DECODE_MIN_N sit in cache, where the plain gather takes fewer
  * instructions (19 vs 30 a word at 8 elements, measured with cachegrind). */
 enum { KWK_DECODE_MIN_N = 1 << 14 };
+#define KWK_DECODE_ONE(T, DECODE, GATHER_IF)                                  \
+    const uint64_t w_ = w[j];                                                 \
+    const int64_t idx_ = (int64_t)(w_ & mask);                                \
+    const T k_ = (T)(((w_ >> ibits) + lo) ^ flip);                            \
+    T v_;                                                                     \
+    if (GATHER_IF) memcpy(&v_, o->row + idx_ * o->step, sizeof(T));           \
+    else v_ = (T)(DECODE);
 #define KWK_DECODE_LOOP(T, DECODE, GATHER_IF)                                 \
-    for (int64_t j = 0; j < n; ++j) {                                         \
-        const uint64_t w_ = w[j];                                             \
-        const int64_t idx_ = (int64_t)(w_ & mask);                            \
-        const T k_ = (T)(((w_ >> ibits) + lo) ^ flip);                        \
-        T v_;                                                                 \
-        if (GATHER_IF) memcpy(&v_, o->row + idx_ * o->step, sizeof(T));       \
-        else v_ = (T)(DECODE);                                                \
-        memcpy(o->vals + j * dstep, &v_, sizeof(T));                          \
-        if (o->inds) o->inds[j * o->dsl] = idx_;                              \
+    if (o->inds && o->dsl == 1) { /* dense outputs: no strides, no test */   \
+        for (int64_t j = 0; j < n; ++j) {                                     \
+            KWK_DECODE_ONE(T, DECODE, GATHER_IF)                              \
+            memcpy(o->vals + j * (int64_t)sizeof(T), &v_, sizeof(T));         \
+            o->inds[j] = idx_;                                                \
+        }                                                                     \
+    } else {                                                                  \
+        for (int64_t j = 0; j < n; ++j) {                                     \
+            KWK_DECODE_ONE(T, DECODE, GATHER_IF)                              \
+            memcpy(o->vals + j * dstep, &v_, sizeof(T));                      \
+            if (o->inds) o->inds[j * o->dsl] = idx_;                          \
+        }                                                                     \
     }
 /* float keys: NaN -> all ones, zeros -> the sign bit alone; others are
  * (k & sign) ? k ^ sign : ~k (keys.h's map inverted) */
@@ -144,6 +154,7 @@ static void emit_words_decoded(const out_row *o, int dtype, const uint64_t *w, i
 #undef KWK_FLOAT_GATHER
 #undef KWK_FLOAT_DECODE
 #undef KWK_DECODE_LOOP
+#undef KWK_DECODE_ONE
 
 /* Put unique words back in index order (dst[index(w)] = w). */
 static void words_to_index_order(const uint64_t *src, uint64_t *dst, int64_t n, uint64_t mask)
