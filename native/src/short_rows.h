@@ -289,6 +289,14 @@ static sr_load_fn sr_loader(int dtype)
             const char *row = g->src[l];                                      \
             T *vals = values ? (T *)(void *)(values + g->dst[l] * (int64_t)sizeof(T)) : NULL; \
             int64_t *inds = indices ? indices + g->dst[l] : NULL;             \
+            if (vals && inds && dsl == 1) { /* dense outputs: no test, no stride */ \
+                for (int j = 0; j < n; ++j) {                                 \
+                    const int64_t at = rank[j * SR_LANES + l];                \
+                    memcpy(vals + at, row + j * sstep, sizeof(T));            \
+                    inds[at] = j;                                             \
+                }                                                             \
+                continue;                                                     \
+            }                                                                 \
             for (int j = 0; j < n; ++j) {                                     \
                 const int64_t at = (int64_t)rank[j * SR_LANES + l] * dsl;     \
                 if (vals) memcpy(vals + at, row + j * sstep, sizeof(T));      \
