@@ -4,7 +4,8 @@ from functools import partial
 import torch
 
 from kwker import _native
-from kwker.ops._call import CODES, HUGE_OUTPUT_BYTES, advise_fresh, contiguous_rows, lib, source_rows
+from kwker.ops._call import (CODES, HUGE_OUTPUT_BYTES, advise_fresh, contiguous_rows, lib,
+                             source_rows)
 from kwker.ops import parallel
 from kwker.ops.parallel import run_rows
 from kwker.ops.rows import rows_along
