@@ -87,6 +87,22 @@ def test_long_rows_per_target(target, gen):
     compare("sort", xi)
 
 
+@pytest.mark.parametrize("bits", [8, 17, 19])
+def test_values_only_narrow_keys_per_target(target, bits):
+    """Values-only sorts (msort, unique) of keys spanning `bits` bits: 8 is
+    one radix digit (counted, not scattered); 17-19 take the MSD pass and
+    then one counted digit per bucket, where every key of a bucket shares
+    the bits above the digit (the portable target: the SIMD ones quicksort
+    keys wider than 16 bits)."""
+    g = torch.Generator().manual_seed(bits)
+    span = 1 << bits
+    for dtype in (torch.int32, torch.int64):
+        x = torch.randint(-span // 2, span // 2, (140_000,), dtype=dtype, generator=g) + 12345
+        compare("msort", x)
+        compare("unique", x)
+    compare("msort", torch.randint(0, span, (140_000,), generator=g).float() * 0.25 - 7.0)
+
+
 def test_environment_variable_forces_portable():
     """KWKER_TARGET=portable picks the portable kernels at load time."""
     code = ("import kwker, torch; from kwker import _native;"

@@ -22,6 +22,8 @@
  * wide enough to split those too). */
 #define KEY_RADIX_BITS 8
 enum { KEY_MSD_MIN_N = 1 << 17, KEY_MSD_BITS = 11 };
+/* One-digit rows from this long are counted, not scattered (n < 2^32). */
+enum { KEY_COUNT_MIN_N = 64 };
 #define KEY_DEFINE_RADIX(UT, SUF)                                              \
     /* LSD on keys already relative to the row's minimum; returns the       \
      * array holding the result (a or tmp) */                                 \
@@ -33,6 +35,30 @@ enum { KEY_MSD_MIN_N = 1 << 17, KEY_MSD_BITS = 11 };
         int passes = (bits + KEY_RADIX_BITS - 1) / KEY_RADIX_BITS;              \
         if (passes > PASSES_MAX) passes = PASSES_MAX;                         \
         if (n < 2 || passes <= 0) return a;                                   \
+        if (passes == 1 && n >= KEY_COUNT_MIN_N && n < ((int64_t)1 << 32)) {    \
+            /* one digit: the keys themselves are the buckets (above the      \
+             * digit every key of the call has the same bits): count them,    \
+             * four quarters in lockstep so that repeated keys do not wait    \
+             * on one count's store, then write each key count times */       \
+            uint32_t c4[4][B];                                                \
+            memset(c4, 0, sizeof c4);                                         \
+            const int64_t q = n / 4;                                          \
+            for (int64_t j = 0; j < q; ++j) {                                 \
+                c4[0][a[j] & (B - 1)]++;                                      \
+                c4[1][a[q + j] & (B - 1)]++;                                  \
+                c4[2][a[2 * q + j] & (B - 1)]++;                              \
+                c4[3][a[3 * q + j] & (B - 1)]++;                              \
+            }                                                                 \
+            for (int64_t j = 4 * q; j < n; ++j) c4[3][a[j] & (B - 1)]++;      \
+            const UT high = (UT)(a[0] & ~(UT)(B - 1));                        \
+            int64_t at = 0;                                                   \
+            for (int b = 0; b < B; ++b) {                                     \
+                const int64_t m = (int64_t)c4[0][b] + c4[1][b] + c4[2][b] + c4[3][b];\
+                for (int64_t j = 0; j < m; ++j) a[at + j] = (UT)(high | (UT)b);\
+                at += m;                                                      \
+            }                                                                 \
+            return a;                                                         \
+        }                                                                     \
         memset(count, 0, sizeof(int64_t) * B * (size_t)passes);               \
         for (int64_t j = 0; j < n; ++j)                                       \
             for (int p = 0; p < passes; ++p)                                  \
