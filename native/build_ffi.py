@@ -47,7 +47,7 @@ def compile_args() -> list:
     # _DEFAULT_SOURCE: -std=c11 alone hides POSIX/Linux declarations such as
     # madvise and MADV_HUGEPAGE (the workspace's huge pages, row_io.h)
     args = ["-std=c11", "-D_DEFAULT_SOURCE", "-O3", "-fno-strict-aliasing", "-ffp-contract=off",
-            "-fno-math-errno", "-fno-trapping-math"]
+            "-fno-math-errno", "-fno-trapping-math", "-pthread"]
     if os.environ.get("KWKER_SANITIZE"):
         # ASan/UBSan build for the sanitizer test job (never for releases)
         args += ["-O1", "-g", "-fno-omit-frame-pointer",
@@ -56,9 +56,10 @@ def compile_args() -> list:
 
 
 def link_args() -> list:
+    # -pthread: a long row's sort starts helper threads (dispatch.c)
     if os.environ.get("KWKER_SANITIZE"):
-        return ["-fsanitize=address,undefined"]
-    return []
+        return ["-pthread", "-fsanitize=address,undefined"]
+    return ["-pthread"]
 
 
 # Adapters that take buffer addresses as integers: Python hands over

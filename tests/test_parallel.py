@@ -97,3 +97,67 @@ def test_fork_after_split_calls(kw, gen, split_everything):
             os._exit(code)
     _, status = os.waitpid(pid, 0)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def _row_splits():
+    from kwker.ops._call import lib
+    return lib.kwk_counter(3)  # KWK_COUNT_ROW_SPLITS
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.float64], ids=str)
+def test_long_row_split_inside_native_call(kw, gen, dtype):
+    """One long row with torch's thread count above 1 is sorted on several
+    threads inside the native call (its loads, radix pass, buckets and
+    writes) and gives torch's exact result, ties in torch's order included;
+    with one thread nothing is split."""
+    n = parallel.ROW_SPLIT_MIN + 12345
+    before = torch.get_num_threads()
+    try:
+        for threads in (3, 1):
+            torch.set_num_threads(threads)
+            for kind in ("random", "ties", "nan" if dtype.is_floating_point else "sorted"):
+                x = make_values(kind, (n,), dtype, gen)
+                start = _row_splits()
+                compare("sort", x, stable=True)
+                compare("argsort", x, descending=True)
+                compare("sort", x)  # torch's tie order (the emulation's writes split)
+                compare("msort", x)
+                if threads == 1:
+                    assert _row_splits() == start
+                elif kind == "random":
+                    assert _row_splits() > start
+    finally:
+        torch.set_num_threads(before)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_fork_after_long_row_split(kw, gen):
+    """Split rows leave no threads behind: a forked child splits its own.
+    (torch's own ops stay on one thread around the fork: libgomp's pool is
+    not fork-safe, a child using it after the parent did can hang.)"""
+    import numpy as np
+    before = torch.get_num_threads()
+    x = make_values("random", (parallel.ROW_SPLIT_MIN,), torch.float32, gen)
+    torch.set_num_threads(1)
+    from kwker import patching
+    expect = patching.original("sort")(x, stable=True)
+    expect = (expect[0].numpy().copy(), expect[1].numpy().copy())
+    torch.set_num_threads(2)
+    try:
+        torch.sort(x, stable=True)  # Kwker's: split, no OpenMP
+        pid = os.fork()
+        if pid == 0:
+            code = 1
+            try:
+                start = _row_splits()
+                v, i = torch.sort(x, stable=True)
+                assert _row_splits() > start
+                assert np.array_equal(v.numpy(), expect[0]) and np.array_equal(i.numpy(), expect[1])
+                code = 0
+            finally:
+                sys.stdout.flush()
+                os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+    finally:
+        torch.set_num_threads(before)

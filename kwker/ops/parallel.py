@@ -6,6 +6,9 @@ thread: the calling thread runs the first block and a small pool of Python
 threads the others.  Only calls with enough work are split: handing a block
 to a pool thread costs tens of microseconds.
 
+A sort of a single long row is split inside the native call instead
+(kwker.h kwk_set_row_threads), whose helper threads end with the call.
+
 Fork safety: a forked child starts with a fresh (empty) pool, created on
 first use; it never touches the parent's threads or their locks.  Inside
 DataLoader workers torch.get_num_threads() is 1, so nothing is split there.
@@ -17,7 +20,10 @@ from typing import Callable, Optional
 
 import torch
 
+from kwker.ops._call import lib
+
 _get_num_threads = torch.get_num_threads
+_set_row_threads = lib.kwk_set_row_threads if lib is not None else None
 
 # A call is split only when each thread gets at least this much work, in
 # units of one element of a selection (topk reads ~1 ns an element; sorting
@@ -70,13 +76,37 @@ def threads_for(numel: int, rows: int, kind: str = "select") -> int:
     return max(1, min(n, rows, numel * WEIGHT[kind] // MIN_WORK_PER_THREAD))
 
 
+# A single row of a sort is split inside the native call (kwker.h
+# kwk_set_row_threads: its radix pass, bucket sorts, loads and writes in
+# parallel slices) from this many elements: each split starts threads six
+# times, ~0.3 ms in all, against a sort of ~4 ms at 2^18 float32.
+ROW_SPLIT_MIN = 1 << 18
+ROW_THREADS_MAX = 64  # kwker.h KWK_MAX_ROW_THREADS
+
+
+def _run_one_row(call: Callable[[int, int, int, int], int], threads: int) -> int:
+    """call(0, 1, 0, 1) with the native library allowed `threads` threads
+    for its one row (restored afterwards: the setting is per thread)."""
+    _set_row_threads(min(threads, ROW_THREADS_MAX))
+    try:
+        return call(0, 1, 0, 1)
+    finally:
+        _set_row_threads(1)
+
+
 def run_rows(call: Callable[[int, int, int, int], int], outer: int, inner: int,
              numel: int, kind: str = "select") -> int:
     """call(o0, o1, i0, i1) -> native status, over the rows (o, i) with
     o0 <= o < o1 and i0 <= i < i1; the whole range at once or split over
-    threads.  Returns the first non-zero status (0 when every block ran)."""
+    threads (a sort of one long row: inside the native call).  Returns the
+    first non-zero status (0 when every block ran)."""
     threads = threads_for(numel, outer * inner, kind)
     if threads == 1:
+        if (outer * inner == 1 and kind == "sort" and numel >= ROW_SPLIT_MIN
+                and _set_row_threads is not None):
+            n = _get_num_threads()
+            if n > 1:
+                return _run_one_row(call, n)
         return call(0, outer, 0, inner)
     if outer >= threads:
         cuts = [outer * t // threads for t in range(threads + 1)]

@@ -39,7 +39,7 @@ jobs=${FUZZ_JOBS:-1}
 lib_sources="native/src/targets/avx512.c native/src/targets/portable.c native/src/targets/avx2.c native/src/dispatch.c" # slowest to compile first
 # -g1 (line tables): reports keep file:line, and the kernels compile in 60%
 # of the time -g takes
-common="-O1 -g1 -std=c11 -ffp-contract=off -D_GNU_SOURCE -fno-omit-frame-pointer -fno-sanitize-recover=undefined -Inative/include"
+common="-O1 -g1 -pthread -std=c11 -ffp-contract=off -D_GNU_SOURCE -fno-omit-frame-pointer -fno-sanitize-recover=undefined -Inative/include"
 
 build=$(mktemp -d)
 trap 'rm -rf "$build"' EXIT
@@ -99,7 +99,7 @@ for src in $lib_sources native/fuzz/fuzz_*.c; do
     case "$src" in native/fuzz/fuzz_*) t=${src#native/fuzz/fuzz_}; t=${t%.c}
         case " $targets " in *" $t "*) ;; *) continue ;; esac ;; esac
     if [ "$src" = "$unpicked" ]; then
-        compile_jobs+=("clang -O0 -std=c11 -D_GNU_SOURCE -Inative/include -c $src -o $build/$(basename "$src" .c).o")
+        compile_jobs+=("clang -O0 -pthread -std=c11 -D_GNU_SOURCE -Inative/include -c $src -o $build/$(basename "$src" .c).o")
     else
         compile_jobs+=("clang $common -fsanitize=fuzzer-no-link,address,undefined \
             -fno-sanitize-coverage=trace-cmp -c $src -o $build/$(basename "$src" .c).o")

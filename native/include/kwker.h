@@ -24,7 +24,7 @@
 
 #include <stdint.h>
 
-#define KWK_ABI_VERSION 8
+#define KWK_ABI_VERSION 9
 
 /* Status codes (negative: the call did nothing useful; see kwk_strerror). */
 enum {
@@ -67,7 +67,8 @@ enum {
     KWK_COUNT_SHORT_SORT_ROWS = 0,  /* sort rows through the eight-rows kernel */
     KWK_COUNT_SHORT_TOPK_ROWS = 1,  /* topk rows through the eight-rows kernel */
     KWK_COUNT_SHORT_TOPK_REDONE = 2, /* of those, rows with a tie, redone per row */
-    KWK_NUM_COUNTERS = 3
+    KWK_COUNT_ROW_SPLITS = 3,       /* steps of one row's work run on several threads */
+    KWK_NUM_COUNTERS = 4
 };
 int64_t kwk_counter(int which);
 
@@ -79,6 +80,16 @@ int64_t kwk_counter(int which);
  * faults cost more than the sort of a million short rows: see dispatch.c).
  * Returns the bytes advised (0: none: too small, not Linux, or refused). */
 int64_t kwk_advise_fresh_output(void *p, int64_t bytes);
+
+/* How many threads the calling thread's later calls may use to sort one
+ * long row (1 to KWK_MAX_ROW_THREADS; the default, 1, uses none but the
+ * caller).  A per-thread setting: a call that splits a row starts its
+ * helper threads and joins them before it returns (no pool stays behind:
+ * fork-safe), and rows of a call of several rows are never split (the
+ * caller splits those by blocks of rows).  Returns the previous setting,
+ * or KWK_E_ARG (setting unchanged) for n out of range. */
+enum { KWK_MAX_ROW_THREADS = 64 };
+int kwk_set_row_threads(int n);
 
 /* Sort each row.  values (same dtype as src) or indices (int64) may be NULL
  * when not wanted, not both. */

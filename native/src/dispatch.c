@@ -9,6 +9,7 @@
  * that every offset it will form is representable, and the Python layer
  * derives sizes and strides from the tensors themselves.)
  */
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -112,6 +113,59 @@ int64_t kwk_counter(int which)
 {
     if (which < 0 || which >= KWK_NUM_COUNTERS) return -1;
     return atomic_load_explicit(&kwk_counters[which], memory_order_relaxed);
+}
+
+/* ------------------------------------------------------------ threads */
+
+/* Threads are started per call and joined before it returns: nothing
+ * outlives a call, so a fork (torch's DataLoader workers) never inherits a
+ * pool or a held lock, and the GIL-free native call owns its helpers.  A
+ * thread start costs ~20-50 us, paid only by rows long enough (Python asks
+ * for it from 2^18 elements, where one sort takes milliseconds). */
+static _Thread_local int row_threads = 1;
+
+int kwk_set_row_threads(int n)
+{
+    if (n < 1 || n > KWK_MAX_ROW_THREADS) return KWK_E_ARG;
+    const int old = row_threads;
+    row_threads = n;
+    return old;
+}
+
+int kwk_row_threads(void) { return row_threads; }
+
+typedef struct {
+    void (*part)(void *, int);
+    void *ctx;
+    int p;
+} part_call;
+
+static void *run_part(void *arg)
+{
+    const part_call *c = (const part_call *)arg;
+    c->part(c->ctx, c->p);
+    return NULL;
+}
+
+void kwk_run_parts(void (*part)(void *ctx, int p), void *ctx, int parts)
+{
+    pthread_t tid[KWK_MAX_ROW_THREADS];
+    part_call calls[KWK_MAX_ROW_THREADS];
+    int started[KWK_MAX_ROW_THREADS];
+    if (parts > KWK_MAX_ROW_THREADS) parts = KWK_MAX_ROW_THREADS;
+    if (parts > 1) kwk_count(KWK_COUNT_ROW_SPLITS, 1);
+    const int saved = row_threads;
+    row_threads = 1;
+    for (int p = 1; p < parts; ++p) {
+        calls[p] = (part_call){part, ctx, p};
+        started[p] = pthread_create(&tid[p], NULL, run_part, &calls[p]) == 0;
+    }
+    part(ctx, 0);
+    for (int p = 1; p < parts; ++p) {
+        if (started[p]) pthread_join(tid[p], NULL);
+        else part(ctx, p);
+    }
+    row_threads = saved;
 }
 
 /* Fresh outputs of a large call are mostly page faults: sorting 600k rows

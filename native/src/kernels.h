@@ -63,6 +63,16 @@ typedef struct {
                        int64_t *counts);
 } kwk_kernel_table;
 
+/* The calling thread's kwk_set_row_threads setting (dispatch.c). */
+int kwk_row_threads(void);
+
+/* Run part(ctx, p) for p = 0..parts-1, part 0 on the calling thread and the
+ * others on helper threads, and return when all are done; a part whose
+ * thread cannot be started runs on the caller after its own.  While the
+ * parts run, the caller's kwk_row_threads() reads 1 (a part never splits
+ * again).  parts <= KWK_MAX_ROW_THREADS (dispatch.c). */
+void kwk_run_parts(void (*part)(void *ctx, int p), void *ctx, int parts);
+
 /* Add n to a kwk_counter (dispatch.c; relaxed atomic, once per call). */
 void kwk_count(int which, int64_t n);
 

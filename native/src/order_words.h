@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "kernels.h"
 #include "torch_order.h"
 #include "word_network.h"
 
@@ -307,10 +308,97 @@ enum { KWK_MSD_MIN_N = 1 << 17, KWK_MSD_LSD_MAX_BITS = 2 * KWK_WIDE_DIGIT_BITS }
 static uint64_t *words_sort_bits_res(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int bits);
 static void words_sort_bits(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int bits);
 
+/* The MSD pass over several threads (kwker.h kwk_set_row_threads): each
+ * part counts its slice of the row, the offsets run bucket by bucket and
+ * part by part within a bucket (so each bucket keeps the row's order: the
+ * pass stays stable), each part scatters its slice, and then the buckets
+ * are shared out in runs of about n / parts words, each part sorting its
+ * own.  Three rounds of threads (count, scatter, buckets): each needs the
+ * last one finished. */
+typedef struct {
+    uint64_t *a, *tmp;
+    int64_t n;
+    int lo, bits, shift, parts;
+    uint32_t *count; /* parts x NB: counts, then each part's next slot */
+    uint32_t *end;   /* NB: end of each bucket in tmp */
+    int cut[KWK_MAX_ROW_THREADS + 1]; /* part p sorts buckets [cut[p], cut[p + 1]) */
+} msd_split;
+
+enum { MSD_NB = 1 << KWK_WIDE_DIGIT_BITS };
+
+static void msd_count_part(void *ctx, int p)
+{
+    const msd_split *s = (const msd_split *)ctx;
+    uint32_t *count = s->count + (size_t)p * MSD_NB;
+    const int64_t i1 = s->n * (p + 1) / s->parts;
+    for (int64_t i = s->n * p / s->parts; i < i1; ++i) count[(s->a[i] >> s->shift) & (MSD_NB - 1)]++;
+}
+
+static void msd_scatter_part(void *ctx, int p)
+{
+    const msd_split *s = (const msd_split *)ctx;
+    uint32_t *next = s->count + (size_t)p * MSD_NB;
+    const int64_t i1 = s->n * (p + 1) / s->parts;
+    for (int64_t i = s->n * p / s->parts; i < i1; ++i) {
+        const uint64_t w = s->a[i];
+        s->tmp[next[(w >> s->shift) & (MSD_NB - 1)]++] = w;
+    }
+}
+
+/* Sort bucket b (in tmp, with its place in a as scratch) into a. */
+static void msd_sort_bucket(uint64_t *a, uint64_t *tmp, int64_t start, int64_t end, int lo, int bits)
+{
+    const int64_t m = end - start;
+    const uint64_t *res = m > 1 ? words_sort_bits_res(tmp + start, a + start, m, lo, bits) : tmp + start;
+    if (m > 0 && res != a + start) memcpy(a + start, res, (size_t)m * sizeof(uint64_t));
+}
+
+static void msd_buckets_part(void *ctx, int p)
+{
+    const msd_split *s = (const msd_split *)ctx;
+    for (int b = s->cut[p]; b < s->cut[p + 1]; ++b)
+        msd_sort_bucket(s->a, s->tmp, b ? s->end[b - 1] : 0, s->end[b], s->lo,
+                        s->bits - KWK_WIDE_DIGIT_BITS);
+}
+
+/* 0 when there is no memory for the tables (the caller sorts alone). */
+static int words_msd_sort_split(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int bits, int parts)
+{
+    msd_split s = {a, tmp, n, lo, bits, lo + bits - KWK_WIDE_DIGIT_BITS, parts, NULL, NULL, {0}};
+    s.count = (uint32_t *)calloc((size_t)(parts + 1) * MSD_NB, sizeof(uint32_t));
+    if (!s.count) return 0;
+    s.end = s.count + (size_t)parts * MSD_NB;
+    kwk_run_parts(msd_count_part, &s, parts);
+    uint32_t sum = 0;
+    for (int b = 0; b < MSD_NB; ++b) {
+        for (int p = 0; p < parts; ++p) {
+            uint32_t *c = s.count + (size_t)p * MSD_NB + b;
+            const uint32_t k = *c;
+            *c = sum;
+            sum += k;
+        }
+        s.end[b] = sum;
+    }
+    kwk_run_parts(msd_scatter_part, &s, parts);
+    /* part p takes the buckets up to the one holding word n * (p + 1) / parts */
+    s.cut[0] = 0;
+    for (int p = 1, b = 0; p <= parts; ++p) {
+        const int64_t goal = n * p / parts;
+        while (b < MSD_NB && s.end[b] < goal) ++b;
+        s.cut[p] = p == parts ? MSD_NB : (b < MSD_NB ? b + 1 : MSD_NB);
+        if (s.cut[p] < s.cut[p - 1]) s.cut[p] = s.cut[p - 1];
+    }
+    kwk_run_parts(msd_buckets_part, &s, parts);
+    free(s.count);
+    return 1;
+}
+
 static void words_msd_sort(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int bits)
 {
     enum { D = KWK_WIDE_DIGIT_BITS, NB = 1 << KWK_WIDE_DIGIT_BITS };
     const int shift = lo + bits - D;
+    const int parts = kwk_row_threads();
+    if (parts > 1 && words_msd_sort_split(a, tmp, n, lo, bits, parts)) return;
     uint32_t *count = (uint32_t *)calloc(NB, sizeof(uint32_t));
     if (!count) { /* no memory for the table: LSD needs none on the heap */
         words_radix_sort(a, tmp, n, lo, bits);
@@ -336,11 +424,8 @@ static void words_msd_sort(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int bi
      * place in a[] as scratch, and copied only if the result is in tmp */
     int64_t start = 0;
     for (int b = 0; b < NB; ++b) {
-        const int64_t end = count[b], m = end - start;
-        const uint64_t *res = m > 1 ? words_sort_bits_res(tmp + start, a + start, m, lo, bits - D)
-                                    : tmp + start;
-        if (m > 0 && res != a + start) memcpy(a + start, res, (size_t)m * sizeof(uint64_t));
-        start = end;
+        msd_sort_bucket(a, tmp, start, count[b], lo, bits - D);
+        start = count[b];
     }
     free(count);
 }

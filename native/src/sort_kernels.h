@@ -156,6 +156,42 @@ static void emit_words_decoded(const out_row *o, int dtype, const uint64_t *w, i
 #undef KWK_DECODE_LOOP
 #undef KWK_DECODE_ONE
 
+/* emit_words_decoded over parts of the row on several threads (kwker.h
+ * kwk_set_row_threads), each part writing its own slice of the outputs:
+ * with fresh outputs most of an emit's time is their page faults, taken
+ * in parallel too. */
+typedef struct {
+    const out_row *o;
+    const uint64_t *w;
+    int64_t n;
+    uint64_t mask, lo, flip;
+    int dtype, ibits, parts;
+} emit_split;
+
+static void emit_part(void *ctx, int p)
+{
+    const emit_split *e = (const emit_split *)ctx;
+    const int64_t j0 = e->n * p / e->parts, j1 = e->n * (p + 1) / e->parts;
+    out_row o = *e->o;
+    if (o.vals) o.vals += j0 * o.dsl * o.es;
+    if (o.inds) o.inds += j0 * o.dsl;
+    emit_words_decoded(&o, e->dtype, e->w + j0, j1 - j0, e->ibits, e->mask, e->lo, e->flip);
+}
+
+enum { KWK_SPLIT_EMIT_MIN_N = 1 << 17 };
+
+static void emit_words_decoded_split(const out_row *o, int dtype, const uint64_t *w, int64_t n,
+                                     int ibits, uint64_t mask, uint64_t lo, uint64_t flip)
+{
+    const int parts = kwk_row_threads();
+    if (parts > 1 && n >= KWK_SPLIT_EMIT_MIN_N) {
+        emit_split e = {o, w, n, mask, lo, flip, dtype, ibits, parts};
+        kwk_run_parts(emit_part, &e, parts);
+        return;
+    }
+    emit_words_decoded(o, dtype, w, n, ibits, mask, lo, flip);
+}
+
 /* Put unique words back in index order (dst[index(w)] = w). */
 static void words_to_index_order(const uint64_t *src, uint64_t *dst, int64_t n, uint64_t mask)
 {
@@ -176,9 +212,61 @@ typedef struct {
 
 enum { KWK_SHORT_GATHER_MAX = 16 };
 
+/* sort_load's two passes over slices of a long row on several threads
+ * (kwker.h kwk_set_row_threads): the keys and each slice's extremes, then
+ * the packing; the first pass is also the workspace's first touch, whose
+ * page faults are most of its time. */
+typedef struct {
+    const char *row;
+    int64_t len, step;
+    uint64_t flip, lo, *words;
+    int dtype, ib, parts;
+    uint64_t part_lo[KWK_MAX_ROW_THREADS], part_hi[KWK_MAX_ROW_THREADS];
+} load_split;
+
+static void load_keys_part(void *ctx, int p)
+{
+    load_split *s = (load_split *)ctx;
+    const int64_t j0 = s->len * p / s->parts, j1 = s->len * (p + 1) / s->parts;
+    kwk_gather_keys(s->dtype, s->row + j0 * s->step, j1 - j0, s->step, s->flip, s->words + j0,
+                    &s->part_lo[p], &s->part_hi[p]);
+}
+
+static void load_pack_part(void *ctx, int p)
+{
+    const load_split *s = (const load_split *)ctx;
+    const int64_t j1 = s->len * (p + 1) / s->parts;
+    const uint64_t lo = s->lo;
+    const int ib = s->ib;
+    uint64_t *words = s->words;
+    for (int64_t j = s->len * p / s->parts; j < j1; ++j) words[j] = ((words[j] - lo) << ib) | (uint64_t)j;
+}
+
+enum { KWK_SPLIT_LOAD_MIN_N = 1 << 17 };
+
 static void sort_load(int dtype, const char *row, int64_t len, int64_t step, uint64_t flip,
                       uint64_t *words, sort_row *r)
 {
+    const int parts = len >= KWK_SPLIT_LOAD_MIN_N ? kwk_row_threads() : 1;
+    if (parts > 1) {
+        load_split s = {row, len, step, flip, 0, words, dtype, 0, parts, {0}, {0}};
+        kwk_run_parts(load_keys_part, &s, parts);
+        r->lo = s.part_lo[0];
+        r->hi = s.part_hi[0];
+        for (int p = 1; p < parts; ++p) {
+            r->lo = s.part_lo[p] < r->lo ? s.part_lo[p] : r->lo;
+            r->hi = s.part_hi[p] > r->hi ? s.part_hi[p] : r->hi;
+        }
+        r->ibits = sort_bits_for((uint64_t)(len - 1));
+        r->rbits = sort_bits_for(r->hi - r->lo);
+        r->mask = kwk_width_mask(r->ibits);
+        r->packed = r->rbits + r->ibits <= 64;
+        if (!r->packed) return;
+        s.lo = r->lo;
+        s.ib = r->ibits;
+        kwk_run_parts(load_pack_part, &s, parts);
+        return;
+    }
     if (len <= KWK_SHORT_GATHER_MAX) {
         /* short rows: a plain loop beats the vectorised gather's set-up and
          * horizontal min/max (a third of the time of 8-element rows) */
@@ -573,13 +661,13 @@ static int sort_one_row(const sort_call *c, workspace *ws, uint64_t **keys, cons
     if (r.packed) {
         if (r.hi - r.lo == (uint64_t)(len - 1) && words_place_permutation(ws->words, ws->tmp, len, r.ibits)) {
             /* a permutation (of lo..hi): no ties, so one order for both */
-            emit_words_decoded(out, dtype, ws->words, len, r.ibits, r.mask, r.lo, flip);
+            emit_words_decoded_split(out, dtype, ws->words, len, r.ibits, r.mask, r.lo, flip);
             return KWK_OK;
         }
         if (torch_ties && tie_expected(ws->words, len, &r, ws->tmp)) {
             /* the stable sort would almost surely be thrown away */
             wemu_std_sort(ws->words, len, r.ibits);
-            emit_words_decoded(out, dtype, ws->words, len, r.ibits, r.mask, r.lo, flip);
+            emit_words_decoded_split(out, dtype, ws->words, len, r.ibits, r.mask, r.lo, flip);
             return KWK_OK;
         }
         if (r.rbits > 0) sort_packed_words(ws->words, ws->tmp, len, r.ibits, r.rbits);
@@ -591,9 +679,9 @@ static int sort_one_row(const sort_call *c, workspace *ws, uint64_t **keys, cons
             words_to_index_order(ws->words, ws->tmp, len, r.mask);
             if (*keys) wemu_std_sort_sorted(ws->tmp, len, r.ibits, ws->words, *keys);
             else wemu_std_sort(ws->tmp, len, r.ibits);
-            emit_words_decoded(out, dtype, ws->tmp, len, r.ibits, r.mask, r.lo, flip);
+            emit_words_decoded_split(out, dtype, ws->tmp, len, r.ibits, r.mask, r.lo, flip);
         } else {
-            emit_words_decoded(out, dtype, ws->words, len, r.ibits, r.mask, r.lo, flip);
+            emit_words_decoded_split(out, dtype, ws->words, len, r.ibits, r.mask, r.lo, flip);
         }
         return KWK_OK;
     }

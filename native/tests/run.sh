@@ -40,12 +40,12 @@ ci_args() {
 best=$best_simd unchecked=$other_simd
 san_targets="portable,$best"
 
-flags_opt="-O2 -std=c11 -ffp-contract=off -D_GNU_SOURCE -Wall -Wextra -Wno-unused-function -Inative/include"
+flags_opt="-O2 -pthread -std=c11 -ffp-contract=off -D_GNU_SOURCE -Wall -Wextra -Wno-unused-function -Inative/include"
 # -g1 (line tables): reports keep file:line, and the kernels compile in 60%
 # of the time -g takes
-flags_san="-O1 -g1 -std=c11 -ffp-contract=off -D_GNU_SOURCE -fno-omit-frame-pointer \
+flags_san="-O1 -g1 -pthread -std=c11 -ffp-contract=off -D_GNU_SOURCE -fno-omit-frame-pointer \
 -fsanitize=address,undefined -fno-sanitize-recover=undefined -Inative/include"
-flags_plain="-O0 -std=c11 -D_GNU_SOURCE -Inative/include"
+flags_plain="-O0 -pthread -std=c11 -D_GNU_SOURCE -Inative/include"
 flavours="opt"
 [ "${1:-}" = "--fast" ] || flavours="opt san"
 

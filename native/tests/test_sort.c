@@ -390,31 +390,57 @@ static void check_short_rows(int dt, int kind, int64_t n)
 /* kwk_advise_fresh_output: only a hint, so what can be checked is that it
  * refuses what it should, never reaches outside the buffer (the sanitized
  * build would see a write; madvise writes nothing) and changes no byte. */
-#define ADVISE_FAIL(...) do { ++failures; printf("FAIL " __VA_ARGS__); printf("\n"); } while (0)
+#define PLAIN_FAIL(...) do { ++failures; printf("FAIL " __VA_ARGS__); printf("\n"); } while (0)
 static void check_advise(void)
 {
     const int64_t mib = 1 << 20;
-    if (kwk_advise_fresh_output(NULL, 64 * mib) != 0) ADVISE_FAIL("advise: NULL accepted");
+    if (kwk_advise_fresh_output(NULL, 64 * mib) != 0) PLAIN_FAIL("advise: NULL accepted");
     if (kwk_advise_fresh_output(&rng, -1) != 0 || kwk_advise_fresh_output(&rng, 8) != 0)
-        ADVISE_FAIL("advise: a small or negative size accepted");
+        PLAIN_FAIL("advise: a small or negative size accepted");
     const int64_t bytes = 12 * mib + 123;
     unsigned char *buf = (unsigned char *)malloc((size_t)bytes + 1);
     if (!buf) return;
     unsigned char *p = buf + 1; /* not page aligned */
     for (int64_t i = 0; i < bytes; ++i) p[i] = (unsigned char)(i * 131 + 7);
     const int64_t got = kwk_advise_fresh_output(p, bytes);
-    if (got < 0 || got > bytes || got % (2 * mib) != 0) ADVISE_FAIL("advise: %lld bytes advised of %lld", (long long)got, (long long)bytes);
+    if (got < 0 || got > bytes || got % (2 * mib) != 0) PLAIN_FAIL("advise: %lld bytes advised of %lld", (long long)got, (long long)bytes);
 #if defined(__linux__)
     if (got < 8 * mib) printf("advise: %lld bytes advised (THP off here?)\n", (long long)got);
 #endif
     for (int64_t i = 0; i < bytes; ++i)
-        if (p[i] != (unsigned char)(i * 131 + 7)) { ADVISE_FAIL("advise: byte %lld changed", (long long)i); break; }
+        if (p[i] != (unsigned char)(i * 131 + 7)) { PLAIN_FAIL("advise: byte %lld changed", (long long)i); break; }
     free(buf);
+}
+
+/* One long row split over threads (kwker.h kwk_set_row_threads): the same
+ * checks as check_case, on the lengths where the split starts (2^17: the
+ * loads and writes; the radix pass from 2^17 with keys of over 22 bits),
+ * with an odd part count, then the setting's range. */
+static void check_row_threads(int big)
+{
+    static const int dts[] = {KWK_FLOAT32, KWK_INT64, KWK_FLOAT64, KWK_BFLOAT16, KWK_INT32};
+    static const int64_t ns[] = {131072, 140001, 300007};
+    if (kwk_set_row_threads(3) != 1) PLAIN_FAIL("row threads: default not 1");
+    for (size_t d = 0; d < sizeof dts / sizeof dts[0]; ++d)
+        for (size_t s = 0; s < sizeof ns / sizeof ns[0]; ++s)
+            for (int kind = 0; kind < NKINDS; ++kind)
+                if (dts[d] == KWK_FLOAT32 ? s < 2 || big == 1 : (kind + (int)d + (int)s) % 4 == 0)
+                    check_case(dts[d], kind, ns[s]);
+    if (kwk_set_row_threads(0) != KWK_E_ARG || kwk_set_row_threads(KWK_MAX_ROW_THREADS + 1) != KWK_E_ARG)
+        PLAIN_FAIL("row threads: a count out of range accepted");
+    if (kwk_set_row_threads(1) != 3) PLAIN_FAIL("row threads: setting not kept");
 }
 
 int main(int argc, char **argv)
 {
     const int step = argc > 1 ? atoi(argv[1]) : 1;
+    if (step < 0) { /* only the long rows on threads (manual runs) */
+        for (int t = 0; t < KWK_TEST_NTARGETS; ++t)
+            if (test_set_target(KWK_TEST_TARGET_NAMES[t]) == KWK_OK) g_targets[g_ntargets++] = KWK_TEST_TARGET_NAMES[t];
+        check_row_threads(argc > 2 ? atoi(argv[2]) : 1);
+        printf("%s\n", failures ? "FAILED" : "ok");
+        return failures != 0;
+    }
     /* big: 1 checks lengths of 20000+ on four of the ten input kinds, 2 (CI)
      * on two per dtype (a different two for each dtype), 0 skips them */
     const int big = argc > 2 ? atoi(argv[2]) : 1;
@@ -439,6 +465,7 @@ int main(int argc, char **argv)
         }
     }
     check_advise();
+    if (big) check_row_threads(big);
     for (int ti = 0; ti < g_ntargets; ++ti)
         printf("target %s: %ld checks, %ld failures\n", g_targets[ti], g_checks[ti], g_failures[ti]);
     printf("%s\n", failures ? "FAILED" : "ok");
