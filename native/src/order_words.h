@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "kernels.h"
+#include "simd_qsort.h"
 #include "torch_order.h"
 #include "word_network.h"
 
@@ -345,10 +346,24 @@ static void msd_scatter_part(void *ctx, int p)
     }
 }
 
-/* Sort bucket b (in tmp, with its place in a as scratch) into a. */
+/* Sort bucket b (in tmp, with its place in a as scratch) into a.  Buckets
+ * of a few hundred words with many bits left (int64 keys, float32 keys of
+ * long rows) take the vector quicksort where one is compiled: the LSD
+ * sort would make one pass per 8 bits left over a bucket that fits in L1,
+ * each pass paying for its table (a 300k-word row of 40-bit int64 keys:
+ * buckets of ~150 words, 48 bits, six passes). */
+enum { MSD_QSORT_MIN_BITS = 3 * KWK_DIGIT_BITS };
+
 static void msd_sort_bucket(uint64_t *a, uint64_t *tmp, int64_t start, int64_t end, int lo, int bits)
 {
     const int64_t m = end - start;
+#if defined(KWK_HAVE_SIMD_QSORT)
+    if (m > KWK_SMALL_SORT_MAX && m <= KWK_SIMD_QSORT64_MAX_N && bits > MSD_QSORT_MIN_BITS) {
+        simd_qsort_64(tmp + start, m);
+        memcpy(a + start, tmp + start, (size_t)m * sizeof(uint64_t));
+        return;
+    }
+#endif
     const uint64_t *res = m > 1 ? words_sort_bits_res(tmp + start, a + start, m, lo, bits) : tmp + start;
     if (m > 0 && res != a + start) memcpy(a + start, res, (size_t)m * sizeof(uint64_t));
 }
