@@ -76,6 +76,21 @@ def test_threads_for_respects_work_and_setting(monkeypatch):
     assert parallel.threads_for(100 * per, 100) == 1
 
 
+def _run_in_forked_child(check):
+    """Run check() in a forked child; its failure is the child's exit code."""
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            check()
+            code = 0
+        finally:
+            sys.stdout.flush()
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_fork_after_split_calls(kw, gen, split_everything):
     """The parent's pool threads do not exist in a forked child: the child
@@ -83,20 +98,13 @@ def test_fork_after_split_calls(kw, gen, split_everything):
     x = make_values("random", (16, 300), torch.float32, gen)
     compare("sort", x)
     assert parallel._pool is not None
-    pid = os.fork()
-    if pid == 0:  # child: any failure is an exit code
-        code = 1
-        try:
-            assert parallel._pool is None
-            compare("sort", x)
-            compare("topk", x, 5)
-            assert parallel._pool is not None
-            code = 0
-        finally:
-            sys.stdout.flush()
-            os._exit(code)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
+
+    def child():
+        assert parallel._pool is None
+        compare("sort", x)
+        compare("topk", x, 5)
+        assert parallel._pool is not None
+    _run_in_forked_child(child)
 
 
 def _row_splits():
@@ -145,19 +153,12 @@ def test_fork_after_long_row_split(kw, gen):
     torch.set_num_threads(2)
     try:
         torch.sort(x, stable=True)  # Kwker's: split, no OpenMP
-        pid = os.fork()
-        if pid == 0:
-            code = 1
-            try:
-                start = _row_splits()
-                v, i = torch.sort(x, stable=True)
-                assert _row_splits() > start
-                assert np.array_equal(v.numpy(), expect[0]) and np.array_equal(i.numpy(), expect[1])
-                code = 0
-            finally:
-                sys.stdout.flush()
-                os._exit(code)
-        _, status = os.waitpid(pid, 0)
-        assert os.waitstatus_to_exitcode(status) == 0
+
+        def child():
+            start = _row_splits()
+            v, i = torch.sort(x, stable=True)
+            assert _row_splits() > start
+            assert np.array_equal(v.numpy(), expect[0]) and np.array_equal(i.numpy(), expect[1])
+        _run_in_forked_child(child)
     finally:
         torch.set_num_threads(before)

@@ -272,6 +272,39 @@ typedef struct {
     uint32_t *idx;
 } kth_scratch;
 
+/* The rr-th smallest of the c bracket survivors a[] (keys in [lo, lo +
+ * span]; a is overwritten): a 256-bin histogram of their top bits within
+ * the bracket finds the bin holding rank rr, whose keys - about c / 256 -
+ * are gathered to the front and selected among.  Two branch-free passes
+ * instead of a quickselect's mispredicted partitions over a few thousand
+ * keys (a 20000-element row's ~1700 survivors: 7 -> 2 us). */
+#define KTH_DEFINE_HISTOGRAM_SELECT(UT, SUF)                                  \
+    static UT kth_histogram_select_##SUF(UT *a, int64_t c, int64_t rr, UT lo, UT span) \
+    {                                                                         \
+        const int bits = kwk_bits_for((uint64_t)span);                        \
+        if (c <= 64 || bits <= 8) {                                           \
+            kth_qselect_##SUF(a, c, rr);                                      \
+            return a[rr];                                                     \
+        }                                                                     \
+        const int shift = bits - 8;                                           \
+        uint32_t count[256] = {0};                                            \
+        for (int64_t j = 0; j < c; ++j) count[(UT)(a[j] - lo) >> shift]++;   \
+        int b = 0;                                                            \
+        int64_t before = 0;                                                   \
+        while (before + (int64_t)count[b] <= rr) before += count[b++];        \
+        int64_t m = 0;                                                        \
+        for (int64_t j = 0; j < c; ++j) {                                     \
+            const UT x = a[j];                                                \
+            a[m] = x;                                                         \
+            m += (int)((UT)(x - lo) >> shift) == b;                           \
+        }                                                                     \
+        kth_qselect_##SUF(a, m, rr - before);                                 \
+        return a[rr - before];                                                \
+    }
+
+KTH_DEFINE_HISTOGRAM_SELECT(uint32_t, u32)
+KTH_DEFINE_HISTOGRAM_SELECT(uint64_t, u64)
+
 /* Step 1 for 32/64-bit keys (rows shorter than 2^32).  s is initialised on
  * first use (a missed bracket).  KWK_E_NOMEM or KWK_OK; *index is the
  * answer's index when the bracket already tells it (count == 1 or stable
@@ -286,8 +319,8 @@ typedef struct {
         UT *keys = (UT *)ks->keys, *sorted = (UT *)ks->sorted;                \
         const int64_t ns = qk_sample_size(n), stride = n / ns;               \
         *index = -1;                                                          \
-        for (int64_t i = 0; i < ns; ++i)                                      \
-            g(row + (i * stride + stride / 2) * step, step, 1, (UT)0, &sample[i]); \
+        /* one gather call: the sample is every stride-th element */         \
+        g(row + (stride / 2) * step, step * stride, ns, (UT)0, sample);       \
         /* keys bracketing rank r: sample ranks about 2 sigma either side */  \
         const int64_t centre = (int64_t)(((double)r + 0.5) * (double)ns / (double)n); \
         const int64_t margin = sw_isqrt(ns) + 1;                              \
@@ -314,11 +347,13 @@ typedef struct {
             memcpy(sorted, keys, (size_t)c * sizeof(UT));                     \
             const int64_t rr = r - below;                                     \
             /* many survivors: a radix sort's passes beat a branchy select */ \
-            if (c > KTH_RADIX_MIN)                                            \
+            UT v;                                                             \
+            if (c > KTH_RADIX_MIN) {                                          \
                 key_radix_##SUF(sorted, (UT *)ks->tmp, c, lo, kwk_bits_for((uint64_t)span)); \
-            else                                                              \
-                kth_qselect_##SUF(sorted, c, rr);                             \
-            const UT v = sorted[rr];                                          \
+                v = sorted[rr];                                               \
+            } else {                                                          \
+                v = kth_histogram_select_##SUF(sorted, c, rr, lo, span);      \
+            }                                                                 \
             int64_t under = 0, same = 0;                                      \
             for (int64_t j = 0; j < c; ++j) {                                 \
                 under += keys[j] < v;                                         \
