@@ -81,13 +81,13 @@ int64_t kwk_counter(int which);
  * Returns the bytes advised (0: none: too small, not Linux, or refused). */
 int64_t kwk_advise_fresh_output(void *p, int64_t bytes);
 
-/* How many threads the calling thread's later calls may use to sort one
- * long row (1 to KWK_MAX_ROW_THREADS; the default, 1, uses none but the
- * caller).  A per-thread setting: a call that splits a row starts its
- * helper threads and joins them before it returns (no pool stays behind:
- * fork-safe), and rows of a call of several rows are never split (the
- * caller splits those by blocks of rows).  Returns the previous setting,
- * or KWK_E_ARG (setting unchanged) for n out of range. */
+/* How many threads the calling thread's later kwk_sort calls of a single
+ * row may use for it (1 to KWK_MAX_ROW_THREADS; the default, 1, uses none
+ * but the caller).  A per-thread setting: a call that splits its row
+ * starts helper threads and joins them before it returns (no pool stays
+ * behind: fork-safe); calls of several rows, and the other functions,
+ * never split (the caller splits rows by blocks).  Returns the previous
+ * setting, or KWK_E_ARG (setting unchanged) for n out of range. */
 enum { KWK_MAX_ROW_THREADS = 64 };
 int kwk_set_row_threads(int n);
 

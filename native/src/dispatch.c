@@ -122,13 +122,14 @@ int64_t kwk_counter(int which)
  * pool or a held lock, and the GIL-free native call owns its helpers.  A
  * thread start costs ~20-50 us, paid only by rows long enough (Python asks
  * for it from 2^18 elements, where one sort takes milliseconds). */
-static _Thread_local int row_threads = 1;
+static _Thread_local int row_threads_setting = 1; /* kwk_set_row_threads */
+static _Thread_local int row_threads = 1;         /* what kernels see now */
 
 int kwk_set_row_threads(int n)
 {
     if (n < 1 || n > KWK_MAX_ROW_THREADS) return KWK_E_ARG;
-    const int old = row_threads;
-    row_threads = n;
+    const int old = row_threads_setting;
+    row_threads_setting = n;
     return old;
 }
 
@@ -257,9 +258,12 @@ int kwk_sort(int dtype, const void *src, int64_t outer, int64_t len, int64_t inn
     if (order != KWK_ORDER_STABLE && order != KWK_ORDER_TORCH) return KWK_E_ARG;
     if (outer == 0 || len == 0 || inner == 0) return KWK_OK;
     if (values == NULL && indices == NULL) return KWK_E_ARG;
-    return kernels()->sort(dtype, src, outer, len, inner, src_so, src_sl, src_si,
-                           values, indices, dst_so, dst_sl, dst_si, descending != 0,
-                           order);
+    /* only a call of one row splits it (kwker.h kwk_set_row_threads) */
+    row_threads = outer == 1 && inner == 1 ? row_threads_setting : 1;
+    st = kernels()->sort(dtype, src, outer, len, inner, src_so, src_sl, src_si, values, indices,
+                         dst_so, dst_sl, dst_si, descending != 0, order);
+    row_threads = 1;
+    return st;
 }
 
 int kwk_topk(int dtype, const void *src, int64_t outer, int64_t len, int64_t inner,

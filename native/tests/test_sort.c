@@ -459,6 +459,20 @@ static void check_row_threads(int big)
                 if (dts[d] == KWK_FLOAT32 ? s < 2 || big == 1
                                           : kind == K_RANDOM || (kind + (int)d + (int)s) % 4 == 0)
                     check_case(dts[d], kind, ns[s]);
+    {   /* a call of two rows is not split; one of one row is */
+        const int64_t n = 300000;
+        float *x = malloc((size_t)n * 2 * sizeof(float)), *v = malloc((size_t)n * 2 * sizeof(float));
+        int64_t *ix = malloc((size_t)n * 2 * sizeof(int64_t));
+        for (int64_t i = 0; i < 2 * n; ++i) x[i] = (float)(rnd() >> 40);
+        const int64_t before = kwk_counter(KWK_COUNT_ROW_SPLITS);
+        if (kwk_sort(KWK_FLOAT32, x, 2, n, 1, n, 1, 1, v, ix, n, 1, 1, 0, KWK_ORDER_STABLE) != KWK_OK ||
+            kwk_counter(KWK_COUNT_ROW_SPLITS) != before)
+            PLAIN_FAIL("row threads: a call of two rows split");
+        if (kwk_sort(KWK_FLOAT32, x, 1, n, 1, n, 1, 1, v, ix, n, 1, 1, 0, KWK_ORDER_STABLE) != KWK_OK ||
+            kwk_counter(KWK_COUNT_ROW_SPLITS) == before)
+            PLAIN_FAIL("row threads: a call of one long row not split");
+        free(x); free(v); free(ix);
+    }
     if (kwk_set_row_threads(0) != KWK_E_ARG || kwk_set_row_threads(KWK_MAX_ROW_THREADS + 1) != KWK_E_ARG)
         PLAIN_FAIL("row threads: a count out of range accepted");
     if (kwk_set_row_threads(1) != 3) PLAIN_FAIL("row threads: setting not kept");
