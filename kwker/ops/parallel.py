@@ -81,7 +81,7 @@ def threads_for(numel: int, rows: int, kind: str = "select") -> int:
 # parallel slices) from this many elements: each split starts threads six
 # times, ~0.3 ms in all, against a sort of ~4 ms at 2^18 float32.
 ROW_SPLIT_MIN = 1 << 18
-ROW_THREADS_MAX = 64  # kwker.h KWK_MAX_ROW_THREADS
+ROW_THREADS_MAX = lib.KWK_MAX_ROW_THREADS if lib is not None else 1
 
 
 def _run_one_row(call: Callable[[int, int, int, int], int], threads: int) -> int:
