@@ -212,10 +212,10 @@ typedef struct {
 
 enum { KWK_SHORT_GATHER_MAX = 16 };
 
-/* sort_load's two passes over slices of a long row on several threads
- * (kwker.h kwk_set_row_threads): the keys and each slice's extremes, then
- * the packing; the first pass is also the workspace's first touch, whose
- * page faults are most of its time. */
+/* sort_load's two passes by slices: the keys and each slice's extremes,
+ * then the packing; a long row's slices on several threads (kwker.h
+ * kwk_set_row_threads), whose first pass is also the workspace's first
+ * touch (its page faults are most of that pass's time), else one slice. */
 typedef struct {
     const char *row;
     int64_t len, step;
@@ -235,11 +235,13 @@ static void load_keys_part(void *ctx, int p)
 static void load_pack_part(void *ctx, int p)
 {
     const load_split *s = (const load_split *)ctx;
-    const int64_t j1 = s->len * (p + 1) / s->parts;
+    /* (no division for the one slice of a short row) */
+    const int64_t j0 = p ? s->len * p / s->parts : 0;
+    const int64_t j1 = p + 1 < s->parts ? s->len * (p + 1) / s->parts : s->len;
     const uint64_t lo = s->lo;
     const int ib = s->ib;
     uint64_t *words = s->words;
-    for (int64_t j = s->len * p / s->parts; j < j1; ++j) words[j] = ((words[j] - lo) << ib) | (uint64_t)j;
+    for (int64_t j = j0; j < j1; ++j) words[j] = ((words[j] - lo) << ib) | (uint64_t)j;
 }
 
 enum { KWK_SPLIT_LOAD_MIN_N = 1 << 17 };
@@ -248,8 +250,8 @@ static void sort_load(int dtype, const char *row, int64_t len, int64_t step, uin
                       uint64_t *words, sort_row *r)
 {
     const int parts = len >= KWK_SPLIT_LOAD_MIN_N ? kwk_row_threads() : 1;
+    load_split s = {row, len, step, flip, 0, words, dtype, 0, parts, {0}, {0}};
     if (parts > 1) {
-        load_split s = {row, len, step, flip, 0, words, dtype, 0, parts, {0}, {0}};
         kwk_run_parts(load_keys_part, &s, parts);
         r->lo = s.part_lo[0];
         r->hi = s.part_hi[0];
@@ -257,17 +259,7 @@ static void sort_load(int dtype, const char *row, int64_t len, int64_t step, uin
             r->lo = s.part_lo[p] < r->lo ? s.part_lo[p] : r->lo;
             r->hi = s.part_hi[p] > r->hi ? s.part_hi[p] : r->hi;
         }
-        r->ibits = sort_bits_for((uint64_t)(len - 1));
-        r->rbits = sort_bits_for(r->hi - r->lo);
-        r->mask = kwk_width_mask(r->ibits);
-        r->packed = r->rbits + r->ibits <= 64;
-        if (!r->packed) return;
-        s.lo = r->lo;
-        s.ib = r->ibits;
-        kwk_run_parts(load_pack_part, &s, parts);
-        return;
-    }
-    if (len <= KWK_SHORT_GATHER_MAX) {
+    } else if (len <= KWK_SHORT_GATHER_MAX) {
         /* short rows: a plain loop beats the vectorised gather's set-up and
          * horizontal min/max (a third of the time of 8-element rows) */
         uint64_t lo = ~(uint64_t)0, hi = 0;
@@ -288,9 +280,10 @@ static void sort_load(int dtype, const char *row, int64_t len, int64_t step, uin
     r->mask = kwk_width_mask(r->ibits);
     r->packed = r->rbits + r->ibits <= 64;
     if (!r->packed) return;
-    const uint64_t lo = r->lo;
-    const int ib = r->ibits;
-    for (int64_t j = 0; j < len; ++j) words[j] = ((words[j] - lo) << ib) | (uint64_t)j;
+    s.lo = r->lo;
+    s.ib = r->ibits;
+    if (parts > 1) kwk_run_parts(load_pack_part, &s, parts);
+    else load_pack_part(&s, 0);
 }
 
 /* How many leading key bits the first radix sort orders: enough whole
