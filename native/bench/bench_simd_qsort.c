@@ -3,8 +3,8 @@
  * (values-only sort: key_radix_u32) and packed (key - lo) << ibits | index
  * words (indexed sort: words_sort_top_first).  One thread, thread CPU time,
  * min of repeats.  Chooses QS_*_MIN / QS_*_MAX in sort_kernels.h / values_sort.h.
- * Build: gcc -D_GNU_SOURCE -O2 -std=c11 -Inative/include -o /tmp/bench_simd_qsort \
- *          native/bench/bench_simd_qsort.c -lm
+ * Build: gcc -D_GNU_SOURCE -O3 -std=c11 -pthread -Inative/include -o /tmp/bench_simd_qsort \
+ *          native/bench/bench_simd_qsort.c native/src/dispatch.c native/src/targets/*.c -lm
  * (add -DBENCH_AVX2 for the AVX2 version, simd_qsort_avx2.h)
  */
 #include <math.h>

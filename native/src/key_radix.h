@@ -22,9 +22,54 @@
  * wide enough to split those too). */
 #define KEY_RADIX_BITS 8
 enum { KEY_MSD_MIN_N = 1 << 17, KEY_MSD_BITS = 11 };
-/* One-digit rows from this long are counted, not scattered (n < 2^32). */
-enum { KEY_COUNT_MIN_N = 64 };
+/* One-digit rows from this long are counted, not scattered (n < 2^32).
+ * So are rows of keys spanning 9..KEY_COUNT_MAX_BITS bits (int16, float16
+ * and bfloat16 rows, int32 token ids) where tmp has room for the counts
+ * (n * sizeof(key) >= 4 * 2^bits bytes a count array, so the walk over the
+ * buckets costs at most n / 4 steps): one read and one write pass instead
+ * of two scatters and a histogram whose repeated buckets wait on each
+ * other's stores (1M int32 of 13 bits: 9.2 -> 2.6 ms native; 1M bfloat16 8.5 -> 3.5 ms). */
+enum { KEY_COUNT_MIN_N = 64, KEY_COUNT_MAX_BITS = 16 };
 #define KEY_DEFINE_RADIX(UT, SUF)                                              \
+    /* The counting sort of keys whose bits above the lowest `bits` are all \
+     * the same (relative to the row's minimum, or within an MSD bucket),    \
+     * its counts in tmp; returns 0 (nothing done) where tmp is too small    \
+     * or misaligned for them.  Consecutive keys are counted in separate    \
+     * arrays (as many as fit, up to 4) so that a run of one key does not   \
+     * wait on its own count's store. */                                    \
+    static int key_count_sort_##SUF(UT *a, UT *tmp, int64_t n, int bits)      \
+    {                                                                         \
+        const int64_t nb = (int64_t)1 << bits;                                \
+        const int64_t room = n * (int64_t)sizeof(UT) / (4 * nb);              \
+        if (room < 1 || ((uintptr_t)tmp & 3)) return 0;                       \
+        const int q = room >= 4 ? 4 : room >= 2 ? 2 : 1;                     \
+        uint32_t *c = (uint32_t *)(void *)tmp;                                \
+        const UT low = (UT)(nb - 1), high = (UT)(a[0] & (UT)~low);            \
+        memset(c, 0, (size_t)(q * nb) * sizeof(uint32_t));                    \
+        int64_t j = 0;                                                        \
+        if (q == 4) {                                                         \
+            for (; j + 4 <= n; j += 4) {                                      \
+                c[a[j] & low]++;                                              \
+                c[nb + (a[j + 1] & low)]++;                                   \
+                c[2 * nb + (a[j + 2] & low)]++;                               \
+                c[3 * nb + (a[j + 3] & low)]++;                               \
+            }                                                                 \
+        } else if (q == 2) {                                                  \
+            for (; j + 2 <= n; j += 2) {                                      \
+                c[a[j] & low]++;                                              \
+                c[nb + (a[j + 1] & low)]++;                                   \
+            }                                                                 \
+        }                                                                     \
+        for (; j < n; ++j) c[a[j] & low]++;                                   \
+        int64_t at = 0;                                                       \
+        for (int64_t b = 0; b < nb; ++b) {                                    \
+            int64_t m = c[b];                                                 \
+            for (int i = 1; i < q; ++i) m += c[i * nb + b];                   \
+            for (int64_t i = 0; i < m; ++i) a[at + i] = (UT)(high | (UT)b);   \
+            at += m;                                                          \
+        }                                                                     \
+        return 1;                                                             \
+    }                                                                         \
     /* LSD on keys already relative to the row's minimum; returns the       \
      * array holding the result (a or tmp) */                                 \
     static UT *key_lsd_##SUF(UT *a, UT *tmp, int64_t n, int bits)             \
@@ -59,6 +104,9 @@ enum { KEY_COUNT_MIN_N = 64 };
             }                                                                 \
             return a;                                                         \
         }                                                                     \
+        if (bits <= KEY_COUNT_MAX_BITS && n < ((int64_t)1 << 32) &&           \
+            key_count_sort_##SUF(a, tmp, n, bits))                            \
+            return a;                                                         \
         memset(count, 0, sizeof(int64_t) * B * (size_t)passes);               \
         for (int64_t j = 0; j < n; ++j)                                       \
             for (int p = 0; p < passes; ++p)                                  \

@@ -638,12 +638,16 @@ typedef struct {
  * words with the tie check, wide keys, records). */
 static int sort_one_row(const sort_call *c, workspace *ws, uint64_t **keys, const out_row *out)
 {
-    const int dtype = c->dtype, torch_ties = c->torch_ties;
+    const int dtype = c->dtype;
+    int torch_ties = c->torch_ties;
     const int64_t len = c->len;
     const uint64_t flip = c->flip;
-    if (c->values_only && vs_sort_values(dtype, out->row, out->step, len, out->vals,
-                                         out->dsl * out->es, c->descending, ws->words, ws->tmp))
-        return KWK_OK;
+    if (c->values_only) {
+        const int done = vs_sort_values(dtype, out->row, out->step, len, out->vals,
+                                        out->dsl * out->es, c->descending, ws->words, ws->tmp);
+        if (done > 0) return KWK_OK;
+        if (done < 0) torch_ties = 0; /* the values cannot show which order */
+    }
     sort_row r;
     sort_load(dtype, out->row, len, out->step, flip, ws->words, &r);
     if (!r.packed) {

@@ -61,7 +61,7 @@ enum { SP_SPARSEMAX = 0, SP_ENTMAX_THRESHOLD = 1, SP_ENTMAX_APPLY = 2 };
     {                                                                         \
         if (m > SP_INSERTION_MAX &&                                           \
             vs_sort_values(DT, (const char *)v, sizeof(T), m, (char *)v,      \
-                           sizeof(T), 1, key, tmp))                           \
+                           sizeof(T), 1, key, tmp) > 0)                       \
             return;                                                           \
         T *w = v;                                                             \
         if (m > SP_BUCKET_MIN && m <= SP_INSERTION_MAX) {                     \
