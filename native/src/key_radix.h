@@ -33,18 +33,20 @@ enum { KEY_COUNT_MIN_N = 64, KEY_COUNT_MAX_BITS = 16 };
 #define KEY_DEFINE_RADIX(UT, SUF)                                              \
     /* The counting sort of keys whose bits above the lowest `bits` are all \
      * the same (relative to the row's minimum, or within an MSD bucket),    \
-     * its counts in tmp; returns 0 (nothing done) where tmp is too small    \
+     * the lowest bits less than nb (<= 2^bits),                             \
+     * its counts in tmp (tmp_bytes long); returns 0 (nothing done) where   \
+     * tmp is too small                                                     \
      * or misaligned for them.  Consecutive keys are counted in separate    \
      * arrays (as many as fit, up to 4) so that a run of one key does not   \
      * wait on its own count's store. */                                    \
-    static int key_count_sort_##SUF(UT *a, UT *tmp, int64_t n, int bits)      \
+    static int key_count_sort_##SUF(UT *a, void *tmp, int64_t tmp_bytes, int64_t n, int bits, \
+                                    int64_t nb)                               \
     {                                                                         \
-        const int64_t nb = (int64_t)1 << bits;                                \
-        const int64_t room = n * (int64_t)sizeof(UT) / (4 * nb);              \
+        const int64_t room = tmp_bytes / (4 * nb);                            \
         if (room < 1 || ((uintptr_t)tmp & 3)) return 0;                       \
         const int q = room >= 4 ? 4 : room >= 2 ? 2 : 1;                     \
         uint32_t *c = (uint32_t *)(void *)tmp;                                \
-        const UT low = (UT)(nb - 1), high = (UT)(a[0] & (UT)~low);            \
+        const UT low = (UT)(((uint64_t)1 << bits) - 1), high = (UT)(a[0] & (UT)~low); \
         memset(c, 0, (size_t)(q * nb) * sizeof(uint32_t));                    \
         int64_t j = 0;                                                        \
         if (q == 4) {                                                         \
@@ -105,7 +107,8 @@ enum { KEY_COUNT_MIN_N = 64, KEY_COUNT_MAX_BITS = 16 };
             return a;                                                         \
         }                                                                     \
         if (bits <= KEY_COUNT_MAX_BITS && n < ((int64_t)1 << 32) &&           \
-            key_count_sort_##SUF(a, tmp, n, bits))                            \
+            key_count_sort_##SUF(a, tmp, n * (int64_t)sizeof(UT), n, bits,     \
+                                 (int64_t)1 << bits))                         \
             return a;                                                         \
         memset(count, 0, sizeof(int64_t) * B * (size_t)passes);               \
         for (int64_t j = 0; j < n; ++j)                                       \
