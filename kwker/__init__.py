@@ -19,7 +19,8 @@ from kwker.errors import (KwkerFallbackError, KwkerMismatchError, KwkerMismatchW
 __version__ = "0.1.0"
 
 __all__ = ["install", "uninstall", "is_installed", "installed", "info", "stats",
-           "reset_stats", "report", "explain", "KwkerWarning", "KwkerFallbackError",
+           "reset_stats", "report", "explain", "release_workspace", "KwkerWarning",
+           "KwkerFallbackError",
            "KwkerMismatchError", "KwkerMismatchWarning"]
 
 _warned_unavailable = threading.Event()
@@ -122,6 +123,14 @@ def info() -> dict:
         "verify": policy.current().verify,
         "timing": policy.current().timing,
     }
+
+
+def release_workspace() -> None:
+    """Free the workspace blocks the calling thread keeps between calls
+    (at most two, each under 4 MiB; kwker.h kwk_release_workspace).  Other
+    threads' blocks are freed when those threads exit."""
+    if _native.lib is not None:
+        _native.lib.kwk_release_workspace()
 
 
 def stats() -> dict:

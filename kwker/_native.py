@@ -6,7 +6,7 @@ use it falls back to torch.
 """
 import torch
 
-ABI_VERSION = 9
+ABI_VERSION = 10
 
 ffi = None
 lib = None

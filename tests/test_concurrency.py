@@ -185,3 +185,27 @@ def test_install_uninstall_racing_with_every_op(gen):
     assert not errors, errors[0]
     assert cycles > 10 and all(c > 0 for c in calls), (cycles, calls)
     assert torch.sort is ORIG["sort"] and torch.Tensor.median is ORIG_METHOD["median"]
+
+
+def test_workspace_cache_per_thread():
+    """Each thread keeps its own workspace blocks between calls (kwker.h
+    kwk_release_workspace): calls of different lengths in turn, on threads
+    that then exit (their blocks freed by the key's destructor), and after
+    kwker.release_workspace(), all give torch's results."""
+    gen = torch.Generator().manual_seed(5)
+    # rows whose workspaces (16 bytes an element) are cached (< 4 MiB),
+    # bigger ones first so that later calls reuse bigger blocks
+    xs = [torch.randn(1, n, generator=gen) for n in (200000, 3000, 70000, 257)]
+    refs = [tuple(ORIG["sort"](x, dim=1, stable=True)) for x in xs]
+
+    def work(t):
+        for round_ in range(3):
+            for x, ref in zip(xs[t % 2:] + xs[:t % 2], refs[t % 2:] + refs[:t % 2]):
+                assert_same(sorting.sort(x, 1, False, _native.ORDER_STABLE), ref)
+            if round_ == 1:
+                kwker.release_workspace()
+
+    _run_threads(work)
+    kwker.release_workspace()
+    kwker.release_workspace()  # nothing kept: a no-op
+    assert_same(sorting.sort(xs[0], 1, False, _native.ORDER_STABLE), refs[0])

@@ -24,7 +24,7 @@
 
 #include <stdint.h>
 
-#define KWK_ABI_VERSION 9
+#define KWK_ABI_VERSION 10
 
 /* Status codes (negative: the call did nothing useful; see kwk_strerror). */
 enum {
@@ -90,6 +90,13 @@ int64_t kwk_advise_fresh_output(void *p, int64_t bytes);
  * setting, or KWK_E_ARG (setting unchanged) for n out of range. */
 enum { KWK_MAX_ROW_THREADS = 64 };
 int kwk_set_row_threads(int n);
+
+/* Each thread keeps the workspace blocks its last calls freed (at most
+ * two, each under 4 MiB) for its next calls: a fresh block of a few
+ * hundred KiB costs more in page faults than a sort that fills it.  They
+ * are freed when the thread exits, or now by this call (the calling
+ * thread's blocks only). */
+void kwk_release_workspace(void);
 
 /* Sort each row.  values (same dtype as src) or indices (int64) may be NULL
  * when not wanted, not both. */

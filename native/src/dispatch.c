@@ -169,6 +169,97 @@ void kwk_run_parts(void (*part)(void *ctx, int p), void *ctx, int parts)
     row_threads = saved;
 }
 
+/* The workspace cache (kernels.h kwk_ws_take): per thread, so no lock and
+ * nothing shared across a fork; a thread's blocks are freed by the key's
+ * destructor when it exits.  Measured through Python (one thread, float32,
+ * stable sort, ns/element, a fresh malloc'd workspace -> cached): 64x1000
+ * 18.7 -> 10.5, 4096x64 8.1 -> 4.4-5.2, 1x32000 11.7 -> 9.9 (glibc returns
+ * freed blocks of this size to the kernel, and the next call faults them
+ * in again, with torch's outputs beside them). */
+enum { WS_SLOTS = 2 };
+typedef struct {
+    void *p[WS_SLOTS];
+    size_t cap[WS_SLOTS];
+} ws_cache;
+
+static pthread_key_t ws_key;
+static pthread_once_t ws_once = PTHREAD_ONCE_INIT;
+static int ws_key_ok;
+
+static void ws_cache_free(void *arg)
+{
+    ws_cache *c = (ws_cache *)arg;
+    for (int i = 0; i < WS_SLOTS; ++i) free(c->p[i]);
+    free(c);
+}
+
+static void ws_key_make(void) { ws_key_ok = pthread_key_create(&ws_key, ws_cache_free) == 0; }
+
+static ws_cache *ws_cache_get(int create)
+{
+    pthread_once(&ws_once, ws_key_make);
+    if (!ws_key_ok) return NULL;
+    ws_cache *c = (ws_cache *)pthread_getspecific(ws_key);
+    if (!c && create) {
+        c = (ws_cache *)calloc(1, sizeof *c);
+        if (c && pthread_setspecific(ws_key, c) != 0) {
+            free(c);
+            c = NULL;
+        }
+    }
+    return c;
+}
+
+void *kwk_ws_take(size_t bytes, size_t *cap)
+{
+    ws_cache *c = bytes < KWK_WS_CACHE_MAX ? ws_cache_get(0) : NULL;
+    if (c) {
+        int best = -1; /* the smallest block big enough */
+        for (int i = 0; i < WS_SLOTS; ++i)
+            if (c->p[i] && c->cap[i] >= bytes && (best < 0 || c->cap[i] < c->cap[best])) best = i;
+        if (best >= 0) {
+            void *p = c->p[best];
+            *cap = c->cap[best];
+            c->p[best] = NULL;
+            c->cap[best] = 0;
+            return p;
+        }
+    }
+    *cap = bytes;
+    return malloc(bytes);
+}
+
+void kwk_ws_give(void *p, size_t cap)
+{
+    if (!p) return;
+    ws_cache *c = cap < KWK_WS_CACHE_MAX ? ws_cache_get(1) : NULL;
+    if (c) {
+        int slot = -1; /* an empty slot, else the smallest block if smaller */
+        for (int i = 0; i < WS_SLOTS; ++i) {
+            if (!c->p[i]) { slot = i; break; }
+            if (c->cap[i] < cap && (slot < 0 || c->cap[i] < c->cap[slot])) slot = i;
+        }
+        if (slot >= 0) {
+            free(c->p[slot]);
+            c->p[slot] = p;
+            c->cap[slot] = cap;
+            return;
+        }
+    }
+    free(p);
+}
+
+void kwk_release_workspace(void)
+{
+    ws_cache *c = ws_cache_get(0);
+    if (!c) return;
+    for (int i = 0; i < WS_SLOTS; ++i) {
+        free(c->p[i]);
+        c->p[i] = NULL;
+        c->cap[i] = 0;
+    }
+}
+
 /* Fresh outputs of a large call are mostly page faults: sorting 600k rows
  * of 7 float32 (4.2M elements, 50 MB of values and int64 indices) took 34
  * ms through torch's fresh outputs and 12 ms writing the same outputs a

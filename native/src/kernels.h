@@ -73,6 +73,15 @@ int kwk_row_threads(void);
  * again).  parts <= KWK_MAX_ROW_THREADS (dispatch.c). */
 void kwk_run_parts(void (*part)(void *ctx, int p), void *ctx, int parts);
 
+/* Workspace blocks through the calling thread's cache (dispatch.c,
+ * kwker.h kwk_release_workspace): kwk_ws_take returns a block of at least
+ * `bytes` (its size in *cap) or NULL; kwk_ws_give takes it back (keeps it
+ * for a later call of this thread, or frees it).  Blocks of KWK_WS_CACHE_MAX
+ * bytes or more are never cached. */
+enum { KWK_WS_CACHE_MAX = 4 << 20 };
+void *kwk_ws_take(size_t bytes, size_t *cap);
+void kwk_ws_give(void *p, size_t cap);
+
 /* Add n to a kwk_counter (dispatch.c; relaxed atomic, once per call). */
 void kwk_count(int which, int64_t n);
 

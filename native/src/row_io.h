@@ -23,6 +23,7 @@ typedef struct {
     uint64_t *tmp;   /* radix scratch */
     kwk_kv *kv;      /* records for wide keys and for torch-order emulation */
     kwk_kv *kv_tmp;
+    size_t cap[4];   /* each block's size (workspace_alloc), in that order */
 } workspace;
 
 /* Workspace buffers of KWK_HUGE_MIN_BYTES or more are asked to be backed
@@ -35,25 +36,29 @@ typedef struct {
  * to whole huge pages (at most 2 MiB more each); freed with free(). */
 enum { KWK_HUGE_MIN_BYTES = 4 << 20, KWK_HUGE_PAGE = 2 << 20 };
 
-static void *workspace_alloc(size_t bytes)
+/* Smaller blocks come from the calling thread's cache (kwk_ws_take); *cap
+ * is the block's size, KWK_WS_CACHE_MAX or more for a huge-page one. */
+static void *workspace_alloc(size_t bytes, size_t *cap)
 {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
+    _Static_assert((int)KWK_HUGE_MIN_BYTES <= (int)KWK_WS_CACHE_MAX, "huge-page blocks are never cached");
     if (bytes >= (size_t)KWK_HUGE_MIN_BYTES) {
         const size_t rounded = (bytes + KWK_HUGE_PAGE - 1) / KWK_HUGE_PAGE * KWK_HUGE_PAGE;
         void *p = aligned_alloc(KWK_HUGE_PAGE, rounded);
         if (p) (void)madvise(p, rounded, MADV_HUGEPAGE); /* a hint: ignored where unsupported */
+        *cap = rounded;
         return p;
     }
 #endif
-    return malloc(bytes);
+    return kwk_ws_take(bytes, cap);
 }
 
 static int workspace_init(workspace *ws, int64_t len)
 {
     size_t n = (size_t)(len > 0 ? len : 1);
     memset(ws, 0, sizeof *ws);
-    ws->words = (uint64_t *)workspace_alloc(n * sizeof(uint64_t));
-    ws->tmp = (uint64_t *)workspace_alloc(n * sizeof(uint64_t));
+    ws->words = (uint64_t *)workspace_alloc(n * sizeof(uint64_t), &ws->cap[0]);
+    ws->tmp = (uint64_t *)workspace_alloc(n * sizeof(uint64_t), &ws->cap[1]);
     if (!ws->words || !ws->tmp) return KWK_E_NOMEM;
     return KWK_OK;
 }
@@ -61,17 +66,17 @@ static int workspace_init(workspace *ws, int64_t len)
 static int workspace_kv(workspace *ws, int64_t len)
 {
     size_t n = (size_t)(len > 0 ? len : 1);
-    if (!ws->kv) ws->kv = (kwk_kv *)workspace_alloc(n * sizeof(kwk_kv));
-    if (!ws->kv_tmp) ws->kv_tmp = (kwk_kv *)workspace_alloc(n * sizeof(kwk_kv));
+    if (!ws->kv) ws->kv = (kwk_kv *)workspace_alloc(n * sizeof(kwk_kv), &ws->cap[2]);
+    if (!ws->kv_tmp) ws->kv_tmp = (kwk_kv *)workspace_alloc(n * sizeof(kwk_kv), &ws->cap[3]);
     return (ws->kv && ws->kv_tmp) ? KWK_OK : KWK_E_NOMEM;
 }
 
 static void workspace_free(workspace *ws)
 {
-    free(ws->words);
-    free(ws->tmp);
-    free(ws->kv);
-    free(ws->kv_tmp);
+    kwk_ws_give(ws->words, ws->cap[0]);
+    kwk_ws_give(ws->tmp, ws->cap[1]);
+    kwk_ws_give(ws->kv, ws->cap[2]);
+    kwk_ws_give(ws->kv_tmp, ws->cap[3]);
 }
 
 /* A row's keys, packed: either words (packed != 0) or records in ws->kv. */
