@@ -910,7 +910,11 @@ static int impl_sort(int dtype, const void *src, int64_t outer, int64_t len,
     c.torch_ties = order == KWK_ORDER_TORCH && len > KWK_STD_SORT_THRESHOLD;
     /* values only: bare keys sorted when they map back to single bit
      * patterns (values_sort.h); ws.words and ws.tmp hold them */
-    c.values_only = indices == NULL && len >= VS_MIN_LEN;
+    /* 64-bit keys from 17 elements where the vector quicksort is compiled
+     * (values_sort.h; the wide keys' indexed sort carries an index per key:
+     * values only, 4096x64 float64 14.6 -> 9.8 ns/el, int64 14.7 -> 7.6) */
+    c.values_only = indices == NULL &&
+                    (len >= VS_MIN_LEN || (VS_QSORT64 && info.elem_size == 8 && len > 16));
     c.no_indices = indices == NULL;
     const sort_layout g = {(const char *)src, (char *)values, indices, inner, src_so, src_sl,
                            src_si, dst_so, dst_sl, dst_si, info.elem_size};
