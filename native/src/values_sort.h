@@ -329,17 +329,13 @@ static int vs_row_h16_contig(const uint16_t *src, int64_t n, uint16_t *dst, int 
         lo = _mm256_min_epu16(lo, k);
         hi = _mm256_max_epu16(hi, k);
     }
-    for (; j < n; ++j) { /* the last few: kwk_key_* of keys.h, by hand */
-        const uint16_t b = src[j], a = b & 0x7FFFu;
-        uint16_t k;
-        if (a > inf) {
+    for (; j < n; ++j) { /* the last few, through keys.h's one definition */
+        const uint16_t b = src[j];
+        uint16_t k = inf == 0x7C00u ? kwk_key_f16(b) : kwk_key_bf16(b);
+        if (k == 0xFFFFu) { /* NaN */
             nan_mixed |= have_nan && b != nan_bits;
             nan_bits = b;
             have_nan = 1;
-            k = 0xFFFFu;
-        } else {
-            const uint16_t v = a ? b : 0;
-            k = (v & 0x8000u) ? (uint16_t)~v : (uint16_t)(v ^ 0x8000u);
         }
         spz |= b == 0;
         snz |= b == 0x8000u;
