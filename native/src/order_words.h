@@ -299,12 +299,23 @@ static void words_small_sort(uint64_t *a, uint64_t *tmp, int64_t n)
     if (src != a) memcpy(a, src, (size_t)n * sizeof(uint64_t));
 }
 
-/* Rows too big for the cache (KWK_MSD_MIN_N words = 1 MiB) whose keys would
- * need three or more LSD passes take one most-significant-digit pass
- * first: a single scatter through memory, then each bucket is sorted while
- * it sits in cache and copied back.  (Every LSD pass over a million words
- * costs about as much as that whole second stage.) */
-enum { KWK_MSD_MIN_N = 1 << 17, KWK_MSD_LSD_MAX_BITS = 2 * KWK_WIDE_DIGIT_BITS };
+/* Rows too big for the cache whose keys would need three or more LSD
+ * passes take one most-significant-digit pass first: a single scatter
+ * through memory, then each bucket is sorted while it sits in cache and
+ * copied back.  (Every LSD pass over a million words costs about as much as
+ * that whole second stage.)  From KWK_MSD_MIN_N words (5 MiB) on one
+ * thread: below it the LSD passes still run from the L3 cache, and the
+ * buckets' own passes cost more than the LSD pass saved (Zen 3, float32
+ * randn keys + index, ns/word LSD vs MSD, min of 5 alternating runs:
+ * 152064 9.4 vs 15.9, 262144 9.9 vs 13.8, 524288 12.1 vs 16.7, 600000
+ * 14.6 vs 13.4, 1M 16.5 vs 15.0; int32 of 20 bits 152064 9.6 vs 13.2;
+ * int64 of 20 bits 152064 18.0 vs 22.3).  With row threads the MSD pass
+ * starts at KWK_MSD_SPLIT_MIN_N: its buckets are what the threads share. */
+enum {
+    KWK_MSD_MIN_N = 5 << 17,
+    KWK_MSD_SPLIT_MIN_N = 1 << 17,
+    KWK_MSD_LSD_MAX_BITS = 2 * KWK_WIDE_DIGIT_BITS
+};
 
 static uint64_t *words_sort_bits_res(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int bits);
 static void words_sort_bits(uint64_t *a, uint64_t *tmp, int64_t n, int lo, int bits);
@@ -455,7 +466,8 @@ static uint64_t *words_sort_bits_res(uint64_t *a, uint64_t *tmp, int64_t n, int 
 {
     if (bits <= 0 || n < 2) return a;
     if (n <= KWK_SMALL_SORT_MAX) words_small_sort(a, tmp, n);
-    else if (n >= KWK_MSD_MIN_N && n < ((int64_t)1 << 32) && bits > KWK_MSD_LSD_MAX_BITS)
+    else if (n >= KWK_MSD_SPLIT_MIN_N && n < ((int64_t)1 << 32) && bits > KWK_MSD_LSD_MAX_BITS &&
+             (n >= KWK_MSD_MIN_N || kwk_row_threads() > 1))
         words_msd_sort(a, tmp, n, lo, bits);
     else return words_radix_res(a, tmp, n, lo, bits);
     return a;

@@ -602,6 +602,24 @@ static int64_t dense_key_repeats(const uint64_t *words, int64_t n, int ibits, ui
     return repeats;
 }
 
+/* Rows of at least KWK_TIE_WIDE_MIN_N elements whose key range is wide for
+ * their length (float32 rows of 2^17+: rbits 31-32, ibits 18+) still
+ * expect n^2 / 2^(rbits+1) ties or more (float keys crowd around a few
+ * exponents, so many more), and with a few hundred tied keys the pruned
+ * emulation still runs ~10 of the ~13 levels: the full emulation is then
+ * faster than the stable sort plus the pruned one.  Measured (Zen 3,
+ * float32 randn rows, ns/el, stable+pruned vs full, min of 5 alternating
+ * runs): 152064 (188 tied keys) 24.6 vs 19.8, 262144 31.2 vs 20.8, 1M
+ * 35.7 vs 25.8; 50257 (~20 tied keys) 19.8 vs 17.8, 20000 14.4 vs 18.0.
+ * Presorted rows keep the stable path, whose run detection sorts them in
+ * a pass or two. */
+enum { KWK_TIE_WIDE_MIN_N = 1 << 17 };
+
+static int words_presorted_likely(const uint64_t *w, int64_t n)
+{
+    return words_descents(w, n, n / KWK_NEAR_RATIO) <= n / KWK_NEAR_RATIO;
+}
+
 static int tie_expected(const uint64_t *words, int64_t n, const sort_row *r, uint64_t *scratch)
 {
     if (r->hi - r->lo < (uint64_t)(n - 1)) return 1;
@@ -620,7 +638,9 @@ static int tie_expected(const uint64_t *words, int64_t n, const sort_row *r, uin
      * levels, which pays for the sort only when D < n / 256.  Measured:
      * 48 tied keys in 65536 1.25x faster that way, 2475 in 262144 1.45x
      * slower. */
-    if (2 * r->ibits > r->rbits + 3 && r->rbits <= r->ibits + 10) return 1;
+    if (2 * r->ibits > r->rbits + 3 &&
+        (r->rbits <= r->ibits + 10 || (n >= KWK_TIE_WIDE_MIN_N && !words_presorted_likely(words, n))))
+        return 1;
     /* a repeated extreme key alone (masked entries, padding) is left to
      * the sort: its stable order lets the emulation copy every range free
      * of tied keys (wemu_prune), which is most of such a row */

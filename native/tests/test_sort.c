@@ -450,8 +450,12 @@ static void check_row_threads(int big)
 {
     static const int dts[] = {KWK_FLOAT32, KWK_INT64, KWK_FLOAT64, KWK_BFLOAT16, KWK_INT32};
     static const int64_t ns[] = {131072, 140001, 300007};
-    /* first on one thread */
+    /* first on one thread: LSD below order_words.h's KWK_MSD_MIN_N, the
+     * MSD pass from it */
     for (int bits = 31; bits <= 46; bits += 5) check_stable_int64(300007, bits);
+    check_case(KWK_FLOAT32, K_RANDOM, 655359);
+    check_case(KWK_FLOAT32, K_RANDOM, 655360);
+    check_case(KWK_INT64, K_RANDOM, 655360);
     if (kwk_set_row_threads(3) != 1) PLAIN_FAIL("row threads: default not 1");
     for (size_t d = 0; d < sizeof dts / sizeof dts[0]; ++d)
         for (size_t s = 0; s < sizeof ns / sizeof ns[0]; ++s)
