@@ -497,11 +497,18 @@ static void wide_sort(const uint64_t *keys, uint64_t *w, uint64_t *tmp, int64_t 
         int64_t e = s + 1;
         while (e < n && (w[e] >> ib) == top) ++e;
         if (e - s > 1) {
+            /* re-packed in place; a run already in order (the usual case
+             * for repeated keys, e.g. unique's hashed ids: equal keys sit
+             * in index order after the stable first sort) is left as is */
+            int sorted = 1;
+            uint64_t prev = 0;
             for (int64_t q = s; q < e; ++q) {
                 const uint64_t idx = w[q] & m;
-                w[q] = (((keys[idx] - lo) & lowmask) << ib) | idx;
+                const uint64_t nw = (((keys[idx] - lo) & lowmask) << ib) | idx;
+                sorted &= q == s || nw > prev;
+                w[q] = prev = nw;
             }
-            words_sort(w + s, tmp, e - s, ib, low);
+            if (!sorted) words_sort(w + s, tmp, e - s, ib, low);
         }
         s = e;
     }
