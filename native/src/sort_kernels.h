@@ -667,8 +667,8 @@ typedef struct {
 /* Sort one row into its outputs (the whole path: values-only sort, packed
  * words with the tie check, wide keys, records). */
 /* A row of at most KWK_STD_SORT_THRESHOLD elements with 64-bit keys: each
- * element's stable rank from the keys themselves (n^2 / 2 pairs, no packing
- * or radix passes).  std::sort leaves such a row to its insertion sort,
+ * element's stable rank from the keys themselves (n^2 compares, no
+ * packing or radix passes).  std::sort leaves such a row to its insertion sort,
  * which is stable, so this is torch's order too.  Keys too wide to pack
  * with an index (int64 of full range, float64) otherwise went through the
  * wide sort's passes and re-packing: stable argsort of 4096x8 int64 14.4
