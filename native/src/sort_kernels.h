@@ -664,11 +664,9 @@ typedef struct {
     uint64_t flip;
 } sort_call;
 
-/* Sort one row into its outputs (the whole path: values-only sort, packed
- * words with the tie check, wide keys, records). */
 /* A row of at most KWK_STD_SORT_THRESHOLD elements with 64-bit keys: each
- * element's stable rank from the keys themselves (n^2 compares, no
- * packing or radix passes).  std::sort leaves such a row to its insertion sort,
+ * element's stable rank from the keys themselves (n^2 compares, no packing
+ * or radix passes).  std::sort leaves such a row to its insertion sort,
  * which is stable, so this is torch's order too.  Keys too wide to pack
  * with an index (int64 of full range, float64) otherwise went through the
  * wide sort's passes and re-packing: stable argsort of 4096x8 int64 14.4
@@ -687,6 +685,9 @@ static void sort_short_wide_row(int dtype, const out_row *out, int64_t len, uint
     emit_words(out, order, len, ~(uint64_t)0);
 }
 
+/* Sort one row into its outputs (the whole path: values-only sort, short
+ * rows of 64-bit keys, packed words with the tie check, wide keys,
+ * records). */
 static int sort_one_row(const sort_call *c, workspace *ws, uint64_t **keys, const out_row *out)
 {
     const int dtype = c->dtype;
