@@ -108,6 +108,8 @@ int kwk_topk_dense_addr(int dtype, uintptr_t src, int64_t rows, int64_t len, int
                         int mode, double fill, uintptr_t out, uintptr_t mask);
 int kwk_topk_dense_backward_addr(int dtype, uintptr_t grad, uintptr_t mask, int64_t n,
                                  uintptr_t out);
+int kwk_filter_below_addr(int dtype, uintptr_t key, uintptr_t src, int64_t rows, int64_t len,
+                          uintptr_t cutoff, double fill, uintptr_t out, uintptr_t mask);
 int64_t kwk_unique_runs_addr(int dtype, uintptr_t values, int64_t n, uintptr_t perm,
                              uintptr_t inverse);
 int kwk_unique_fill_addr(int dtype, uintptr_t values, int64_t n, int64_t runs, uintptr_t out,
@@ -215,6 +217,12 @@ int kwk_topk_dense_backward_addr(int dtype, uintptr_t grad, uintptr_t mask, int6
                                  uintptr_t out)
 {
     return kwk_topk_dense_backward(dtype, P(grad), (const uint8_t *)P(mask), n, P(out));
+}
+int kwk_filter_below_addr(int dtype, uintptr_t key, uintptr_t src, int64_t rows, int64_t len,
+                          uintptr_t cutoff, double fill, uintptr_t out, uintptr_t mask)
+{
+    return kwk_filter_below(dtype, P(key), P(src), rows, len, P(cutoff), fill, P(out),
+                            (uint8_t *)P(mask));
 }
 /* 2 * runs + order_shows (kwker.h kwk_unique_runs), or a negative status */
 int64_t kwk_unique_runs_addr(int dtype, uintptr_t values, int64_t n, uintptr_t perm,

@@ -181,6 +181,26 @@ def test_top_p_ties_straddling_the_boundary(gen):
         _same(R.top_p_filter(y, p), T.top_p_filter(y, p))
 
 
+def test_top_p_count_edges(gen):
+    """The count of removed tokens comes from a binary search over each
+    row's cumulative sum, checked against the comparison itself: rows with
+    NaN (the search does not order them: counted in full), +inf (a NaN
+    softmax), a bound that rounds onto a cumulative value, and every
+    min_tokens_to_keep slice the reference's `[..., -m:]` can make (0
+    zeroes the whole row, more than the row, negative)."""
+    x = torch.randn(6, 300, generator=gen) * 3
+    x[1, 17] = float("nan")
+    x[2, 5] = float("inf")
+    x[3] = 0.0  # uniform: cumulative steps of exactly 1/300
+    x[4, :150] = -float("inf")
+    for p in (0.0, 0.5, 0.9, 1.0, 1 - 1 / 3, 1 - 0.5):
+        for keep in (1, 0, 2, 299, 300, 301, -2):
+            _same(R.top_p_filter(x, p, min_tokens_to_keep=keep),
+                  T.top_p_filter(x, p, min_tokens_to_keep=keep))
+    x64 = x.double()
+    _same(R.top_p_filter(x64, 0.9), T.top_p_filter(x64, 0.9))
+
+
 def test_min_p_protection_by_argsort(gen):
     """min_tokens_to_keep larger than the kept set: the argsort's first ones
     stay, ties in torch's order (rows redone by the reference)."""

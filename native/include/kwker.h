@@ -24,7 +24,7 @@
 
 #include <stdint.h>
 
-#define KWK_ABI_VERSION 10
+#define KWK_ABI_VERSION 11
 
 /* Status codes (negative: the call did nothing useful; see kwk_strerror). */
 enum {
@@ -266,5 +266,15 @@ enum { KWK_TOPK_DENSE_KEEP = 0, KWK_TOPK_DENSE_RELU = 1, KWK_TOPK_DENSE_FILTER =
  * Order as everywhere: -0.0 == +0.0, NaN largest. */
 int kwk_topk_dense(int dtype, const void *src, int64_t rows, int64_t len, int64_t k,
                    int mode, double fill, void *out, uint8_t *mask);
+/* kwk_topk_dense's FILTER output with each row's threshold given, and the
+ * comparison on keys that may differ from the values: for `rows`
+ * contiguous rows of `len` float32/float64 keys and values (same dtype;
+ * key may be src) and cutoff[r] (one key per row), out = fill (rounded to
+ * the dtype) where key < cutoff[r], src elsewhere; mask = replaced.  The
+ * comparison is IEEE's, as torch's `key < cutoff`: NaN on either side
+ * replaces nothing, -0.0 == +0.0.  (The top-p filter: key = src, its
+ * cutoff from a sorted row; min-p: key = softmax(src).) */
+int kwk_filter_below(int dtype, const void *key, const void *src, int64_t rows, int64_t len,
+                     const void *cutoff, double fill, void *out, uint8_t *mask);
 
 #endif

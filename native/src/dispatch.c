@@ -596,6 +596,19 @@ int kwk_topk_dense(int dtype, const void *src, int64_t rows, int64_t len, int64_
     return kernels()->topk_dense(dtype, src, rows, len, k, mode, fill, out, mask);
 }
 
+int kwk_filter_below(int dtype, const void *key, const void *src, int64_t rows, int64_t len,
+                     const void *cutoff, double fill, void *out, uint8_t *mask)
+{
+    int64_t t;
+    if (dtype != KWK_FLOAT32 && dtype != KWK_FLOAT64) return KWK_E_DTYPE;
+    if (rows < 0 || len < 0) return KWK_E_ARG;
+    if (!mul_ok(rows, len, &t) || !mul_ok(t, 8, &t) || !mul_ok(rows, 8, &t))
+        return KWK_E_OVERFLOW;
+    if (rows == 0 || len == 0) return KWK_OK;
+    if (!key || !src || !cutoff || !out || !mask) return KWK_E_ARG;
+    return kernels()->filter_below(dtype, key, src, rows, len, cutoff, fill, out, mask);
+}
+
 /* n sorted elements of a known dtype; every byte of them reachable */
 static int check_unique(int dtype, const void *values, int64_t n)
 {

@@ -55,6 +55,8 @@ typedef struct {
     int (*topk_dense)(int dtype, const void *src, int64_t rows, int64_t len, int64_t k,
                       int mode, double fill, void *out, uint8_t *mask);
     int (*mask_grad)(int es, const void *grad, const uint8_t *mask, int64_t n, void *out);
+    int (*filter_below)(int dtype, const void *key, const void *src, int64_t rows, int64_t len,
+                        const void *cutoff, double fill, void *out, uint8_t *mask);
     /* unique_runs.h */
     int64_t (*unique_runs)(int dtype, const void *values, int64_t n, const int64_t *perm,
                            int64_t *inverse, int *shows);

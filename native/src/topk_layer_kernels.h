@@ -162,6 +162,22 @@ TL_DEFINE_BLOCK_ANY(double, f64)
         return tl_kth_largest_##SUF(keys, n, k, bits, cand, gt, eq);          \
     }
 
+/* out = fill where key < cut, x elsewhere; mask = replaced (IEEE's <, as
+ * the reference's `x < kth`: NaN on either side removes nothing, zeros of
+ * both signs compare equal).  Branch-free, so it vectorises. */
+#define TL_DEFINE_FILTER(T, SUF)                                              \
+    static void tl_filter_below_##SUF(const T *key, const T *x, int64_t n, T cut, T fill, \
+                                      T *out, uint8_t *mask)                  \
+    {                                                                         \
+        for (int64_t j = 0; j < n; ++j) {                                     \
+            const int removed = key[j] < cut;                                 \
+            out[j] = removed ? fill : x[j];                                   \
+            mask[j] = (uint8_t)removed;                                       \
+        }                                                                     \
+    }
+TL_DEFINE_FILTER(float, f32)
+TL_DEFINE_FILTER(double, f64)
+
 /* One row of one float type: T (type of the values), UT (same-width
  * unsigned), KEY (its order key). */
 #define TL_DEFINE_ROW(T, UT, SUF, KEY)                                        \
@@ -182,15 +198,7 @@ TL_DEFINE_BLOCK_ANY(double, f64)
         int64_t gt, eq;                                                       \
         const UT t = tl_threshold_##SUF(x, n, k, keys, cand, &gt, &eq);      \
         if (mode == KWK_TOPK_DENSE_FILTER) {                                  \
-            /* key < t as the reference's x < kth: NaN on either side */      \
-            /* removes nothing, zeros of both signs compare equal */          \
-            const T tf = tl_value_##SUF(t);                                   \
-            for (int64_t j = 0; j < n; ++j) {                                 \
-                const T v = x[j];                                             \
-                const int removed = v < tf;                                   \
-                out[j] = removed ? fill : v;                                  \
-                mask[j] = (uint8_t)removed;                                   \
-            }                                                                 \
+            tl_filter_below_##SUF(x, x, n, tl_value_##SUF(t), fill, out, mask); \
             return KWK_OK;                                                    \
         }                                                                     \
         if (eq == k - gt) { /* every key >= t kept: no tie is cut */          \
@@ -231,6 +239,24 @@ TL_DEFINE_THRESHOLD(float, uint32_t, f32, kwk_key_f32)
 TL_DEFINE_THRESHOLD(double, uint64_t, f64, kwk_key_f64)
 TL_DEFINE_ROW(float, uint32_t, f32, kwk_key_f32)
 TL_DEFINE_ROW(double, uint64_t, f64, kwk_key_f64)
+
+static int impl_filter_below(int dtype, const void *key, const void *src, int64_t rows,
+                             int64_t len, const void *cutoff, double fill, void *out,
+                             uint8_t *mask)
+{
+    for (int64_t r = 0; r < rows; ++r) {
+        const size_t at = (size_t)r * (size_t)len;
+        if (dtype == KWK_FLOAT32)
+            tl_filter_below_f32((const float *)key + at, (const float *)src + at, len,
+                                ((const float *)cutoff)[r], (float)fill, (float *)out + at,
+                                mask + at);
+        else
+            tl_filter_below_f64((const double *)key + at, (const double *)src + at, len,
+                                ((const double *)cutoff)[r], fill, (double *)out + at,
+                                mask + at);
+    }
+    return KWK_OK;
+}
 
 /* The activation's backward: out = grad where mask, +0.0 elsewhere (as
  * torch.where(mask, grad, 0)), n elements of es = 4 or 8 bytes.  A mask

@@ -154,6 +154,68 @@ static void dense_backward(int64_t n)
     free(g); free(o); free(g64); free(o64); free(m);
 }
 
+/* kwk_filter_below: fill where the key is below the row's cutoff (IEEE's
+ * <: NaN never below, -0.0 not below +0.0), the value's bits elsewhere;
+ * keys the values themselves (same_key, the top-p filter) or another array
+ * (min-p); rows of every length around the vector widths, exact-size
+ * buffers, float32 and float64. */
+static void filter_below(int64_t rows, int64_t n, int same_key)
+{
+    const size_t total = (size_t)(rows * n);
+    float *x = malloc(sizeof(float) * (total + 1)), *o = malloc(sizeof(float) * (total + 1));
+    float *kx = same_key ? x : malloc(sizeof(float) * (total + 1));
+    double *x64 = malloc(sizeof(double) * (total + 1)), *o64 = malloc(sizeof(double) * (total + 1));
+    double *k64 = same_key ? x64 : malloc(sizeof(double) * (total + 1));
+    float *cut = malloc(sizeof(float) * (size_t)(rows + 1));
+    double *cut64 = malloc(sizeof(double) * (size_t)(rows + 1));
+    uint8_t *m = malloc(total + 1), *m64 = malloc(total + 1);
+    for (size_t i = 0; i < total; ++i) {
+        const double u = uniform(), w = uniform();
+        x[i] = u < 0.05 ? NAN : u < 0.1 ? -0.0f : u < 0.15 ? 0.0f : value(1);
+        x64[i] = x[i];
+        if (!same_key) {
+            kx[i] = w < 0.05 ? NAN : w < 0.1 ? -0.0f : w < 0.15 ? 0.0f : value(1);
+            k64[i] = kx[i];
+        }
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+        const double u = uniform();
+        cut[r] = u < 0.1 ? NAN : u < 0.2 ? -0.0f : u < 0.3 ? 0.0f : value(1);
+        cut64[r] = cut[r];
+    }
+    const double fill = 0.1; /* rounded to float for float32 rows */
+    CHECK(kwk_filter_below(KWK_FLOAT32, kx, x, rows, n, cut, fill, o, m) == KWK_OK,
+          "filter status");
+    CHECK(kwk_filter_below(KWK_FLOAT64, k64, x64, rows, n, cut64, fill, o64, m64) == KWK_OK,
+          "filter status f64");
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < n; ++j) {
+            const size_t i = (size_t)(r * n + j);
+            const int below = kx[i] < cut[r];
+            const float want = below ? (float)fill : x[i];
+            const double want64 = below ? fill : x64[i];
+            CHECK(m[i] == below && memcmp(&o[i], &want, sizeof want) == 0,
+                  "filter f32 rows %lld n %lld at %lld,%lld", (long long)rows, (long long)n,
+                  (long long)r, (long long)j);
+            CHECK(m64[i] == below && memcmp(&o64[i], &want64, sizeof want64) == 0,
+                  "filter f64 at %lld,%lld", (long long)r, (long long)j);
+        }
+    CHECK(kwk_filter_below(KWK_INT32, kx, x, rows, n, cut, fill, o, m) == KWK_E_DTYPE,
+          "filter dtype");
+    CHECK(kwk_filter_below(KWK_FLOAT32, kx, x, -1, n, cut, fill, o, m) == KWK_E_ARG,
+          "filter rows");
+    CHECK(kwk_filter_below(KWK_FLOAT32, kx, x, rows, -1, cut, fill, o, m) == KWK_E_ARG,
+          "filter len");
+    CHECK(kwk_filter_below(KWK_FLOAT32, kx, x, rows, n, NULL, fill, o, m) ==
+              (rows && n ? KWK_E_ARG : KWK_OK), "filter NULL cutoff");
+    CHECK(kwk_filter_below(KWK_FLOAT32, NULL, x, rows, n, cut, fill, o, m) ==
+              (rows && n ? KWK_E_ARG : KWK_OK), "filter NULL key");
+    CHECK(kwk_filter_below(KWK_FLOAT32, kx, x, INT64_MAX / 2, 4, cut, fill, o, m) ==
+              KWK_E_OVERFLOW, "filter overflow");
+    if (!same_key) { free(kx); free(k64); }
+    free(x); free(o); free(x64); free(o64); free(cut); free(cut64); free(m); free(m64);
+}
+
 static void sort_pool(int64_t batch, int64_t nodes, int64_t c, int64_t k)
 {
     float *x = malloc(sizeof(float) * (batch * nodes * c + 1));
@@ -209,6 +271,13 @@ int main(void)
         group_sort(3001, 2, 1); /* past one 4096-byte block of the position check */
         group_sort(1501, 4, 0);
         for (int64_t n = 0; n <= 40; ++n) dense_backward(n);
+        for (int64_t n = 0; n <= 40; ++n) {
+            filter_below(3, n, 1);
+            filter_below(3, n, 0);
+        }
+        filter_below(0, 5, 0);
+        filter_below(2, 1001, 1);
+        filter_below(2, 1001, 0);
         dense_backward(1001);
     }
     kwk_set_target("auto");
