@@ -146,3 +146,26 @@ def test_torch_all_nan_row_indices():
     expected = [0, 0, 0, 2, 2, 3, 5, 6, 7, 8]
     assert [int(ORIG["nanmedian"](torch.full((1, n), float("nan")), 1).indices)
             for n in range(1, 11)] == expected
+
+
+@pytest.mark.parametrize("shape,dim", [((5,), 0), ((300,), 0), ((5000,), 0), ((64, 20), 1),
+                                       ((64, 1000), 1), ((64, 1000), 0)])
+def test_bool_values_come_out_as_0_or_1(gen, shape, dim):
+    """Was: a bool tensor viewed from bytes other than 0/1 sorted to values
+    carrying those bytes; torch's sort writes bool values as 0 or 1 (every
+    path: short rows, the batched network, packed words, the byte counting
+    sort).  torch.equal sees such bools as equal, so the bytes are compared."""
+    raw = torch.randint(0, 4, shape, generator=gen, dtype=torch.uint8)
+    x = raw.view(torch.bool)
+    assert kwker.install(use_fast=True)
+    try:
+        for stable in (False, True):
+            for descending in (False, True):
+                got = torch.sort(x, dim=dim, descending=descending, stable=stable)
+                ref = ORIG["sort"](x, dim=dim, descending=descending, stable=stable)
+                assert torch.equal(got.values.view(torch.uint8), ref.values.view(torch.uint8))
+                assert torch.equal(got.indices, ref.indices)
+        assert torch.equal(torch.msort(x).view(torch.uint8), ORIG["msort"](x).view(torch.uint8))
+    finally:
+        kwker.uninstall()
+    assert torch.equal(raw, x.view(torch.uint8))  # input untouched

@@ -685,6 +685,75 @@ static void sort_short_wide_row(int dtype, const out_row *out, int64_t len, uint
     emit_words(out, order, len, ~(uint64_t)0);
 }
 
+/* Stable sort of a row of one-byte keys (bool, uint8, int8) by counting:
+ * a histogram, then each index written straight to its place, instead of
+ * packing 8-byte words and moving them through a radix pass (four passes
+ * over 8n bytes where this reads n twice).  As in words_radix_one_digit,
+ * the row is walked in four quarters with their own counts (independent
+ * chains when keys repeat), each quarter's elements of a key placed after
+ * the earlier quarters': stable.  uint8/int8 values are runs of the one byte
+ * each key stands for; bool values are copied from the source (a bool's
+ * byte may be any non-zero value).  Returns 0, doing nothing, for bool
+ * values without indices. */
+enum { KWK_BYTE_SORT_MIN_LEN = 384 };
+static int sort_byte_row(int dtype, const out_row *o, int64_t len, uint64_t flip)
+{
+    const int is_bool = dtype == KWK_BOOL;
+    if (is_bool && !o->inds) return 0;
+    uint8_t key_of[256], byte_of[256];
+    for (int b = 0; b < 256; ++b) {
+        const uint8_t k = (uint8_t)((is_bool ? (b != 0) : dtype == KWK_INT8 ? b ^ 0x80 : b) ^ (int)flip);
+        key_of[b] = k;
+        byte_of[k] = (uint8_t)b; /* (bool: unused) */
+    }
+    int64_t c[4][256];
+    memset(c, 0, sizeof c);
+    const char *row = o->row;
+    const int64_t step = o->step, q = len / 4;
+#define KWK_BYTE_KEY(j) key_of[(uint8_t)row[(j) * step]]
+    for (int64_t i = 0; i < q; ++i) {
+        c[0][KWK_BYTE_KEY(i)]++;
+        c[1][KWK_BYTE_KEY(q + i)]++;
+        c[2][KWK_BYTE_KEY(2 * q + i)]++;
+        c[3][KWK_BYTE_KEY(3 * q + i)]++;
+    }
+    for (int64_t i = 4 * q; i < len; ++i) c[3][KWK_BYTE_KEY(i)]++;
+    int64_t run[256], sum = 0;
+    for (int b = 0; b < 256; ++b) {
+        run[b] = c[0][b] + c[1][b] + c[2][b] + c[3][b];
+        for (int k = 0; k < 4; ++k) {
+            const int64_t t = c[k][b];
+            c[k][b] = sum;
+            sum += t;
+        }
+    }
+    if (o->inds) {
+        int64_t *inds = o->inds;
+        const int64_t dsl = o->dsl;
+        for (int64_t i = 0; i < q; ++i) {
+            inds[c[0][KWK_BYTE_KEY(i)]++ * dsl] = i;
+            inds[c[1][KWK_BYTE_KEY(q + i)]++ * dsl] = q + i;
+            inds[c[2][KWK_BYTE_KEY(2 * q + i)]++ * dsl] = 2 * q + i;
+            inds[c[3][KWK_BYTE_KEY(3 * q + i)]++ * dsl] = 3 * q + i;
+        }
+        for (int64_t i = 4 * q; i < len; ++i) inds[c[3][KWK_BYTE_KEY(i)]++ * dsl] = i;
+    }
+#undef KWK_BYTE_KEY
+    if (!o->vals) return 1;
+    if (is_bool) {
+        for (int64_t j = 0; j < len; ++j) o->vals[j * o->dsl] = row[o->inds[j * o->dsl] * step];
+        return 1;
+    }
+    int64_t at = 0;
+    for (int b = 0; b < 256; ++b) {
+        if (o->dsl == 1) memset(o->vals + at, byte_of[b], (size_t)run[b]);
+        else
+            for (int64_t j = at; j < at + run[b]; ++j) o->vals[j * o->dsl] = (char)byte_of[b];
+        at += run[b];
+    }
+    return 1;
+}
+
 /* Sort one row into its outputs (the whole path: values-only sort, short
  * rows of 64-bit keys, packed words with the tie check, wide keys,
  * records). */
@@ -700,6 +769,9 @@ static int sort_one_row(const sort_call *c, workspace *ws, uint64_t **keys, cons
         if (done > 0) return KWK_OK;
         if (done < 0) torch_ties = 0; /* the values cannot show which order */
     }
+    if (!torch_ties && len >= KWK_BYTE_SORT_MIN_LEN && KWK_DTYPES[dtype].elem_size == 1 &&
+        sort_byte_row(dtype, out, len, flip))
+        return KWK_OK;
     if (len <= KWK_STD_SORT_THRESHOLD && KWK_DTYPES[dtype].elem_size == 8) {
         sort_short_wide_row(dtype, out, len, flip, ws->words, ws->tmp);
         return KWK_OK;
@@ -945,11 +1017,11 @@ static int64_t sort_rows_batched(const sort_call *c, const sort_layout *g, int64
 }
 #endif
 
-static int impl_sort(int dtype, const void *src, int64_t outer, int64_t len,
-                     int64_t inner, int64_t src_so, int64_t src_sl,
-                     int64_t src_si, void *values, int64_t *indices,
-                     int64_t dst_so, int64_t dst_sl, int64_t dst_si,
-                     int descending, int order)
+static int sort_rows_any(int dtype, const void *src, int64_t outer, int64_t len,
+                         int64_t inner, int64_t src_so, int64_t src_sl,
+                         int64_t src_si, void *values, int64_t *indices,
+                         int64_t dst_so, int64_t dst_sl, int64_t dst_si,
+                         int descending, int order)
 {
     if (sr_sort_applies(dtype, len, outer * inner))
         return sr_sort(dtype, src, outer, len, inner, src_so, src_sl, src_si, values, indices,
@@ -994,6 +1066,26 @@ static int impl_sort(int dtype, const void *src, int64_t outer, int64_t len,
     free(keys);
     workspace_free(&ws);
     return status;
+}
+
+/* The sort; bool values then written as 0 or 1, as torch's sort writes
+ * them (a bool tensor viewed from other bytes can hold any non-zero byte;
+ * every path above copies the source's bytes). */
+static int impl_sort(int dtype, const void *src, int64_t outer, int64_t len,
+                     int64_t inner, int64_t src_so, int64_t src_sl,
+                     int64_t src_si, void *values, int64_t *indices,
+                     int64_t dst_so, int64_t dst_sl, int64_t dst_si,
+                     int descending, int order)
+{
+    const int status = sort_rows_any(dtype, src, outer, len, inner, src_so, src_sl, src_si,
+                                     values, indices, dst_so, dst_sl, dst_si, descending, order);
+    if (status != KWK_OK || dtype != KWK_BOOL || !values) return status;
+    for (int64_t o = 0; o < outer; ++o)
+        for (int64_t i = 0; i < inner; ++i) {
+            uint8_t *v = (uint8_t *)values + o * dst_so + i * dst_si;
+            for (int64_t j = 0; j < len; ++j) v[j * dst_sl] = v[j * dst_sl] != 0;
+        }
+    return KWK_OK;
 }
 
 #endif
