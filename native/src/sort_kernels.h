@@ -685,15 +685,23 @@ static void sort_short_wide_row(int dtype, const out_row *out, int64_t len, uint
     emit_words(out, order, len, ~(uint64_t)0);
 }
 
-/* Taken for float16/bfloat16 rows of 2048..2^17 (AMD Zen 3, stable sort of
- * one row with indices, ns/el words -> counting, min of 3 runs: bf16 of
- * three spreads 2048 7.9-9.8 -> 5.6-5.9, 8192 7.9-9.6 -> 5.8-5.9, 65536
- * 8.1-10.9 -> 6.0-7.1, 131072 7.5-7.8 -> 6.1-6.4; float16 alike).  Not
+/* Taken for float16/bfloat16 rows of 256..2^17, batched rows too (AMD Zen
+ * 3, stable sort of one row with indices, ns/el words -> counting, min of 3
+ * runs: bf16 256 13.0 -> 6.8, 1024 9.9 -> 5.7, float16 256 8.3 -> 5.6, 1024
+ * 7.2 -> 5.6; bf16 of three spreads 2048 7.9-9.8 -> 5.6-5.9, 8192 7.9-9.6
+ * -> 5.8-5.9, 65536 8.1-10.9 -> 6.0-7.1, 131072 7.5-7.8 -> 6.1-6.4).  Not
  * longer rows (262144-1M: 0.9-1.1x, the scatters' 256 streams outgrow the
  * cache) nor int16/uint16 (keys of a small range pack into few bits, which
  * the words' radix sort orders in fewer passes: 131072 int16 of +-400 4.6
  * vs 5.4). */
-enum { KWK_H16_SORT_MIN_LEN = 2048, KWK_H16_SORT_MAX_LEN = 1 << 17 };
+enum { KWK_H16_SORT_MIN_LEN = 256, KWK_H16_SORT_MAX_LEN = 1 << 17 };
+
+/* Whether a row of this call takes sort_h16_row. */
+static int h16_sort_takes(int dtype, int64_t len, int torch_ties, int with_indices)
+{
+    return !torch_ties && with_indices && len >= KWK_H16_SORT_MIN_LEN &&
+           len <= KWK_H16_SORT_MAX_LEN && (dtype == KWK_FLOAT16 || dtype == KWK_BFLOAT16);
+}
 
 /* Stable sort of a row of 16-bit keys with indices: two counting passes,
  * by the low byte and then the high byte, over 2-byte keys and 4-byte
@@ -851,8 +859,8 @@ static int sort_one_row(const sort_call *c, workspace *ws, uint64_t **keys, cons
     if (!torch_ties && len >= KWK_BYTE_SORT_MIN_LEN && KWK_DTYPES[dtype].elem_size == 1 &&
         sort_byte_row(dtype, out, len, flip))
         return KWK_OK;
-    if (!torch_ties && len >= KWK_H16_SORT_MIN_LEN && len <= KWK_H16_SORT_MAX_LEN &&
-        (dtype == KWK_FLOAT16 || dtype == KWK_BFLOAT16) && sort_h16_row(dtype, out, len, flip, ws))
+    if (h16_sort_takes(dtype, len, torch_ties, out->inds != NULL) &&
+        sort_h16_row(dtype, out, len, flip, ws))
         return KWK_OK;
     if (len <= KWK_STD_SORT_THRESHOLD && KWK_DTYPES[dtype].elem_size == 8) {
         sort_short_wide_row(dtype, out, len, flip, ws->words, ws->tmp);
@@ -1138,7 +1146,8 @@ static int sort_rows_any(int dtype, const void *src, int64_t outer, int64_t len,
      * of float32 rows along dim 0, ns/el batch vs bare keys: 256 7.5 vs
      * 14.3, 512 8.7 vs 19.1, 1000 17.7 vs 13.9) */
     if (status == KWK_OK && batch_sort_applies(dtype, len, rows) &&
-        !(c.values_only && len > KWK_BATCH_VALUES_MAX))
+        !(c.values_only && len > KWK_BATCH_VALUES_MAX) &&
+        !h16_sort_takes(dtype, len, c.torch_ties, indices != NULL))
         r = sort_rows_batched(&c, &g, rows, &ws, &keys, &status);
 #endif
     for (; status == KWK_OK && r < rows; ++r) {
