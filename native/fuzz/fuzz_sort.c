@@ -1,7 +1,8 @@
 /*
  * fuzz_sort.c - kwk_sort against a stable merge sort.
  *
- * ORDER_STABLE: exactly the stable order's indices and the source bits.
+ * ORDER_STABLE: exactly the stable order's indices and the source bits
+ * (bool values: 0 or 1, as torch writes them).
  * ORDER_TORCH (its tie order is checked against torch itself in pytest):
  * each position holds an element equivalent to the reference's, indices
  * form a permutation, values carry the bits of the element indexed (values
@@ -9,6 +10,21 @@
  * unchanged, nothing written outside the output elements.
  */
 #include "fuzz_common.h"
+
+/* The bits kwk_sort writes for element bits b: bool as 0 or 1, as torch's
+ * sort writes them; every other dtype the source's bits. */
+static uint64_t sort_bits(int dt, uint64_t b) { return dt == KWK_BOOL ? b != 0 : b; }
+
+/* bool values alone: each 0 or 1, as many zeros as the row has. */
+static int bool_values_match(const fz_row *row, const uint64_t *got, int64_t len)
+{
+    int64_t zeros = 0;
+    for (int64_t j = 0; j < len; ++j) {
+        if (got[j] > 1) return 0;
+        zeros += (got[j] == 0) - (fz_elem(row, j) == 0);
+    }
+    return zeros == 0;
+}
 
 static void check_row(const fz_row *row, const fz_view *vals, const fz_view *inds, int outs,
                       int64_t o, int64_t i, int descending, int order)
@@ -20,6 +36,7 @@ static void check_row(const fz_row *row, const fz_view *vals, const fz_view *ind
     if (!seen || !got_bits) abort();
     for (int64_t j = 0; j < len; ++j) {
         const uint64_t want = fz_elem(row, ref[j]);
+        const uint64_t want_bits = sort_bits(row->dt, want);
         uint64_t vb = 0;
         if (outs != FZ_INDICES) vb = got_bits[j] = fz_bits(fz_at(vals, o, j, i), row->es);
         if (outs != FZ_VALUES) {
@@ -34,18 +51,19 @@ static void check_row(const fz_row *row, const fz_view *vals, const fz_view *ind
             if (fz_cmp_bits(row->dt, fz_elem(row, idx), want) != 0)
                 FZ_FAIL("row (%lld,%lld) j=%lld: element %lld is out of order", (long long)o,
                         (long long)i, (long long)j, (long long)idx);
-            if (outs == FZ_BOTH && vb != fz_elem(row, idx))
+            if (outs == FZ_BOTH && vb != sort_bits(row->dt, fz_elem(row, idx)))
                 FZ_FAIL("j=%lld: value bits %llx are not element %lld's", (long long)j,
                         (unsigned long long)vb, (long long)idx);
         } else {
-            if (order == KWK_ORDER_STABLE && vb != want)
+            if (order == KWK_ORDER_STABLE && vb != want_bits)
                 FZ_FAIL("j=%lld: value bits %llx, stable order has %llx", (long long)j,
-                        (unsigned long long)vb, (unsigned long long)want);
+                        (unsigned long long)vb, (unsigned long long)want_bits);
             if (fz_cmp_bits(row->dt, vb, want) != 0)
                 FZ_FAIL("j=%lld: value %llx is out of order", (long long)j, (unsigned long long)vb);
         }
     }
-    if (outs == FZ_VALUES && !fz_bits_within_row(row, got_bits, len, 0))
+    if (outs == FZ_VALUES && !(row->dt == KWK_BOOL ? bool_values_match(row, got_bits, len)
+                                                   : fz_bits_within_row(row, got_bits, len, 0)))
         FZ_FAIL("the values are not a permutation of the row's bits");
     free(ref);
     free(seen);

@@ -778,20 +778,17 @@ static int sort_h16_row(int dtype, const out_row *o, int64_t len, uint64_t flip,
  * over 8n bytes where this reads n twice).  As in words_radix_one_digit,
  * the row is walked in four quarters with their own counts (independent
  * chains when keys repeat), each quarter's elements of a key placed after
- * the earlier quarters': stable.  uint8/int8 values are runs of the one byte
- * each key stands for; bool values are copied from the source (a bool's
- * byte may be any non-zero value).  Returns 0, doing nothing, for bool
- * values without indices. */
+ * the earlier quarters': stable.  Values are runs of the one byte each key
+ * stands for (bool: 0 or 1, as torch writes them). */
 enum { KWK_BYTE_SORT_MIN_LEN = 384 };
-static int sort_byte_row(int dtype, const out_row *o, int64_t len, uint64_t flip)
+static void sort_byte_row(int dtype, const out_row *o, int64_t len, uint64_t flip)
 {
     const int is_bool = dtype == KWK_BOOL;
-    if (is_bool && !o->inds) return 0;
     uint8_t key_of[256], byte_of[256];
     for (int b = 0; b < 256; ++b) {
         const uint8_t k = (uint8_t)((is_bool ? (b != 0) : dtype == KWK_INT8 ? b ^ 0x80 : b) ^ (int)flip);
         key_of[b] = k;
-        byte_of[k] = (uint8_t)b; /* (bool: unused) */
+        byte_of[k] = (uint8_t)(is_bool ? b != 0 : b);
     }
     int64_t c[4][256];
     memset(c, 0, sizeof c);
@@ -826,11 +823,7 @@ static int sort_byte_row(int dtype, const out_row *o, int64_t len, uint64_t flip
         for (int64_t i = 4 * q; i < len; ++i) inds[c[3][KWK_BYTE_KEY(i)]++ * dsl] = i;
     }
 #undef KWK_BYTE_KEY
-    if (!o->vals) return 1;
-    if (is_bool) {
-        for (int64_t j = 0; j < len; ++j) o->vals[j * o->dsl] = row[o->inds[j * o->dsl] * step];
-        return 1;
-    }
+    if (!o->vals) return;
     int64_t at = 0;
     for (int b = 0; b < 256; ++b) {
         if (o->dsl == 1) memset(o->vals + at, byte_of[b], (size_t)run[b]);
@@ -838,7 +831,6 @@ static int sort_byte_row(int dtype, const out_row *o, int64_t len, uint64_t flip
             for (int64_t j = at; j < at + run[b]; ++j) o->vals[j * o->dsl] = (char)byte_of[b];
         at += run[b];
     }
-    return 1;
 }
 
 /* Sort one row into its outputs (the whole path: values-only sort, short
@@ -856,9 +848,10 @@ static int sort_one_row(const sort_call *c, workspace *ws, uint64_t **keys, cons
         if (done > 0) return KWK_OK;
         if (done < 0) torch_ties = 0; /* the values cannot show which order */
     }
-    if (!torch_ties && len >= KWK_BYTE_SORT_MIN_LEN && KWK_DTYPES[dtype].elem_size == 1 &&
-        sort_byte_row(dtype, out, len, flip))
+    if (!torch_ties && len >= KWK_BYTE_SORT_MIN_LEN && KWK_DTYPES[dtype].elem_size == 1) {
+        sort_byte_row(dtype, out, len, flip);
         return KWK_OK;
+    }
     if (h16_sort_takes(dtype, len, torch_ties, out->inds != NULL) &&
         sort_h16_row(dtype, out, len, flip, ws))
         return KWK_OK;
@@ -1161,7 +1154,7 @@ static int sort_rows_any(int dtype, const void *src, int64_t outer, int64_t len,
 
 /* The sort; bool values then written as 0 or 1, as torch's sort writes
  * them (a bool tensor viewed from other bytes can hold any non-zero byte;
- * every path above copies the source's bytes). */
+ * the paths above but the byte counting sort copy the source's bytes). */
 static int impl_sort(int dtype, const void *src, int64_t outer, int64_t len,
                      int64_t inner, int64_t src_so, int64_t src_sl,
                      int64_t src_si, void *values, int64_t *indices,
