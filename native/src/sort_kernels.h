@@ -696,25 +696,25 @@ static void sort_short_wide_row(int dtype, const out_row *out, int64_t len, uint
  * vs 5.4). */
 enum { KWK_H16_SORT_MIN_LEN = 256, KWK_H16_SORT_MAX_LEN = 1 << 17 };
 
-/* Whether a row of this call takes sort_h16_row. */
+/* Whether a row of this call takes sort_h16_row (the one place that
+ * decides: the row path and the batched path both ask). */
 static int h16_sort_takes(int dtype, int64_t len, int torch_ties, int with_indices)
 {
     return !torch_ties && with_indices && len >= KWK_H16_SORT_MIN_LEN &&
            len <= KWK_H16_SORT_MAX_LEN && (dtype == KWK_FLOAT16 || dtype == KWK_BFLOAT16);
 }
 
-/* Stable sort of a row of 16-bit keys with indices: two counting passes,
+/* Stable sort of a float16/bfloat16 row with indices: two counting passes,
  * by the low byte and then the high byte, over 2-byte keys and 4-byte
  * positions, the second writing the indices and values to their places,
  * instead of packing 8-byte words and moving them through the radix passes
  * (about 28 bytes moved an element instead of 60-90).  A byte shared by
  * every key skips its pass.  Values are copied from the source (a float key
  * stands for both zeros and every NaN).  ws->words holds the keys, ws->tmp
- * the first pass's keys and positions (2 + 4 bytes each: within its 8).
- * Returns 0, doing nothing, without indices or for rows of 2^32 or more. */
-static int sort_h16_row(int dtype, const out_row *o, int64_t len, uint64_t flip, workspace *ws)
+ * the first pass's keys and positions (2 + 4 bytes each: within its 8;
+ * rows up to KWK_H16_SORT_MAX_LEN, so positions fit in 32 bits). */
+static void sort_h16_row(int dtype, const out_row *o, int64_t len, uint64_t flip, workspace *ws)
 {
-    if (!o->inds || len < 2 || len >= ((int64_t)1 << 32)) return 0;
     uint16_t *k = (uint16_t *)(void *)ws->words;
     uint16_t *tk = (uint16_t *)(void *)ws->tmp;
     uint32_t *ti = (uint32_t *)(void *)((char *)ws->tmp + (((size_t)len * 2 + 7) & ~(size_t)7));
@@ -733,11 +733,10 @@ static int sort_h16_row(int dtype, const out_row *o, int64_t len, uint64_t flip,
         c0[kk & 255]++;                                                       \
         c1[kk >> 8]++;                                                        \
     }
-    switch (dtype) {
-    case KWK_INT16: KWK_H16_KEYS(v ^ 0x8000u) break;
-    case KWK_FLOAT16: KWK_H16_KEYS(kwk_key_f16(v)) break;
-    case KWK_BFLOAT16: KWK_H16_KEYS(kwk_key_bf16(v)) break;
-    default: KWK_H16_KEYS(v) break;
+    if (dtype == KWK_FLOAT16) {
+        KWK_H16_KEYS(kwk_key_f16(v))
+    } else {
+        KWK_H16_KEYS(kwk_key_bf16(v))
     }
 #undef KWK_H16_KEYS
     const int skip0 = c0[k[0] & 255] == len, skip1 = c1[k[0] >> 8] == len;
@@ -769,7 +768,6 @@ static int sort_h16_row(int dtype, const out_row *o, int64_t len, uint64_t flip,
         inds[p * dsl] = idx;
         if (vals) memcpy(vals + p * dsl * 2, row + idx * step, 2);
     }
-    return 1;
 }
 
 /* Stable sort of a row of one-byte keys (bool, uint8, int8) by counting:
@@ -852,9 +850,10 @@ static int sort_one_row(const sort_call *c, workspace *ws, uint64_t **keys, cons
         sort_byte_row(dtype, out, len, flip);
         return KWK_OK;
     }
-    if (h16_sort_takes(dtype, len, torch_ties, out->inds != NULL) &&
-        sort_h16_row(dtype, out, len, flip, ws))
+    if (h16_sort_takes(dtype, len, torch_ties, out->inds != NULL)) {
+        sort_h16_row(dtype, out, len, flip, ws);
         return KWK_OK;
+    }
     if (len <= KWK_STD_SORT_THRESHOLD && KWK_DTYPES[dtype].elem_size == 8) {
         sort_short_wide_row(dtype, out, len, flip, ws->words, ws->tmp);
         return KWK_OK;
