@@ -115,6 +115,9 @@ int64_t kwk_unique_runs_addr(int dtype, uintptr_t values, int64_t n, uintptr_t p
 int kwk_unique_fill_addr(int dtype, uintptr_t values, int64_t n, int64_t runs, uintptr_t out,
                          uintptr_t counts);
 int kwk_unique_order_matters_addr(int dtype, uintptr_t values, int64_t n);
+int64_t kwk_unique_hash_addr(int dtype, uintptr_t values, int64_t n, int64_t limit,
+                             uintptr_t distinct, uintptr_t counts, uintptr_t slots);
+int kwk_unique_remap_addr(uintptr_t slots, int64_t n, uintptr_t rank, int64_t u);
 int64_t kwk_advise_fresh_output_addr(uintptr_t p, int64_t bytes);
 """
 
@@ -242,6 +245,20 @@ int kwk_unique_fill_addr(int dtype, uintptr_t values, int64_t n, int64_t runs, u
                          uintptr_t counts)
 {
     return kwk_unique_fill(dtype, P(values), n, runs, P(out), (int64_t *)P(counts));
+}
+/* 2u when the hash pass found u distinct values, 1 when it deferred, else
+ * the (negative) status */
+int64_t kwk_unique_hash_addr(int dtype, uintptr_t values, int64_t n, int64_t limit,
+                             uintptr_t distinct, uintptr_t counts, uintptr_t slots)
+{
+    int64_t u = 0;
+    const int status = kwk_unique_hash(dtype, P(values), n, limit, P(distinct),
+                                       (int64_t *)P(counts), (int64_t *)P(slots), &u);
+    return status == KWK_OK ? 2 * u : status == KWK_DEFER ? 1 : status;
+}
+int kwk_unique_remap_addr(uintptr_t slots, int64_t n, uintptr_t rank, int64_t u)
+{
+    return kwk_unique_remap((int64_t *)P(slots), n, (const int64_t *)P(rank), u);
 }
 int64_t kwk_advise_fresh_output_addr(uintptr_t p, int64_t bytes)
 {

@@ -6,8 +6,10 @@ are sorted in torch's own order."""
 import pytest
 import torch
 
-from kwker_testing import (LAYOUTS, SORT_DTYPES, VALUE_KINDS, _nan_payloads, compare, layout,
-                           make_values)
+from kwker.ops import unique as unique_ops
+
+from kwker_testing import (LAYOUTS, SORT_DTYPES, VALUE_KINDS, _int_range, _nan_payloads, compare,
+                           layout, make_values)
 
 FLAGS = [(False, False), (True, False), (False, True), (True, True)]
 
@@ -71,6 +73,103 @@ def test_unique_equal_keys_with_different_bits(kw, gen, dtype):
         x[torch.rand(n, generator=gen) < 0.1] = float("nan")
         compare("unique", x, return_inverse=True, fast=True)
         compare("unique", x, return_inverse=True, return_counts=True, fast=True)
+
+
+@pytest.fixture
+def hash_spy(monkeypatch):
+    """How many unique() calls the hashing pass answered (it returns None
+    where it declined and the input was sorted)."""
+    taken = []
+    real = unique_ops._unique_by_hash
+
+    def spy(*args):
+        result = real(*args)
+        taken.append(result is not None)
+        return result
+    monkeypatch.setattr(unique_ops, "_unique_by_hash", spy)
+    return taken
+
+
+def _few_values(dtype, shape, distinct, gen):
+    """Elements drawn from `distinct` values spread over the dtype's range
+    (no NaN, no zero)."""
+    if dtype.is_floating_point:
+        pool = torch.randn(distinct, generator=gen, dtype=torch.float64) * 1e3
+        pool = torch.where(pool == 0, 1.0, pool).to(dtype)
+    elif dtype is torch.bool:
+        pool = torch.tensor([False, True])
+    else:
+        wide = torch.int64 if dtype is torch.uint64 else dtype  # (drawn as bits, viewed)
+        lo, hi = _int_range(wide)
+        pool = torch.randint(lo, hi, (distinct,), generator=gen, dtype=torch.int64).to(wide)
+        pool = pool.view(dtype)
+    return pool[torch.randint(0, pool.shape[0], shape, generator=gen)]
+
+
+@pytest.mark.parametrize("dtype", SORT_DTYPES, ids=str)
+def test_unique_by_hashing(kw, gen, dtype, hash_spy):
+    """Inputs of few distinct values skip the sort (the hashing pass): torch's
+    exact output, inverse (in the input's shape) and counts, with one NaN,
+    with -0.0 alone, and for layouts that are copied first; inputs it must
+    decline (both zero signs, two NaNs, too many distinct values) come out
+    right through the sort."""
+    for shape, distinct in [((300,), 1), ((5000,), 7), ((40, 50), 200), ((3, 7, 70), 25),
+                            ((9000,), 1000)]:
+        x = _few_values(dtype, shape, distinct, gen)
+        for ri, rc in FLAGS:
+            hash_spy.clear()
+            compare("unique", x, return_inverse=ri, return_counts=rc)
+            # the values alone of a short input: sorted without trying
+            tried = ri or rc or x.numel() >= unique_ops.HASH_MIN_NUMEL_VALUES
+            assert hash_spy == ([True] if tried else []), (shape, distinct, ri, rc)
+        if x.ndim > 1:
+            hash_spy.clear()
+            compare("unique", x.transpose(0, -1), return_inverse=True, return_counts=True)
+            assert hash_spy == [True]
+    runs = _few_values(dtype, (20, 1), 20, gen).expand(20, 250)  # segment-id-like runs
+    hash_spy.clear()
+    compare("unique", runs, return_inverse=True, return_counts=True)
+    assert hash_spy == [True]
+    if dtype.is_floating_point:
+        x = _few_values(dtype, (5000,), 30, gen)
+        declines = {"one NaN": False, "-0.0 alone": False, "both zeros": True,
+                    "two NaNs": True, "two NaN payloads": True}
+        for what, declined in declines.items():
+            y = x.clone()
+            if "NaN" in what:
+                nans = _nan_payloads(dtype)
+                y[123] = nans[0]
+                if what != "one NaN":
+                    y[4999] = nans[1] if "payloads" in what else nans[0]
+            else:
+                y[77] = -0.0
+                if what == "both zeros":
+                    y[3000] = 0.0
+            for ri, rc in FLAGS:
+                hash_spy.clear()
+                compare("unique", y, return_inverse=ri, return_counts=rc)
+                assert hash_spy == [not declined], (what, ri, rc)
+    # more distinct values than the pass takes: sorted, after it declined
+    # part way (a half of the elements with the inverse, an eighth without)
+    if dtype.itemsize > 1:
+        x = _few_values(dtype, (5000,), 1200, gen)
+        for ri, rc, declined in [(False, False, True), (True, False, False), (False, True, False)]:
+            hash_spy.clear()
+            compare("unique", x, return_inverse=ri, return_counts=rc)
+            assert hash_spy == [not declined]
+        x = make_values("random", (20000,), dtype, gen)  # mostly distinct: declined early
+        if torch.unique(x).numel() > 16000:
+            hash_spy.clear()
+            compare("unique", x, return_inverse=True)
+            assert hash_spy == [False]
+    # each value twice in a row: past HASH_MAX_DISTINCT (torch raises for
+    # unsigned inputs this long: its radix sort)
+    if dtype in (torch.int32, torch.int64, torch.float32, torch.float64):
+        ids = torch.randperm(1 << 20, generator=gen)[:unique_ops.HASH_MAX_DISTINCT + 500] + 1
+        twice = ids.to(dtype).view(-1, 1).expand(-1, 2)
+        hash_spy.clear()
+        compare("unique", twice, return_inverse=True, return_counts=True)
+        assert hash_spy == [False]
 
 
 INT_DTYPES = [d for d in SORT_DTYPES if not d.is_floating_point and d is not torch.uint64]

@@ -12,6 +12,15 @@ such inputs, which are then sorted in torch's own order (KWK_ORDER_TORCH,
 the emulation of its std::sort) and so reproduced exactly; all others take
 the cheaper stable or values-only sort (the compaction checks the sorted
 values again and falls back to torch's order if it ever sees such a pair).
+
+Inputs of few distinct values (segment ids, labels, quantized scores) skip
+the sort of all n elements: one hashing pass (native/src/unique_hash.h)
+finds the distinct values, counts them and numbers each element's value;
+only those are sorted, and the elements renumbered by their sorted order.
+The pass refuses inputs where the order of equal elements could show, and
+stops once it has seen more distinct values than the sort would take time
+(see HASH_DISTINCT_DIVISOR), or more than three in four of the first 4096,
+8192, ... elements: those are sorted as above.
 """
 from typing import Optional, Tuple
 
@@ -26,6 +35,24 @@ _sort = lib.kwk_sort_addr if lib is not None else None
 _runs = lib.kwk_unique_runs_addr if lib is not None else None
 _fill = lib.kwk_unique_fill_addr if lib is not None else None
 _order_matters = lib.kwk_unique_order_matters_addr if lib is not None else None
+_hash = lib.kwk_unique_hash_addr if lib is not None else None
+_remap = lib.kwk_unique_remap_addr if lib is not None else None
+_arange = torch.arange
+
+# The hashing pass gives up past n // HASH_DISTINCT_DIVISOR distinct values
+# (then the input is sorted): a half when the sort would have to carry
+# indices (return_inverse or return_counts), an eighth for the values alone
+# (their sort is cheap: 2048 token ids of 883 distinct values were sorted
+# faster than hashed); and past HASH_MAX_DISTINCT (the table then takes 4
+# MiB: 16 bytes an entry, at most a quarter full; 65339 distinct 62-bit ids
+# of 262144 with the inverse and counts were hashed as fast as sorted).  Inputs under HASH_MIN_NUMEL elements
+# (HASH_MIN_NUMEL_VALUES for the values alone) are always sorted: the extra
+# native call and small sort cost more there.
+HASH_DISTINCT_DIVISOR = 2
+HASH_DISTINCT_DIVISOR_VALUES = 8
+HASH_MAX_DISTINCT = 1 << 17
+HASH_MIN_NUMEL = 256
+HASH_MIN_NUMEL_VALUES = 4096
 
 
 def _sort_values(flat: torch.Tensor) -> torch.Tensor:
@@ -50,6 +77,11 @@ def unique(x: torch.Tensor, return_inverse: bool, return_counts: bool
         flat = x.reshape(-1)
         if not flat.is_contiguous():
             flat = flat.contiguous()
+    if flat.shape[0] >= (HASH_MIN_NUMEL if return_inverse or return_counts
+                         else HASH_MIN_NUMEL_VALUES):
+        result = _unique_by_hash(flat, x.shape, return_inverse, return_counts)
+        if result is not None:
+            return result
     shows = _order_matters(CODES[flat.dtype], flat.data_ptr(), flat.shape[0])
     if shows < 0:
         _native.check(shows, "unique")
@@ -59,6 +91,39 @@ def unique(x: torch.Tensor, return_inverse: bool, return_counts: bool
     if result is None:  # the compaction saw such a pair after all: torch's order
         result = _sort_and_compact(flat, x.shape, return_inverse, return_counts, True)
     return result
+
+
+def _unique_by_hash(flat, shape, return_inverse, return_counts):
+    """unique() through the hashing pass, or None where it declined (too
+    many distinct values, or the sort's order of equal elements would show)."""
+    n = flat.shape[0]
+    limit = min(n // (HASH_DISTINCT_DIVISOR if return_inverse or return_counts
+                      else HASH_DISTINCT_DIVISOR_VALUES), HASH_MAX_DISTINCT)
+    distinct = torch.empty(limit, dtype=flat.dtype)
+    counts = torch.empty(limit, dtype=_INT64) if return_counts else None
+    inverse = torch.empty(n, dtype=_INT64) if return_inverse else None
+    advise_fresh(inverse)
+    packed = _hash(CODES[flat.dtype], flat.data_ptr(), n, limit, distinct.data_ptr(),
+                   counts.data_ptr() if return_counts else 0,
+                   inverse.data_ptr() if return_inverse else 0)
+    if packed < 0:
+        _native.check(packed, "unique")
+    if packed == 1:
+        return None
+    u = packed // 2
+    if not (return_inverse or return_counts):
+        return _sort_values(distinct[:u]), None, None
+    # distinct values: any sort's order is torch's
+    output, perm = sorting.sort(distinct[:u], 0, False, _native.ORDER_STABLE)
+    if return_counts:
+        counts = counts[perm]
+    if return_inverse:
+        rank = torch.empty(u, dtype=_INT64).scatter_(0, perm, _arange(u))
+        status = _remap(inverse.data_ptr(), n, rank.data_ptr(), u)
+        if status:
+            _native.check(status, "unique")
+        inverse = inverse.view(shape)
+    return output, inverse, counts
 
 
 def _sort_and_compact(flat, shape, return_inverse, return_counts, torch_order):

@@ -24,7 +24,7 @@
 
 #include <stdint.h>
 
-#define KWK_ABI_VERSION 11
+#define KWK_ABI_VERSION 12
 
 /* Status codes (negative: the call did nothing useful; see kwk_strerror). */
 enum {
@@ -251,6 +251,22 @@ int kwk_unique_fill(int dtype, const void *values, int64_t n, int64_t runs, void
  * how its sort orders equal elements (float dtypes: both -0.0 and +0.0, or
  * two NaNs), 0 when not, or a negative status. */
 int kwk_unique_order_matters(int dtype, const void *values, int64_t n);
+/* torch.unique of n >= 0 (unsorted, contiguous) elements by hashing, for
+ * inputs of few distinct values (unique_hash.h): each distinct value once in
+ * `distinct` (its bits, bool as 0 or 1), in the order of first occurrence;
+ * counts[s] the number of elements equal to distinct value s, slots[i] the
+ * distinct value of element i (counts and slots may be NULL); their number in
+ * *u.  `distinct` and `counts` have room for `limit` >= 0 elements.  Returns
+ * KWK_DEFER, having written nothing to rely on, when there are more than
+ * `limit` distinct values, when their keys collide too often, or when
+ * torch's result would show its sort's order of equal elements (both -0.0
+ * and +0.0, or two NaNs: see kwk_unique_order_matters): sort instead. */
+int kwk_unique_hash(int dtype, const void *values, int64_t n, int64_t limit, void *distinct,
+                    int64_t *counts, int64_t *slots, int64_t *u);
+/* slots[i] = rank[slots[i]] for the n slots kwk_unique_hash wrote (rank:
+ * distinct value -> its place in sorted order, u entries); KWK_E_ARG when a
+ * slot is outside [0, u). */
+int kwk_unique_remap(int64_t *slots, int64_t n, const int64_t *rank, int64_t u);
 /* kwk_topk_dense modes. */
 enum { KWK_TOPK_DENSE_KEEP = 0, KWK_TOPK_DENSE_RELU = 1, KWK_TOPK_DENSE_FILTER = 2 };
 /* The k largest of each of `rows` contiguous rows of `len` float32/float64

@@ -664,6 +664,32 @@ int kwk_topk_dense_backward(int dtype, const void *grad, const uint8_t *mask, in
     return kernels()->mask_grad(dtype == KWK_FLOAT32 ? 4 : 8, grad, mask, n, out);
 }
 
+int kwk_unique_hash(int dtype, const void *values, int64_t n, int64_t limit, void *distinct,
+                    int64_t *counts, int64_t *slots, int64_t *u)
+{
+    int status = check_unique(dtype, values, n);
+    if (status != KWK_OK) return status;
+    if (limit < 0 || !u) return KWK_E_ARG;
+    *u = 0;
+    if (n == 0) return KWK_OK;
+    if (limit == 0) return KWK_DEFER;
+    if (!distinct) return KWK_E_ARG;
+    /* no more distinct values than elements; slot numbers fit 32 bits */
+    if (limit > n) limit = n;
+    if (limit > ((int64_t)1 << 30)) limit = (int64_t)1 << 30;
+    return kernels()->unique_hash(dtype, values, n, limit, distinct, counts, slots, u);
+}
+
+int kwk_unique_remap(int64_t *slots, int64_t n, const int64_t *rank, int64_t u)
+{
+    int64_t t;
+    if (n < 0 || u < 0) return KWK_E_ARG;
+    if (!mul_ok(n, 8, &t) || !mul_ok(u, 8, &t)) return KWK_E_OVERFLOW;
+    if (n == 0) return KWK_OK;
+    if (!slots || !rank) return KWK_E_ARG;
+    return kernels()->unique_remap(slots, n, rank, u);
+}
+
 int kwk_unique_order_matters(int dtype, const void *values, int64_t n)
 {
     int status = check_unique(dtype, values, n);

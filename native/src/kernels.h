@@ -63,6 +63,10 @@ typedef struct {
     int (*unique_order_matters)(int dtype, const void *values, int64_t n);
     int (*unique_fill)(int dtype, const void *values, int64_t n, int64_t runs, void *out,
                        int64_t *counts);
+    /* unique_hash.h */
+    int (*unique_hash)(int dtype, const void *values, int64_t n, int64_t limit, void *distinct,
+                       int64_t *counts, int64_t *slots, int64_t *u);
+    int (*unique_remap)(int64_t *slots, int64_t n, const int64_t *rank, int64_t u);
 } kwk_kernel_table;
 
 /* The calling thread's kwk_set_row_threads setting (dispatch.c). */

@@ -21,6 +21,7 @@
 #include "median_columns.h"
 #include "batch_median.h"
 #include "unique_runs.h"
+#include "unique_hash.h"
 
 /* median_dim: many short float32 rows along a non-last dim take the
  * eight-rows-at-once kernel (median_columns.h), other batches of short rows
@@ -51,4 +52,5 @@ const kwk_kernel_table KWK_TABLE = {
     impl_quantile, impl_median_pool2d, impl_median_pool2d_backward,
     impl_sparse_simplex, impl_sparsemax_backward, impl_group_sort, impl_group_sort_backward, impl_sort_pool,
     impl_topk_dense, impl_mask_grad, impl_filter_below, impl_unique_runs, impl_unique_order_matters, impl_unique_fill,
+    impl_unique_hash, impl_unique_remap,
 };

@@ -11,6 +11,12 @@
  * the result depend on the sort's order of equal elements (order_shows).  Agreement with
  * torch.unique itself is tested from Python (tests/test_unique.py).
  *
+ * kwk_unique_hash (unique_hash.h) and kwk_unique_remap against a reference
+ * that sorts (key, position) pairs: inputs of a few distinct values to all
+ * distinct, with a NaN, two NaNs, both zero signs, bool bytes other than 0
+ * and 1, limits below, at and above the number of distinct values, lengths
+ * around the pass's checkpoints; every way it must defer.
+ *
  *   gcc -O2 -std=c11 -D_GNU_SOURCE -Inative/include -o /tmp/test_unique \
  *       native/tests/test_unique.c native/src/dispatch.c \
  *       native/src/targets/portable.c native/src/targets/avx2.c native/src/targets/avx512.c -lm
@@ -140,6 +146,175 @@ done:
     free(bitsv); free(values); free(perm); free(inverse);
 }
 
+/* ---------------------------------------------------------------- hashing */
+
+typedef struct { uint64_t key; int64_t pos; } keyed;
+
+static int by_key_pos(const void *a, const void *b)
+{
+    const keyed *x = a, *y = b;
+    if (x->key != y->key) return x->key < y->key ? -1 : 1;
+    return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+static int by_pos(const void *a, const void *b)
+{
+    const keyed *x = a, *y = b;
+    return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+static int is_nan(int dtype, uint64_t b)
+{
+    return dtype >= KWK_FLOAT16 && !equal(dtype, b, b);
+}
+
+/* inputs: 0 few distinct values, 1 about half distinct, 2 all distinct (as
+ * far as the dtype has values); special 0 none, 1 one NaN, 2 a NaN twice
+ * (one payload), 3 two NaN payloads, 4 both zero signs, 5 -0.0 only */
+static void hash_one(int dtype, int64_t n, int kind, int special, int64_t limit_in)
+{
+    const int es = SIZE[dtype];
+    const int bits = 8 * es;
+    const uint64_t all = bits == 64 ? ~0ull : (1ull << bits) - 1;
+    const int is_float = dtype >= KWK_FLOAT16;
+    const uint64_t sign = 1ull << (bits - 1), nan1 = all >> 1, nan2 = (all >> 1) - 1;
+    uint64_t *b = malloc(sizeof(uint64_t) * (size_t)(n + 1));
+    const int64_t pool = kind == 0 ? 1 + (int64_t)(next() % 40) : kind == 1 ? n / 2 + 1 : n + 1;
+    for (int64_t i = 0; i < n; ++i) {
+        uint64_t x = (kind == 2 ? (uint64_t)i * 0x9E3779B97F4A7C15ull
+                                : (uint64_t)(next() % (uint64_t)pool) * 0xD1B54A32D192ED03ull) & all;
+        if (is_float && (is_nan(dtype, x) || (x & (all >> 1)) == 0)) x = 1; /* specials below */
+        if (dtype == KWK_BOOL) x &= 3; /* bytes 2 and 3 are True too */
+        b[i] = x;
+    }
+    if (n > 0 && special == 1) b[next() % (uint64_t)n] = nan1;
+    if (n > 1 && special == 2) { b[next() % (uint64_t)n] = nan1; b[n - 1] = nan1; b[0] = 5; }
+    if (n > 1 && special == 3) { b[0] = nan1; b[n - 1] = nan2; }
+    if (n > 1 && special == 4) { b[next() % (uint64_t)n] = 0; b[n - 1] = sign; b[0] = 7; }
+    if (n > 0 && special == 5) b[next() % (uint64_t)n] = sign;
+    char *v = malloc((size_t)(n * es + 1));
+    for (int64_t i = 0; i < n; ++i) memcpy(v + i * es, &b[i], (size_t)es);
+
+    /* the reference: keys (bool: truth), each distinct key's first position */
+    keyed *k = malloc(sizeof(keyed) * (size_t)(n + 1));
+    for (int64_t i = 0; i < n; ++i) k[i] = (keyed){dtype == KWK_BOOL ? b[i] != 0 : b[i], i};
+    qsort(k, (size_t)n, sizeof(keyed), by_key_pos);
+    keyed *first = malloc(sizeof(keyed) * (size_t)(n + 1));
+    int64_t *group_of = malloc(sizeof(int64_t) * (size_t)(n + 1)); /* sorted place -> group */
+    int64_t u = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        if (i == 0 || k[i].key != k[i - 1].key) first[u++] = k[i];
+        group_of[i] = u - 1;
+    }
+    int64_t *slot_of_group = malloc(sizeof(int64_t) * (size_t)(u + 1));
+    keyed *order = malloc(sizeof(keyed) * (size_t)(u + 1));
+    for (int64_t g = 0; g < u; ++g) order[g] = (keyed){(uint64_t)g, first[g].pos};
+    qsort(order, (size_t)u, sizeof(keyed), by_pos); /* groups by first occurrence */
+    for (int64_t s = 0; s < u; ++s) slot_of_group[order[s].key] = s;
+    int64_t *want_slot = malloc(sizeof(int64_t) * (size_t)(n + 1));
+    int64_t *want_count = calloc((size_t)(u + 1), sizeof(int64_t));
+    for (int64_t i = 0; i < n; ++i) {
+        want_slot[k[i].pos] = slot_of_group[group_of[i]];
+        ++want_count[slot_of_group[group_of[i]]];
+    }
+    int64_t nans = 0;
+    int pos0 = 0, neg0 = 0;
+    for (int64_t i = 0; i < n && is_float; ++i) {
+        nans += is_nan(dtype, b[i]);
+        pos0 |= b[i] == 0;
+        neg0 |= b[i] == sign;
+    }
+    const int64_t limit = limit_in < n ? limit_in : n;
+    int defer = u > limit || nans > 1 || (pos0 && neg0);
+    /* the checkpoints: more than three in four distinct among the first c */
+    for (int64_t c = 4096; c < n && !defer; c *= 2) {
+        int64_t seen = 0;
+        for (int64_t g = 0; g < u; ++g) seen += first[g].pos < c;
+        defer = seen * 4 > c * 3;
+    }
+
+    char *distinct = malloc((size_t)(limit_in * es + 1));
+    int64_t *counts = malloc(sizeof(int64_t) * (size_t)(limit_in + 1));
+    int64_t *slots = malloc(sizeof(int64_t) * (size_t)(n + 1));
+    int64_t got_u = -1;
+    const int with = (int)(next() % 4); /* counts and slots, either, neither */
+    const int status = kwk_unique_hash(dtype, v, n, limit_in, distinct, with & 1 ? counts : NULL,
+                                       with & 2 ? slots : NULL, &got_u);
+    const int want_status = n == 0 ? KWK_OK : defer ? KWK_DEFER : KWK_OK;
+    CHECK(status == want_status, "hash dtype %d n %lld kind %d special %d limit %lld: status %d, "
+          "want %d (u %lld)", dtype, (long long)n, kind, special, (long long)limit_in, status,
+          want_status, (long long)u);
+    if (status == KWK_OK && want_status == KWK_OK) {
+        CHECK(got_u == (n ? u : 0), "hash dtype %d n %lld: u %lld, want %lld", dtype, (long long)n,
+              (long long)got_u, (long long)u);
+        for (int64_t s = 0; s < u && got_u == u; ++s) {
+            uint64_t want = b[order[s].pos], got = 0;
+            if (dtype == KWK_BOOL) want = want != 0;
+            memcpy(&got, distinct + s * es, (size_t)es);
+            CHECK(got == want, "hash dtype %d n %lld: distinct %lld", dtype, (long long)n,
+                  (long long)s);
+            CHECK(!(with & 1) || counts[s] == want_count[s], "hash dtype %d n %lld: count %lld",
+                  dtype, (long long)n, (long long)s);
+        }
+        for (int64_t i = 0; i < n && (with & 2); ++i)
+            CHECK(slots[i] == want_slot[i], "hash dtype %d n %lld: slot of %lld", dtype,
+                  (long long)n, (long long)i);
+        if ((with & 2) && n > 0) { /* renumbered by a permutation of the slots */
+            int64_t *rank = malloc(sizeof(int64_t) * (size_t)u);
+            for (int64_t s = 0; s < u; ++s) rank[s] = u - 1 - s;
+            CHECK(kwk_unique_remap(slots, n, rank, u) == KWK_OK, "remap status");
+            for (int64_t i = 0; i < n; ++i)
+                CHECK(slots[i] == u - 1 - want_slot[i], "remap dtype %d n %lld: %lld", dtype,
+                      (long long)n, (long long)i);
+            slots[n / 2] = u; /* a slot past the ranks */
+            CHECK(kwk_unique_remap(slots, n, rank, u) == KWK_E_ARG, "remap slot >= u");
+            slots[n / 2] = -1;
+            CHECK(kwk_unique_remap(slots, n, rank, u) == KWK_E_ARG, "remap slot < 0");
+            free(rank);
+        }
+    }
+    free(b); free(v); free(k); free(first); free(group_of); free(slot_of_group); free(order);
+    free(want_slot); free(want_count); free(distinct); free(counts); free(slots);
+}
+
+static void hash_tests(void)
+{
+    for (int dtype = 0; dtype < 13; ++dtype) {
+        for (int64_t n = 0; n <= 300; ++n) {
+            const int kind = (int)(n % 3), special = (int)(next() % 6);
+            const int64_t limits[3] = {n, n / 2, (int64_t)(next() % 50)};
+            hash_one(dtype, n, kind, special, limits[next() % 3]);
+        }
+        for (int special = 0; special < 6; ++special) {
+            hash_one(dtype, 5000, 0, special, 5000);
+            hash_one(dtype, 70000, 0, special, 35000);
+        }
+        /* around the checkpoints: mostly distinct, about half, at every limit */
+        const int64_t lens[4] = {4095, 4097, 8193, 20000};
+        for (int i = 0; i < 4; ++i)
+            for (int kind = 1; kind < 3; ++kind) {
+                hash_one(dtype, lens[i], kind, 0, lens[i]);
+                hash_one(dtype, lens[i], kind, 0, lens[i] / 3);
+            }
+    }
+    /* few distinct values: the limit at u, below u */
+    for (int64_t lim = 0; lim < 45; ++lim) hash_one(KWK_INT32, 1000, 0, 0, lim);
+    int64_t u;
+    char buf[8] = {0};
+    int64_t slot = 0, rank = 0;
+    CHECK(kwk_unique_hash(13, buf, 1, 1, buf, NULL, NULL, &u) == KWK_E_DTYPE, "hash dtype");
+    CHECK(kwk_unique_hash(KWK_INT8, buf, -1, 1, buf, NULL, NULL, &u) == KWK_E_ARG, "hash n < 0");
+    CHECK(kwk_unique_hash(KWK_INT8, buf, 1, -1, buf, NULL, NULL, &u) == KWK_E_ARG, "limit < 0");
+    CHECK(kwk_unique_hash(KWK_INT8, buf, 1, 1, NULL, NULL, NULL, &u) == KWK_E_ARG, "no distinct");
+    CHECK(kwk_unique_hash(KWK_INT8, buf, 1, 1, buf, NULL, NULL, NULL) == KWK_E_ARG, "no u");
+    CHECK(kwk_unique_hash(KWK_INT8, NULL, 1, 1, buf, NULL, NULL, &u) == KWK_E_ARG, "no values");
+    CHECK(kwk_unique_hash(KWK_INT8, buf, 1, 0, NULL, NULL, NULL, &u) == KWK_DEFER, "limit 0");
+    CHECK(kwk_unique_remap(&slot, 1, &rank, 0) == KWK_E_ARG, "remap u 0");
+    CHECK(kwk_unique_remap(&slot, -1, &rank, 1) == KWK_E_ARG, "remap n < 0");
+    CHECK(kwk_unique_remap(NULL, 1, &rank, 1) == KWK_E_ARG, "remap NULL");
+    CHECK(kwk_unique_remap(&slot, 1, &rank, 1) == KWK_OK && slot == 0, "remap one");
+}
+
 int main(void)
 {
     const char *const *targets = KWK_TEST_TARGET_NAMES;
@@ -150,6 +325,7 @@ int main(void)
             one(dtype, 5000);
             one(dtype, 70000);
         }
+        hash_tests();
     }
     int64_t runs;
     int shows;
