@@ -34,7 +34,7 @@ case "${1:-}" in
     "") ;;
     *) budget=$1 ;;
 esac
-targets=${FUZZ_TARGETS:-"sort topk kthvalue median_dim median_all quantile"}
+targets=${FUZZ_TARGETS:-"sort topk kthvalue median_dim median_all quantile unique"}
 jobs=${FUZZ_JOBS:-1}
 lib_sources="native/src/targets/avx512.c native/src/targets/portable.c native/src/targets/avx2.c native/src/dispatch.c" # slowest to compile first
 # -g1 (line tables): reports keep file:line, and the kernels compile in 60%
