@@ -67,18 +67,33 @@ def _sort_values(flat: torch.Tensor) -> torch.Tensor:
     return values
 
 
+def _flat(x: torch.Tensor) -> torch.Tensor:
+    """x's elements as one contiguous row."""
+    if x.ndim == 1 and x.is_contiguous():
+        return x  # (a reshape costs 1 us)
+    flat = x.reshape(-1)
+    return flat if flat.is_contiguous() else flat.contiguous()
+
+
+def _hash_may_pay(n: int, return_inverse: bool, return_counts: bool) -> bool:
+    return n >= (HASH_MIN_NUMEL if return_inverse or return_counts else HASH_MIN_NUMEL_VALUES)
+
+
+def unique_if_few(x: torch.Tensor, return_inverse: bool, return_counts: bool):
+    """unique() of x (non-empty) by the hashing pass alone, or None where it
+    declines or would not pay: the result then depends on nobody's order of
+    equal elements, so torch.ops.kwker.unique (stable order) serves it too."""
+    if not _hash_may_pay(x.numel(), return_inverse, return_counts):
+        return None
+    return _unique_by_hash(_flat(x), x.shape, return_inverse, return_counts)
+
+
 def unique(x: torch.Tensor, return_inverse: bool, return_counts: bool
            ) -> Tuple[torch.Tensor, Optional[torch.Tensor], Optional[torch.Tensor]]:
     """(output, inverse or None, counts or None) as torch.unique gives them
     for dim=None (x non-empty)."""
-    if x.ndim == 1 and x.is_contiguous():
-        flat = x  # (a reshape costs 1 us)
-    else:
-        flat = x.reshape(-1)
-        if not flat.is_contiguous():
-            flat = flat.contiguous()
-    if flat.shape[0] >= (HASH_MIN_NUMEL if return_inverse or return_counts
-                         else HASH_MIN_NUMEL_VALUES):
+    flat = _flat(x)
+    if _hash_may_pay(flat.shape[0], return_inverse, return_counts):
         result = _unique_by_hash(flat, x.shape, return_inverse, return_counts)
         if result is not None:
             return result

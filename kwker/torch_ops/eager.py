@@ -274,6 +274,14 @@ def unique_sorted(x, return_inverse, return_counts, sort):
 
 
 def unique_cpu(x, sorted=True, return_inverse=False, return_counts=False):
+    if _LOADED and x.dtype in _SORTABLE and x.layout is _strided and x.numel():
+        # few distinct values: hashed, not sorted (kwker.ops.unique)
+        got = unique_ops.unique_if_few(x, return_inverse, return_counts)
+        if got is not None:
+            values, inverse, counts = got
+            empty = x.new_empty((0,), dtype=_INT64)
+            return (values, inverse if return_inverse else empty,
+                    counts if return_counts else empty.clone())
     return unique_sorted(x, return_inverse, return_counts, sort_cpu)
 
 
