@@ -18,9 +18,9 @@ the sort of all n elements: one hashing pass (native/src/unique_hash.h)
 finds the distinct values, counts them and numbers each element's value;
 only those are sorted, and the elements renumbered by their sorted order.
 The pass refuses inputs where the order of equal elements could show, and
-stops once it has seen more distinct values than the sort would take time
-(see HASH_DISTINCT_DIVISOR), or more than three in four of the first 4096,
-8192, ... elements: those are sorted as above.
+stops once it has seen more distinct values than hashing pays for (see
+HASH_DISTINCT_DIVISOR), or more than three in four of the first 4096, 8192,
+... elements distinct: those are sorted as above.
 """
 from typing import Optional, Tuple
 
@@ -45,9 +45,10 @@ _arange = torch.arange
 # (their sort is cheap: 2048 token ids of 883 distinct values were sorted
 # faster than hashed); and past HASH_MAX_DISTINCT (the table then takes 4
 # MiB: 16 bytes an entry, at most a quarter full; 65339 distinct 62-bit ids
-# of 262144 with the inverse and counts were hashed as fast as sorted).  Inputs under HASH_MIN_NUMEL elements
-# (HASH_MIN_NUMEL_VALUES for the values alone) are always sorted: the extra
-# native call and small sort cost more there.
+# of 262144 with the inverse and counts were hashed as fast as sorted).
+# Inputs under HASH_MIN_NUMEL elements (HASH_MIN_NUMEL_VALUES for the values
+# alone) are always sorted: the extra native call and small sort cost more
+# there.
 HASH_DISTINCT_DIVISOR = 2
 HASH_DISTINCT_DIVISOR_VALUES = 8
 HASH_MAX_DISTINCT = 1 << 17

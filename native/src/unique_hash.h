@@ -18,10 +18,10 @@
  * most a bounded number of probes).
  *
  * Open addressing with linear probing, at most a quarter full (grown as
- * distinct values come), the key's bits mixed, then Fibonacci hashing; runs of one value (segment ids,
- * sorted batch indices) skip the table.  Bool elements count by truth (a
- * byte other than 0 or 1 is True, as torch's bool unique counts it) and
- * come out as 0 or 1.
+ * distinct values come), the key's bits mixed, then Fibonacci hashing; runs
+ * of one value (segment ids, sorted batch indices) skip the table.  Bool
+ * elements count by truth (a byte other than 0 or 1 is True, as torch's
+ * bool unique counts it) and come out as 0 or 1.
  */
 #ifndef KWK_UNIQUE_HASH_H
 #define KWK_UNIQUE_HASH_H
