@@ -68,6 +68,23 @@ def _restore_torch():
 
 
 @pytest.fixture
+def hash_spy(monkeypatch):
+    """A list with one entry per unique() call that tried the hashing pass
+    (kwker.ops.unique): True where it answered, False where it declined and
+    the input was sorted."""
+    from kwker.ops import unique as unique_ops
+    taken = []
+    real = unique_ops._unique_by_hash
+
+    def spy(*args):
+        result = real(*args)
+        taken.append(result is not None)
+        return result
+    monkeypatch.setattr(unique_ops, "_unique_by_hash", spy)
+    return taken
+
+
+@pytest.fixture
 def kw():
     """Kwker installed (ties="torch"), counters reset."""
     assert kwker.install() is True

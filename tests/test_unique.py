@@ -75,21 +75,6 @@ def test_unique_equal_keys_with_different_bits(kw, gen, dtype):
         compare("unique", x, return_inverse=True, return_counts=True, fast=True)
 
 
-@pytest.fixture
-def hash_spy(monkeypatch):
-    """How many unique() calls the hashing pass answered (it returns None
-    where it declined and the input was sorted)."""
-    taken = []
-    real = unique_ops._unique_by_hash
-
-    def spy(*args):
-        result = real(*args)
-        taken.append(result is not None)
-        return result
-    monkeypatch.setattr(unique_ops, "_unique_by_hash", spy)
-    return taken
-
-
 def _few_values(dtype, shape, distinct, gen):
     """Elements drawn from `distinct` values spread over the dtype's range
     (no NaN, no zero)."""
