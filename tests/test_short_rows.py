@@ -1,9 +1,11 @@
 """Many short rows (the MoE-router and batch case): sort/argsort/msort of
 rows of 2..16 and topk of rows up to 256 with k <= 8 run eight rows at once
-(native/src/short_rows.h).  Differential tests against torch 2.13, values
-bit for bit and indices (torch's order of equal values included), on both
-native targets, with a native row counter proving that the eight-rows kernel
-served the call (and, for topk, which rows it handed back because of a tie).
+(native/src/short_rows.h); topk of contiguous rows of 256..4095 with k <= 8
+runs from a threshold, row by row (native/src/topk_threshold.h).
+Differential tests against torch 2.13, values bit for bit and indices
+(torch's order of equal values included), on both native targets, with
+native row counters proving which kernel served the call (and, for topk,
+which rows it handed back or emulated because of a tie).
 """
 import pytest
 import torch
@@ -15,11 +17,16 @@ lib = _native.lib
 SHORT_SORT = 0     # KWK_COUNT_SHORT_SORT_ROWS
 SHORT_TOPK = 1     # KWK_COUNT_SHORT_TOPK_ROWS
 TOPK_REDONE = 2    # KWK_COUNT_SHORT_TOPK_REDONE
+THRESHOLD_TOPK = 4    # KWK_COUNT_THRESHOLD_TOPK_ROWS
+THRESHOLD_TIES = 5    # KWK_COUNT_THRESHOLD_TOPK_TIES
+THRESHOLD_REDONE = 6  # KWK_COUNT_THRESHOLD_TOPK_REDONE
 
 SORT_MAX = 16      # SR_SORT_MAX
 TOPK_MAX_LEN = 256  # SR_TOPK_MAX_LEN
 TOPK_MAX_K = 8     # SR_TOPK_MAX_K
 MIN_ROWS = 8       # SR_MIN_ROWS
+THRESHOLD_LENS = (256, 4095)  # TT_MIN_LEN, TT_MAX_LEN
+THRESHOLD_MIN_K_AT_MIN_LEN = 3  # TT_MIN_K_AT_MIN_LEN
 ROWS = 19          # two full groups of eight and a tail of three
 # keys of at most 32 bits take the kernel; 64-bit ones the per-row path
 NARROW = {d for d in SORT_DTYPES if d not in (torch.int64, torch.uint64, torch.float64)}
@@ -27,11 +34,12 @@ KINDS = ("random", "ties", "bf16ties", "equal", "nan", "special")
 
 
 def counters():
-    return [lib.kwk_counter(i) for i in range(3)]
+    return [lib.kwk_counter(i) for i in range(7)]
 
 
 def counted(fn):
-    """fn()'s rows served by the short-row kernels: [sort, topk, redone]."""
+    """fn()'s rows served by the kernels of this file, by counter: [sort,
+    topk, redone, -, threshold topk, its ties, its redone]."""
     before = counters()
     fn()
     return [a - b for a, b in zip(counters(), before)]
@@ -41,11 +49,17 @@ def sort_takes_kernel(dtype, n, rows):
     return dtype in NARROW and 2 <= n <= SORT_MAX and rows >= MIN_ROWS
 
 
-def topk_takes_kernel(dtype, n, k, rows, sorted_=True):
+def topk_kernel(dtype, n, k, rows, sorted_=True, contiguous=True):
+    """The counter of the kernel that takes a topk call (THRESHOLD_TOPK or
+    SHORT_TOPK), or None for the per-row path."""
     if order_is_torch() and not sorted_ and k * 64 > n and k > 1:
-        return False  # torch's nth_element leaves introselect order
-    return (dtype in NARROW and 1 <= n <= TOPK_MAX_LEN and 1 <= k <= TOPK_MAX_K
-            and rows >= MIN_ROWS)
+        return None  # torch's nth_element leaves introselect order
+    if dtype not in NARROW or not 1 <= k <= TOPK_MAX_K:
+        return None
+    if contiguous and THRESHOLD_LENS[0] <= n <= THRESHOLD_LENS[1] and (
+            n > THRESHOLD_LENS[0] or k >= THRESHOLD_MIN_K_AT_MIN_LEN):
+        return THRESHOLD_TOPK
+    return SHORT_TOPK if 1 <= n <= TOPK_MAX_LEN and rows >= MIN_ROWS else None
 
 
 def order_is_torch():
@@ -117,9 +131,14 @@ def _topk_all(x, n, dtype, rows, dim=-1):
             for sorted_ in (True, False):
                 got = counted(lambda: compare("topk", x, k, dim=dim, largest=largest,
                                               sorted=sorted_))
-                expect = rows if topk_takes_kernel(dtype, n, k, rows, sorted_) else 0
-                assert got[SHORT_TOPK] == expect, (n, k, largest, sorted_, got)
+                kernel = topk_kernel(dtype, n, k, rows, sorted_, x.stride(dim) == 1)
+                for counter in (SHORT_TOPK, THRESHOLD_TOPK):
+                    expect = rows if counter == kernel else 0
+                    assert got[counter] == expect, (n, k, largest, sorted_, got)
                 assert got[TOPK_REDONE] <= got[SHORT_TOPK]
+                assert got[THRESHOLD_TIES] + got[THRESHOLD_REDONE] <= got[THRESHOLD_TOPK]
+                if not order_is_torch():
+                    assert got[THRESHOLD_TIES] == 0, got  # the stable answer is exact
 
 
 @pytest.mark.parametrize("dtype", SELECT_DTYPES, ids=str)
@@ -157,6 +176,67 @@ def test_topk_ties_are_redone(kw, gen, dtype):
         got = counted(lambda: compare("topk", z, k, largest=False))
 
 
+@pytest.mark.parametrize("dtype", (torch.float32, torch.bfloat16, torch.float16, torch.int32,
+                                   torch.int16, torch.uint8), ids=str)
+def test_topk_threshold_lengths(kw, gen, target, dtype):
+    """Rows around and inside the threshold kernel's lengths, fewer than
+    eight rows too (it takes any number), every kind of values."""
+    for n in (1000, 4094, 4095, 4096):
+        for kind in ("random", "ties", "bf16ties", "nan", "sorted", "reversed"):
+            x = make_values(kind, (3, n), dtype, gen)
+            _topk_all(x, n, dtype, 3)
+
+
+@pytest.mark.parametrize("dtype", (torch.float32, torch.bfloat16, torch.int8), ids=str)
+def test_topk_threshold_ties_and_overflow(kw, gen, target, dtype):
+    """Threshold rows with a tie among their first k + 1 keys are emulated in
+    torch's order on the spot; rows with too many candidates (all equal, or
+    the largest values all in one vector lane) go back to the per-row
+    kernel."""
+    n, k = 256, 8
+    x = ORIG["argsort"](make_values("random", (16, n), torch.float32, gen).float(), dim=-1)
+    x = (x - 128).to(dtype)  # distinct values per row, int8 included
+    got = counted(lambda: compare("topk", x, k))
+    assert got[THRESHOLD_TOPK] == 16 and got[THRESHOLD_TIES] == 0, got
+    y = x.clone()
+    y[3, :] = 5                             # all equal: every key a candidate
+    y[7][y[7] == 126] = 127                 # a tie for the top value
+    y[9][y[9] == 127 - k] = 128 - k         # the k-th and (k+1)-th equal
+    y[11][y[11] == -120] = -121             # a tie far below: exact as it is
+    got = counted(lambda: compare("topk", y, k))
+    torch_order = order_is_torch()
+    assert got[THRESHOLD_TOPK] == 16, got
+    assert got[THRESHOLD_TIES] == (2 if torch_order else 0), got
+    assert got[THRESHOLD_REDONE] == 1, got
+    # 1024 elements, the 128 in lane 0 (positions 8j) the largest
+    lane0 = torch.arange(1024) % 8 == 0
+    big = torch.arange(1024) // 8 - 20
+    small = ORIG["argsort"](torch.rand(4, 1024, generator=gen), dim=-1) % 40 - 80
+    w = torch.where(lane0, big, small).to(dtype)
+    got = counted(lambda: compare("topk", w, k))
+    assert got[THRESHOLD_REDONE] == 4, got
+    got = counted(lambda: compare("topk", w, 2, largest=False))
+    assert got[THRESHOLD_REDONE] == 0, got  # its smallest values are spread
+    if dtype.is_floating_point:
+        z = x.clone()
+        z[2, 3] = float("nan")              # one NaN: the largest, no tie
+        z[5, 1] = z[5, 100] = float("nan")  # two NaNs share a key
+        got = counted(lambda: compare("topk", z, k))
+        assert got[THRESHOLD_TIES] == (1 if torch_order else 0), got
+        compare("topk", z, k, largest=False)
+
+
+def test_topk_threshold_layouts(kw, gen):
+    """Rows of 300: contiguous rows at a storage offset take the threshold
+    kernel, rows of every other element the per-row one."""
+    for lay, expect in (("offset", 60), ("step", 0)):
+        for dtype in (torch.float32, torch.bfloat16):
+            x = layout(make_values("bf16ties", (3, 4, 5, 300), dtype, gen), lay, -1)
+            got = counted(lambda: compare("topk", x, 8, dim=-1))
+            assert got[THRESHOLD_TOPK] == expect, (lay, dtype, got)
+            compare("topk", x, 3, dim=-1, largest=False, sorted=False)
+
+
 @pytest.mark.parametrize("lay", ("transposed", "step", "offset", "permuted"))
 def test_topk_short_rows_layouts(kw, gen, lay):
     """Strided rows, a non-last dim (router logits stored transposed), 4-D
@@ -186,7 +266,7 @@ def test_topk_stable_ties(kw_stable, gen):
     """ties="stable": equal values in index order, for rows the kernel keeps
     and rows it redoes alike."""
     for dtype in (torch.float32, torch.bfloat16, torch.int8):
-        for n in (3, 8, 17, 64):
+        for n in (3, 8, 17, 64, 300, 1000):
             x = make_values("ties", (ROWS, n), dtype, gen)
             for k in ks_for(n):
                 for largest in (True, False):

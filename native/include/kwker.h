@@ -68,7 +68,10 @@ enum {
     KWK_COUNT_SHORT_TOPK_ROWS = 1,  /* topk rows through the eight-rows kernel */
     KWK_COUNT_SHORT_TOPK_REDONE = 2, /* of those, rows with a tie, redone per row */
     KWK_COUNT_ROW_SPLITS = 3,       /* steps of one row's work run on several threads */
-    KWK_NUM_COUNTERS = 4
+    KWK_COUNT_THRESHOLD_TOPK_ROWS = 4,   /* topk rows through the threshold kernel */
+    KWK_COUNT_THRESHOLD_TOPK_TIES = 5,   /* of those, rows emulated in torch order */
+    KWK_COUNT_THRESHOLD_TOPK_REDONE = 6, /* of those, rows redone per row */
+    KWK_NUM_COUNTERS = 7
 };
 int64_t kwk_counter(int which);
 

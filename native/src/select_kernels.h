@@ -7,6 +7,7 @@
 #include "row_io.h"
 #include "select_words.h"
 #include "short_rows.h"
+#include "topk_threshold.h"
 #include "topk_nth.h"
 
 /* ---------------------------------------------------------------- topk */
@@ -268,12 +269,7 @@ static int topk_emulate_words(int dtype, const void *src, int64_t len, int64_t i
         uint64_t lo, hi;
         kwk_gather_keys(dtype, row, len, src_sl * es, flip, w, &lo, &hi);
         for (int64_t j = 0; j < len; ++j) w[j] = w[j] << ibits | (uint64_t)j;
-        if (k * 64 <= len) {
-            wemu_partial_sort(w, k, len, ibits);
-        } else {
-            wemu_nth_element(w, k - 1, len, ibits);
-            if (sorted) wemu_std_sort(w, k - 1, ibits);
-        }
+        tt_emulate_words(w, len, k, sorted, ibits);
         out_row out = {row, src_sl * es, values ? (char *)values + d * es : NULL,
                        indices ? indices + d : NULL, dst_sl, es, dtype == KWK_BFLOAT16};
         for (int64_t j = 0; j < k; ++j) emit(&out, j, (int64_t)(w[j] & mask));
@@ -282,8 +278,10 @@ static int topk_emulate_words(int dtype, const void *src, int64_t len, int64_t i
     return KWK_OK;
 }
 
-/* Short rows, small k: eight rows at a time (short_rows.h); the rows with a
- * tie among their first k + 1 keys are redone one by one: in torch order
+/* Short rows, small k: contiguous rows of TT_MIN_LEN.. elements one by one
+ * from a threshold (topk_threshold.h), shorter or strided ones eight rows
+ * at a time (short_rows.h).  The rows either kernel hands back (in torch
+ * order, a tie among their first k + 1 keys) are redone one by one: in torch order
  * straight by the emulation of torch's selection (the per-row kernel would
  * first select again, then find the same tie); in stable order by the
  * per-row kernel. */
@@ -295,8 +293,11 @@ static int topk_short_rows(int dtype, const void *src, int64_t outer, int64_t le
     const int64_t rows = outer * inner;
     int64_t *redo = (int64_t *)malloc((size_t)rows * sizeof(int64_t)), nredo = 0;
     if (!redo) return KWK_E_NOMEM;
-    int status = sr_topk(dtype, src, outer, len, inner, src_so, src_sl, src_si, k, values,
-                         indices, dst_so, dst_sl, dst_si, largest, redo, &nredo);
+    int status = tt_topk_applies(dtype, len, k, src_sl, sorted, order)
+        ? tt_topk(dtype, src, outer, len, inner, src_so, src_si, k, values, indices, dst_so,
+                  dst_sl, dst_si, largest, sorted, order, redo, &nredo)
+        : sr_topk(dtype, src, outer, len, inner, src_so, src_sl, src_si, k, values, indices,
+                  dst_so, dst_sl, dst_si, largest, redo, &nredo);
     if (status == KWK_OK && nredo > 0 && order == KWK_ORDER_TORCH) {
         status = topk_emulate_words(dtype, src, len, inner, src_so, src_sl, src_si, k, values,
                                     indices, dst_so, dst_sl, dst_si, largest, sorted, redo, nredo);
@@ -321,7 +322,8 @@ static int impl_topk(int dtype, const void *src, int64_t outer, int64_t len,
                      int largest, int sorted, int order)
 {
     if (k == 0 || outer == 0 || inner == 0) return KWK_OK;
-    if (sr_topk_applies(dtype, outer * inner, len, k, sorted, order))
+    if (tt_topk_applies(dtype, len, k, src_sl, sorted, order) ||
+        sr_topk_applies(dtype, outer * inner, len, k, sorted, order))
         return topk_short_rows(dtype, src, outer, len, inner, src_so, src_sl, src_si, k, values,
                                indices, dst_so, dst_sl, dst_si, largest, sorted, order);
     /* torch order, sorted=False in nth_element's branch: every row in

@@ -575,12 +575,20 @@ int main(int argc, char **argv)
             }
         }
     }
-    /* the short-row kernel ran, and handed tied rows back */
+    /* the short-row kernel ran, and handed tied rows back; the threshold
+     * kernel ran, emulated tied rows and handed back crowded ones */
     ++checks;
     if (kwk_counter(KWK_COUNT_SHORT_TOPK_ROWS) <= 0 || kwk_counter(KWK_COUNT_SHORT_TOPK_REDONE) <= 0 ||
         kwk_counter(KWK_NUM_COUNTERS) != -1)
         FAIL("short-row topk counters %lld %lld", (long long)kwk_counter(KWK_COUNT_SHORT_TOPK_ROWS),
              (long long)kwk_counter(KWK_COUNT_SHORT_TOPK_REDONE));
+    ++checks;
+    if (kwk_counter(KWK_COUNT_THRESHOLD_TOPK_ROWS) <= 0 || kwk_counter(KWK_COUNT_THRESHOLD_TOPK_TIES) <= 0 ||
+        kwk_counter(KWK_COUNT_THRESHOLD_TOPK_REDONE) <= 0)
+        FAIL("threshold topk counters %lld %lld %lld",
+             (long long)kwk_counter(KWK_COUNT_THRESHOLD_TOPK_ROWS),
+             (long long)kwk_counter(KWK_COUNT_THRESHOLD_TOPK_TIES),
+             (long long)kwk_counter(KWK_COUNT_THRESHOLD_TOPK_REDONE));
     printf("checks %ld failures %ld\n", checks, failures);
     free(x);
     free(ref);

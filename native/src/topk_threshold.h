@@ -1,0 +1,325 @@
+/*
+ * topk_threshold.h - topk with k <= SR_TOPK_MAX_K of contiguous rows of
+ * TT_MIN_LEN..TT_MAX_LEN elements (MoE routers over 256 experts, accuracy@5
+ * over 1000 classes), one row at a time in three short steps:
+ *
+ *  1. the row's keys (sign-flipped int32, as short_rows.h's columns) into a
+ *     buffer, and their minimum per lane of two vector accumulators.  The
+ *     16 lane minima are 16 different elements, so the k-th smallest of
+ *     them, t, has at least k keys at or below it: the k smallest keys of
+ *     the row are all <= t (typically t lies near the k/n quantile: a
+ *     dozen candidates for k = 8).
+ *  2. the positions of the keys <= t, in index order, one compare and one
+ *     table-driven compress per vector (compress_lut.h), no branch.
+ *  3. the first k (stable order) or k + 1 (torch order) candidates by
+ *     (key, position), as words key << 32 | position ranked by counting:
+ *     that is the stable answer, exact whatever the ties.  In torch order
+ *     the row is exact too when those k + 1 keys are pairwise distinct: a
+ *     key outside the candidates is > t >= the k-th smallest, so a tie at
+ *     the (k+1)-th place is always among them.  A row with such a tie is
+ *     emulated on the spot (torch_order.h's words, built from the keys at
+ *     hand).
+ *
+ * sr_topk's column kernel keeps the m best of eight rows in m vectors
+ * (2m min/max per element, and a second pass for the positions): cheaper
+ * for short rows, but from 256 elements the threshold's one min and one
+ * compare per element win (the figures at TT_MIN_LEN).  Rows with more than
+ * TT_CAND_MAX candidates (all keys equal, or the row's smallest keys all in
+ * one lane) are handed back for the per-row kernel, as sr_topk hands back
+ * its tied rows.
+ */
+#ifndef KWK_TOPK_THRESHOLD_H
+#define KWK_TOPK_THRESHOLD_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include "compress_lut.h"
+#include "short_rows.h"
+#include "torch_order.h"
+
+/* Where it was measured faster (random float32 rows, ns/element, one
+ * thread): from 256 elements (and k >= 3 there) than sr_topk's columns
+ * (4096x256 k=4 0.57 -> 0.47, k=8 0.70 -> 0.57, but k=2 0.41 -> 0.43 and
+ * 4096x128 k=8 0.77 -> 0.87), and below 4096 than the per-row kernel
+ * (512x512 k=4 0.51 -> 0.36, 256x1000 k=5 0.41 -> 0.34); from 4096 the
+ * per-row kernel's streamed block skip reads the raw values (4x4096 k=1
+ * 0.19, against 0.32 here). */
+enum {
+    TT_MIN_LEN = 256,
+    TT_MIN_K_AT_MIN_LEN = 3,
+    TT_MAX_LEN = 4095,
+    TT_CAND_MAX = 64,
+    TT_RANK_MAX = 24, /* candidates ranked by counting; more: by insertion */
+};
+
+/* What tt_row found. */
+enum { TT_EXACT = 0, TT_TIE = 1, TT_OVERFLOW = 2 };
+
+/* key[j] for j < n: the order key of element j of a contiguous row, xored
+ * with x (flip ^ sign bit: a signed compare is then the selection order);
+ * key[n..) up to a multiple of eight: INT32_MAX, which never lowers a lane
+ * minimum (every lane holds a real element: n >= 8). */
+#define TT_DEFINE_KEYS(SUF, UT, KEY)                                          \
+    static void tt_keys_##SUF(const char *row, int64_t n, uint32_t x, int32_t *key) \
+    {                                                                         \
+        for (int64_t j = 0; j < n; ++j) {                                     \
+            UT v;                                                             \
+            memcpy(&v, row + j * (int64_t)sizeof(UT), sizeof(UT));            \
+            key[j] = (int32_t)((uint32_t)KEY(v) ^ x);                         \
+        }                                                                     \
+        for (int64_t j = n; j & (SR_LANES - 1); ++j) key[j] = INT32_MAX;      \
+    }
+
+TT_DEFINE_KEYS(u8, uint8_t, sk_u8)
+TT_DEFINE_KEYS(i8, uint8_t, sk_i8)
+TT_DEFINE_KEYS(u16, uint16_t, sk_u16)
+TT_DEFINE_KEYS(i16, uint16_t, sk_i16)
+TT_DEFINE_KEYS(f16, uint16_t, sk_f16)
+TT_DEFINE_KEYS(bf16, uint16_t, sk_bf16)
+TT_DEFINE_KEYS(u32, uint32_t, sk_u32)
+TT_DEFINE_KEYS(i32, uint32_t, sk_i32)
+TT_DEFINE_KEYS(f32, uint32_t, sk_f32)
+#undef TT_DEFINE_KEYS
+
+typedef void (*tt_keys_fn)(const char *, int64_t, uint32_t, int32_t *);
+
+/* The key function of a dtype topk takes with keys of <= 32 bits, else
+ * NULL (bool and the wide unsigned types are not torch.topk dtypes). */
+static tt_keys_fn tt_keys_for(int dtype)
+{
+    switch (dtype) {
+    case KWK_UINT8: return tt_keys_u8;
+    case KWK_INT8: return tt_keys_i8;
+    case KWK_UINT16: return tt_keys_u16;
+    case KWK_INT16: return tt_keys_i16;
+    case KWK_FLOAT16: return tt_keys_f16;
+    case KWK_BFLOAT16: return tt_keys_bf16;
+    case KWK_UINT32: return tt_keys_u32;
+    case KWK_INT32: return tt_keys_i32;
+    case KWK_FLOAT32: return tt_keys_f32;
+    default: return NULL;
+    }
+}
+
+/* Whether tt_topk takes this call (torch's nth_element branch leaves
+ * sorted=False rows in introselect order, as for sr_topk). */
+static int tt_topk_applies(int dtype, int64_t len, int64_t k, int64_t src_sl, int sorted,
+                           int order)
+{
+    if (order == KWK_ORDER_TORCH && !sorted && k * 64 > len && k > 1) return 0;
+    return src_sl == 1 && len >= TT_MIN_LEN && len <= TT_MAX_LEN && k >= 1 &&
+           k <= SR_TOPK_MAX_K && (len > TT_MIN_LEN || k >= TT_MIN_K_AT_MIN_LEN) &&
+           tt_keys_for(dtype) != NULL;
+}
+
+/* The k-th smallest of the 16 lane minima mn[0..1] (each a different
+ * element of the row): the largest one with fewer than k minima below it
+ * (minima equal to it are not below it).  Branch-free. */
+SR_INLINE int32_t tt_kth_minimum(const sr_v mn[2], int k)
+{
+    int32_t lane[2 * SR_LANES];
+    sr_store(lane, mn[0]);
+    sr_store(lane + SR_LANES, mn[1]);
+    sr_v below0 = sr_set1(0), below1 = sr_set1(0);
+    for (int l = 0; l < 2 * SR_LANES; ++l) {
+        const sr_v y = sr_set1(lane[l]);
+        below0 = sr_sub(below0, sr_gt(mn[0], y));
+        below1 = sr_sub(below1, sr_gt(mn[1], y));
+    }
+    const sr_v kv = sr_set1(k), none = sr_set1(INT32_MIN);
+    const sr_v t = sr_max(sr_blend(none, mn[0], sr_gt(kv, below0)),
+                          sr_blend(none, mn[1], sr_gt(kv, below1)));
+    int32_t tl[SR_LANES];
+    sr_store(tl, t);
+    int32_t r = tl[0];
+    for (int l = 1; l < SR_LANES; ++l) r = tl[l] > r ? tl[l] : r;
+    return r;
+}
+
+/* The positions of the k smallest of key[0..n) (padded as tt_keys pads) by
+ * (key, position) to at[p * SR_LANES], p < k; cand has room for n +
+ * SR_LANES positions.  Returns TT_EXACT, else (at[] then all 0) TT_TIE:
+ * with tie_check, two equal keys among the first k + 1, or TT_OVERFLOW:
+ * too many candidates. */
+static int tt_row(const int32_t *key, int64_t n, int k, int tie_check, int32_t *at,
+                  int32_t *cand)
+{
+    /* 16 lane minima: even vectors in mn[0], odd ones in mn[1] (n >= 32:
+     * every lane of both holds a real element) */
+    const int64_t nv = (n + SR_LANES - 1) / SR_LANES;
+    sr_v mn[2] = {sr_load(key), sr_load(key + SR_LANES)};
+    int64_t v = 2;
+    for (; v + 1 < nv; v += 2) {
+        mn[0] = sr_min(mn[0], sr_load(key + v * SR_LANES));
+        mn[1] = sr_min(mn[1], sr_load(key + (v + 1) * SR_LANES));
+    }
+    if (v < nv) mn[0] = sr_min(mn[0], sr_load(key + v * SR_LANES));
+    const int32_t t = tt_kth_minimum(mn, k);
+    /* the candidates: positions of the keys <= t, in index order, without
+     * a branch per vector (whether one holds a candidate is a coin toss);
+     * cand has room for every position and a vector more */
+    const sr_v tv = sr_set1(t);
+    int64_t c = 0;
+#if defined(__AVX2__)
+    __m256i pos = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i step = _mm256_set1_epi32(SR_LANES);
+#endif
+    const unsigned tail = n & (SR_LANES - 1) ? (1u << (n & (SR_LANES - 1))) - 1 : 0xFFu;
+    for (v = 0; v < nv; ++v) {
+        unsigned le = ~sr_mask(sr_gt(sr_load(key + v * SR_LANES), tv)) & 0xFFu;
+        le &= v + 1 < nv ? 0xFFu : tail; /* not the padding */
+#if defined(__AVX2__)
+        const __m256i perm = _mm256_cvtepu8_epi32(
+            _mm_loadl_epi64((const __m128i *)(const void *)&KWK_COMPRESS_LUT[le]));
+        _mm256_storeu_si256((__m256i *)(void *)(cand + c), _mm256_permutevar8x32_epi32(pos, perm));
+        pos = _mm256_add_epi32(pos, step);
+        c += __builtin_popcount(le);
+#else
+        for (; le; le &= le - 1) cand[c++] = (int32_t)(v * SR_LANES + __builtin_ctz(le));
+#endif
+    }
+    if (c > TT_CAND_MAX) {
+        for (int p = 0; p < k; ++p) at[p * SR_LANES] = 0;
+        return TT_OVERFLOW;
+    }
+    /* the m best candidates by (key, position) (c >= k always), as words
+     * key << 32 | position in signed order */
+    const int m = tie_check && c > k ? k + 1 : k;
+    int64_t w[TT_CAND_MAX + 4], best[TT_CAND_MAX + 1];
+    for (int64_t i = 0; i < c; ++i) w[i] = (int64_t)((uint64_t)(int64_t)key[cand[i]] << 32) | cand[i];
+    if (c <= TT_RANK_MAX) {
+        /* each candidate's rank by counting the words below it (they are
+         * distinct): branch-free, where an insertion mispredicts on every
+         * move.  AVX2: the ranks of four candidates at once. */
+#if defined(__AVX2__)
+        for (int64_t i = c; i & 3; ++i) w[i] = INT64_MAX; /* below no word */
+        for (int64_t q = 0; q < c; q += 4) {
+            const __m256i wq = _mm256_loadu_si256((const __m256i *)(const void *)(w + q));
+            __m256i r = _mm256_setzero_si256();
+            for (int64_t j = 0; j < c; ++j)
+                r = _mm256_sub_epi64(r, _mm256_cmpgt_epi64(wq, _mm256_set1_epi64x(w[j])));
+            int64_t rank[4];
+            _mm256_storeu_si256((__m256i *)(void *)rank, r);
+            for (int l = 0; l < 4 && q + l < c; ++l)
+                best[rank[l] < m ? rank[l] : m] = w[q + l];
+        }
+#else
+        for (int64_t i = 0; i < c; ++i) {
+            int64_t r = 0;
+            for (int64_t j = 0; j < c; ++j) r += w[j] < w[i];
+            best[r < m ? r : m] = w[i];
+        }
+#endif
+    } else {
+        int b = 0;
+        for (int64_t i = 0; i < c; ++i) {
+            if (b == m) {
+                if (w[i] >= best[m - 1]) continue;
+                --b; /* the last one drops out */
+            }
+            int p = b++;
+            for (; p > 0 && best[p - 1] > w[i]; --p) best[p] = best[p - 1];
+            best[p] = w[i];
+        }
+    }
+    int tie = 0;
+    if (tie_check)
+        for (int p = 0; p + 1 < m; ++p) tie |= (best[p] >> 32) == (best[p + 1] >> 32);
+    for (int p = 0; p < k; ++p) at[p * SR_LANES] = tie ? 0 : (int32_t)(best[p] & 0xFFFFFFFF);
+    return tie ? TT_TIE : TT_EXACT;
+}
+
+/* torch.topk's selection on one row of words key << ibits | position (all
+ * positions in order), move for move: std::partial_sort when k * 64 <=
+ * len, else std::nth_element at k - 1 and, when sorted, std::sort of the
+ * first k - 1.  The first k words then hold torch's answer. */
+static void tt_emulate_words(uint64_t *w, int64_t len, int64_t k, int sorted, int ibits)
+{
+    if (k * 64 <= len) {
+        wemu_partial_sort(w, k, len, ibits);
+    } else {
+        wemu_nth_element(w, k - 1, len, ibits);
+        if (sorted) wemu_std_sort(w, k - 1, ibits);
+    }
+}
+
+/* topk over the rows tt_topk_applies to; arguments and outputs as
+ * sr_topk's.  A row with a tie among its first k + 1 keys in torch order is
+ * emulated here (tt_emulate_words on words built from the keys at hand);
+ * only rows with too many candidates are handed back for redo, as sr_topk
+ * hands back its rows (a redone row's outputs may hold anything). */
+static int tt_topk(int dtype, const void *src, int64_t outer, int64_t len, int64_t inner,
+                   int64_t src_so, int64_t src_si, int64_t k, void *values, int64_t *indices,
+                   int64_t dst_so, int64_t dst_sl, int64_t dst_si, int largest, int sorted,
+                   int order, int64_t *redo, int64_t *nredo)
+{
+    const tt_keys_fn keys_of = tt_keys_for(dtype);
+    const int es = KWK_DTYPES[dtype].elem_size;
+    const uint32_t flip = largest ? (uint32_t)kwk_width_mask(KWK_DTYPES[dtype].key_bits) : 0;
+    const int tie_check = order == KWK_ORDER_TORCH;
+    const int ibits = kwk_bits_for((uint64_t)(len - 1));
+    int32_t *key = (int32_t *)malloc((size_t)(len + SR_LANES) * sizeof(int32_t));
+    int32_t *cand = (int32_t *)malloc((size_t)(len + SR_LANES) * sizeof(int32_t));
+    uint64_t *words = tie_check ? (uint64_t *)malloc((size_t)len * sizeof(uint64_t)) : NULL;
+    if (!key || !cand || (tie_check && !words)) {
+        free(key);
+        free(cand);
+        free(words);
+        return KWK_E_NOMEM;
+    }
+    int32_t at[SR_TOPK_MAX_K * SR_LANES];
+    int64_t ties = 0;
+    sr_walk w;
+    sr_group g;
+    sr_walk_init(&w, src, es, outer, inner, src_so, src_si, dst_so, dst_si);
+    *nredo = 0;
+#if defined(__AVX2__)
+    sr_dense_plan plan;
+    memset(&plan, 0, sizeof plan);
+    const int dense = es == 4 && inner == 1 && dst_sl == 1 && dst_so == k && values &&
+                      indices && sr_dense_plan_init(&plan, (int)k, src_so, len);
+#endif
+    for (int64_t t0 = 0; sr_next_group(&w, &g); t0 += SR_LANES) {
+        unsigned skip = 0;
+        for (int l = 0; l < g.count; ++l) {
+            keys_of(g.src[l], len, flip ^ 0x80000000u, key);
+            const int found = tt_row(key, len, (int)k, tie_check, at + l, cand);
+            if (found == TT_TIE) {
+                /* the keys unsigned, as the emulation orders them */
+                for (int64_t j = 0; j < len; ++j)
+                    words[j] = (uint64_t)((uint32_t)key[j] ^ 0x80000000u) << ibits | (uint64_t)j;
+                tt_emulate_words(words, len, k, sorted, ibits);
+                for (int p = 0; p < k; ++p)
+                    at[p * SR_LANES + l] = (int32_t)(words[p] & kwk_width_mask(ibits));
+                ++ties;
+            } else if (found == TT_OVERFLOW) {
+                skip |= 1u << l;
+                redo[(*nredo)++] = t0 + l;
+            }
+        }
+#if defined(__AVX2__)
+        if (dense && g.count == SR_LANES) { /* redone rows are overwritten later */
+            sr_emit_dense32(&plan, g.src[0], at, (int)k, (char *)values + g.dst[0] * 4,
+                            indices + g.dst[0]);
+            continue;
+        }
+#endif
+        if (es == 1)
+            sr_emit_top_u8(&g, skip, at, (int)k, es, (char *)values, indices, dst_sl, 0);
+        else if (es == 2)
+            sr_emit_top_u16(&g, skip, at, (int)k, es, (char *)values, indices, dst_sl,
+                            dtype == KWK_BFLOAT16);
+        else
+            sr_emit_top_u32(&g, skip, at, (int)k, es, (char *)values, indices, dst_sl, 0);
+    }
+    free(key);
+    free(cand);
+    free(words);
+    kwk_count(KWK_COUNT_THRESHOLD_TOPK_ROWS, outer * inner);
+    kwk_count(KWK_COUNT_THRESHOLD_TOPK_TIES, ties);
+    kwk_count(KWK_COUNT_THRESHOLD_TOPK_REDONE, *nredo);
+    return KWK_OK;
+}
+
+#endif
