@@ -545,6 +545,32 @@ SR_INLINE void sr_emit_dense32(const sr_dense_plan *d, const char *src, const in
 }
 #endif
 
+/* Write a group's top-k rows: position p of lane l's row takes element
+ * at[p * 8 + l], for the lanes not in `skip`.  With `dense_plan` (an
+ * sr_dense_plan, AVX2 only: rows of 32-bit elements along the last dim,
+ * dense outputs of rows of k) a full group is written by gathers, skipped
+ * lanes too (their rows are redone afterwards). */
+static void sr_emit_group_top(const sr_group *g, unsigned skip, const int32_t *at, int k,
+                              int es, int64_t sstep, int dtype, char *values, int64_t *indices,
+                              int64_t dst_sl, const void *dense_plan)
+{
+#if defined(__AVX2__)
+    if (dense_plan && g->count == SR_LANES) {
+        sr_emit_dense32((const sr_dense_plan *)dense_plan, g->src[0], at, k,
+                        values + g->dst[0] * 4, indices + g->dst[0]);
+        return;
+    }
+#else
+    (void)dense_plan;
+#endif
+    if (es == 1)
+        sr_emit_top_u8(g, skip, at, k, sstep, values, indices, dst_sl, 0);
+    else if (es == 2)
+        sr_emit_top_u16(g, skip, at, k, sstep, values, indices, dst_sl, dtype == KWK_BFLOAT16);
+    else
+        sr_emit_top_u32(g, skip, at, k, sstep, values, indices, dst_sl, 0);
+}
+
 /* topk over the rows sr_topk_applies to.  A row with a tie among its first
  * min(k + 1, len) keys is not written: its flat row number goes to
  * redo[*nredo] (redo has room for every row) for the per-row kernel. */
@@ -569,29 +595,20 @@ static int sr_topk(int dtype, const void *src, int64_t outer, int64_t len, int64
      * for full groups (a tie lane is written too, then redone) */
     sr_dense_plan plan;
     memset(&plan, 0, sizeof plan);
-    const int dense = es == 4 && src_sl == 1 && inner == 1 && dst_sl == 1 && dst_so == k &&
-                      values && indices && sr_dense_plan_init(&plan, (int)k, src_so, len);
+    const void *dense_plan = es == 4 && src_sl == 1 && inner == 1 && dst_sl == 1 &&
+                                     dst_so == k && values && indices &&
+                                     sr_dense_plan_init(&plan, (int)k, src_so, len)
+                                 ? &plan : NULL;
+#else
+    const void *dense_plan = NULL;
 #endif
     for (int64_t t0 = 0; sr_next_group(&w, &g); t0 += SR_LANES) {
         load(&g, len, src_sl * es, flip, col);
         const unsigned tie = sr_smallest(col, len, m, (int)k, at);
         for (unsigned t = tie & ((1u << g.count) - 1); t; t &= t - 1)
             redo[(*nredo)++] = t0 + __builtin_ctz(t);
-#if defined(__AVX2__)
-        if (dense && g.count == SR_LANES) {
-            sr_emit_dense32(&plan, g.src[0], at, (int)k, (char *)values + g.dst[0] * 4,
-                            indices + g.dst[0]);
-            continue;
-        }
-#endif
-        const int64_t sstep = src_sl * es;
-        if (es == 1)
-            sr_emit_top_u8(&g, tie, at, (int)k, sstep, (char *)values, indices, dst_sl, 0);
-        else if (es == 2)
-            sr_emit_top_u16(&g, tie, at, (int)k, sstep, (char *)values, indices, dst_sl,
-                            dtype == KWK_BFLOAT16);
-        else
-            sr_emit_top_u32(&g, tie, at, (int)k, sstep, (char *)values, indices, dst_sl, 0);
+        sr_emit_group_top(&g, tie, at, (int)k, es, src_sl * es, dtype, (char *)values, indices,
+                          dst_sl, dense_plan);
     }
     free(col);
     kwk_count(KWK_COUNT_SHORT_TOPK_ROWS, outer * inner);

@@ -277,8 +277,11 @@ static int tt_topk(int dtype, const void *src, int64_t outer, int64_t len, int64
 #if defined(__AVX2__)
     sr_dense_plan plan;
     memset(&plan, 0, sizeof plan);
-    const int dense = es == 4 && inner == 1 && dst_sl == 1 && dst_so == k && values &&
-                      indices && sr_dense_plan_init(&plan, (int)k, src_so, len);
+    const void *dense_plan = es == 4 && inner == 1 && dst_sl == 1 && dst_so == k && values &&
+                                     indices && sr_dense_plan_init(&plan, (int)k, src_so, len)
+                                 ? &plan : NULL;
+#else
+    const void *dense_plan = NULL;
 #endif
     for (int64_t t0 = 0; sr_next_group(&w, &g); t0 += SR_LANES) {
         unsigned skip = 0;
@@ -298,20 +301,8 @@ static int tt_topk(int dtype, const void *src, int64_t outer, int64_t len, int64
                 redo[(*nredo)++] = t0 + l;
             }
         }
-#if defined(__AVX2__)
-        if (dense && g.count == SR_LANES) { /* redone rows are overwritten later */
-            sr_emit_dense32(&plan, g.src[0], at, (int)k, (char *)values + g.dst[0] * 4,
-                            indices + g.dst[0]);
-            continue;
-        }
-#endif
-        if (es == 1)
-            sr_emit_top_u8(&g, skip, at, (int)k, es, (char *)values, indices, dst_sl, 0);
-        else if (es == 2)
-            sr_emit_top_u16(&g, skip, at, (int)k, es, (char *)values, indices, dst_sl,
-                            dtype == KWK_BFLOAT16);
-        else
-            sr_emit_top_u32(&g, skip, at, (int)k, es, (char *)values, indices, dst_sl, 0);
+        sr_emit_group_top(&g, skip, at, (int)k, es, es, dtype, (char *)values, indices, dst_sl,
+                          dense_plan);
     }
     free(key);
     free(cand);
