@@ -241,16 +241,24 @@ static void sr_transpose(const char *const *rows, int64_t n, int32_t *col)
         }                                                                     \
     }
 
-SR_DEFINE_LOAD(bool, uint8_t, sk_bool)
-SR_DEFINE_LOAD(u8, uint8_t, sk_u8)
-SR_DEFINE_LOAD(i8, uint8_t, sk_i8)
-SR_DEFINE_LOAD(u16, uint16_t, sk_u16)
-SR_DEFINE_LOAD(i16, uint16_t, sk_i16)
-SR_DEFINE_LOAD(f16, uint16_t, sk_f16)
-SR_DEFINE_LOAD(bf16, uint16_t, sk_bf16)
-SR_DEFINE_LOAD(u32, uint32_t, sk_u32)
-SR_DEFINE_LOAD(i32, uint32_t, sk_i32)
-SR_DEFINE_LOAD(f32, uint32_t, sk_f32)
+/* The dtypes with keys of at most 32 bits, for a macro X(suffix, element
+ * type, key function, dtype): one list for the kernels of this file and
+ * topk_threshold.h. */
+#define SR_NARROW_DTYPES(X)                                                   \
+    X(bool, uint8_t, sk_bool, KWK_BOOL)                                       \
+    X(u8, uint8_t, sk_u8, KWK_UINT8)                                          \
+    X(i8, uint8_t, sk_i8, KWK_INT8)                                           \
+    X(u16, uint16_t, sk_u16, KWK_UINT16)                                      \
+    X(i16, uint16_t, sk_i16, KWK_INT16)                                       \
+    X(f16, uint16_t, sk_f16, KWK_FLOAT16)                                     \
+    X(bf16, uint16_t, sk_bf16, KWK_BFLOAT16)                                  \
+    X(u32, uint32_t, sk_u32, KWK_UINT32)                                      \
+    X(i32, uint32_t, sk_i32, KWK_INT32)                                       \
+    X(f32, uint32_t, sk_f32, KWK_FLOAT32)
+
+#define SR_LOAD_OF(SUF, UT, KEY, DT) SR_DEFINE_LOAD(SUF, UT, KEY)
+SR_NARROW_DTYPES(SR_LOAD_OF)
+#undef SR_LOAD_OF
 #undef SR_DEFINE_LOAD
 
 typedef void (*sr_load_fn)(const sr_group *, int64_t, int64_t, uint32_t, int32_t *);
@@ -259,16 +267,9 @@ typedef void (*sr_load_fn)(const sr_group *, int64_t, int64_t, uint32_t, int32_t
 static sr_load_fn sr_loader(int dtype)
 {
     switch (dtype) {
-    case KWK_BOOL: return sr_load_bool;
-    case KWK_UINT8: return sr_load_u8;
-    case KWK_INT8: return sr_load_i8;
-    case KWK_UINT16: return sr_load_u16;
-    case KWK_INT16: return sr_load_i16;
-    case KWK_FLOAT16: return sr_load_f16;
-    case KWK_BFLOAT16: return sr_load_bf16;
-    case KWK_UINT32: return sr_load_u32;
-    case KWK_INT32: return sr_load_i32;
-    case KWK_FLOAT32: return sr_load_f32;
+#define SR_LOADER_CASE(SUF, UT, KEY, DT) case DT: return sr_load_##SUF;
+    SR_NARROW_DTYPES(SR_LOADER_CASE)
+#undef SR_LOADER_CASE
     default: return NULL;
     }
 }
@@ -571,6 +572,34 @@ static void sr_emit_group_top(const sr_group *g, unsigned skip, const int32_t *a
         sr_emit_top_u32(g, skip, at, k, sstep, values, indices, dst_sl, 0);
 }
 
+/* Storage for an AVX2 dense plan (an empty stand-in elsewhere). */
+typedef struct {
+#if defined(__AVX2__)
+    sr_dense_plan plan;
+#else
+    int unused;
+#endif
+} sr_plan_storage;
+
+/* The dense plan for sr_emit_group_top when the call's layout allows it
+ * (AVX2: 32-bit elements, rows contiguous along the last dim, dense
+ * outputs of rows of k; the gather offsets fit in int32), else NULL. */
+static const void *sr_dense_plan_for(sr_plan_storage *st, int es, int64_t src_sl, int64_t inner,
+                                     int64_t src_so, int64_t len, int64_t k, int64_t dst_so,
+                                     int64_t dst_sl, const void *values, const int64_t *indices)
+{
+    memset(st, 0, sizeof *st);
+#if defined(__AVX2__)
+    if (es == 4 && src_sl == 1 && inner == 1 && dst_sl == 1 && dst_so == k && values &&
+        indices && sr_dense_plan_init(&st->plan, (int)k, src_so, len))
+        return &st->plan;
+#else
+    (void)es, (void)src_sl, (void)inner, (void)src_so, (void)len, (void)k, (void)dst_so;
+    (void)dst_sl, (void)values, (void)indices;
+#endif
+    return NULL;
+}
+
 /* topk over the rows sr_topk_applies to.  A row with a tie among its first
  * min(k + 1, len) keys is not written: its flat row number goes to
  * redo[*nredo] (redo has room for every row) for the per-row kernel. */
@@ -590,18 +619,11 @@ static int sr_topk(int dtype, const void *src, int64_t outer, int64_t len, int64
     sr_group g;
     sr_walk_init(&w, src, es, outer, inner, src_so, src_si, dst_so, dst_si);
     *nredo = 0;
-#if defined(__AVX2__)
-    /* rows along the last dim, dense outputs of rows of k: the gather emit
-     * for full groups (a tie lane is written too, then redone) */
-    sr_dense_plan plan;
-    memset(&plan, 0, sizeof plan);
-    const void *dense_plan = es == 4 && src_sl == 1 && inner == 1 && dst_sl == 1 &&
-                                     dst_so == k && values && indices &&
-                                     sr_dense_plan_init(&plan, (int)k, src_so, len)
-                                 ? &plan : NULL;
-#else
-    const void *dense_plan = NULL;
-#endif
+    /* the gather emit for full groups (a tie lane is written too, then
+     * redone) */
+    sr_plan_storage plan;
+    const void *dense_plan = sr_dense_plan_for(&plan, es, src_sl, inner, src_so, len, k, dst_so,
+                                               dst_sl, values, indices);
     for (int64_t t0 = 0; sr_next_group(&w, &g); t0 += SR_LANES) {
         load(&g, len, src_sl * es, flip, col);
         const unsigned tie = sr_smallest(col, len, m, (int)k, at);

@@ -60,7 +60,7 @@ enum { TT_EXACT = 0, TT_TIE = 1, TT_OVERFLOW = 2 };
  * with x (flip ^ sign bit: a signed compare is then the selection order);
  * key[n..) up to a multiple of eight: INT32_MAX, which never lowers a lane
  * minimum (every lane holds a real element: n >= 8). */
-#define TT_DEFINE_KEYS(SUF, UT, KEY)                                          \
+#define TT_DEFINE_KEYS(SUF, UT, KEY, DTYPE)                                   \
     static void tt_keys_##SUF(const char *row, int64_t n, uint32_t x, int32_t *key) \
     {                                                                         \
         for (int64_t j = 0; j < n; ++j) {                                     \
@@ -71,33 +71,18 @@ enum { TT_EXACT = 0, TT_TIE = 1, TT_OVERFLOW = 2 };
         for (int64_t j = n; j & (SR_LANES - 1); ++j) key[j] = INT32_MAX;      \
     }
 
-TT_DEFINE_KEYS(u8, uint8_t, sk_u8)
-TT_DEFINE_KEYS(i8, uint8_t, sk_i8)
-TT_DEFINE_KEYS(u16, uint16_t, sk_u16)
-TT_DEFINE_KEYS(i16, uint16_t, sk_i16)
-TT_DEFINE_KEYS(f16, uint16_t, sk_f16)
-TT_DEFINE_KEYS(bf16, uint16_t, sk_bf16)
-TT_DEFINE_KEYS(u32, uint32_t, sk_u32)
-TT_DEFINE_KEYS(i32, uint32_t, sk_i32)
-TT_DEFINE_KEYS(f32, uint32_t, sk_f32)
+SR_NARROW_DTYPES(TT_DEFINE_KEYS)
 #undef TT_DEFINE_KEYS
 
 typedef void (*tt_keys_fn)(const char *, int64_t, uint32_t, int32_t *);
 
-/* The key function of a dtype topk takes with keys of <= 32 bits, else
- * NULL (bool and the wide unsigned types are not torch.topk dtypes). */
+/* The key function of a dtype with keys of <= 32 bits, else NULL. */
 static tt_keys_fn tt_keys_for(int dtype)
 {
     switch (dtype) {
-    case KWK_UINT8: return tt_keys_u8;
-    case KWK_INT8: return tt_keys_i8;
-    case KWK_UINT16: return tt_keys_u16;
-    case KWK_INT16: return tt_keys_i16;
-    case KWK_FLOAT16: return tt_keys_f16;
-    case KWK_BFLOAT16: return tt_keys_bf16;
-    case KWK_UINT32: return tt_keys_u32;
-    case KWK_INT32: return tt_keys_i32;
-    case KWK_FLOAT32: return tt_keys_f32;
+#define TT_KEYS_CASE(SUF, UT, KEY, DT) case DT: return tt_keys_##SUF;
+    SR_NARROW_DTYPES(TT_KEYS_CASE)
+#undef TT_KEYS_CASE
     default: return NULL;
     }
 }
@@ -274,15 +259,9 @@ static int tt_topk(int dtype, const void *src, int64_t outer, int64_t len, int64
     sr_group g;
     sr_walk_init(&w, src, es, outer, inner, src_so, src_si, dst_so, dst_si);
     *nredo = 0;
-#if defined(__AVX2__)
-    sr_dense_plan plan;
-    memset(&plan, 0, sizeof plan);
-    const void *dense_plan = es == 4 && inner == 1 && dst_sl == 1 && dst_so == k && values &&
-                                     indices && sr_dense_plan_init(&plan, (int)k, src_so, len)
-                                 ? &plan : NULL;
-#else
-    const void *dense_plan = NULL;
-#endif
+    sr_plan_storage plan;
+    const void *dense_plan = sr_dense_plan_for(&plan, es, 1, inner, src_so, len, k, dst_so,
+                                               dst_sl, values, indices);
     for (int64_t t0 = 0; sr_next_group(&w, &g); t0 += SR_LANES) {
         unsigned skip = 0;
         for (int l = 0; l < g.count; ++l) {
