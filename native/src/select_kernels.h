@@ -278,13 +278,14 @@ static int topk_emulate_words(int dtype, const void *src, int64_t len, int64_t i
     return KWK_OK;
 }
 
-/* Short rows, small k: contiguous rows of TT_MIN_LEN.. elements one by one
- * from a threshold (topk_threshold.h), shorter or strided ones eight rows
- * at a time (short_rows.h).  The rows either kernel hands back (in torch
- * order, a tie among their first k + 1 keys) are redone one by one: in torch order
- * straight by the emulation of torch's selection (the per-row kernel would
- * first select again, then find the same tie); in stable order by the
- * per-row kernel. */
+/* Short rows, small k: contiguous rows of TT_MIN_LEN..TT_MAX_LEN elements
+ * one by one from a threshold (topk_threshold.h), shorter or strided ones
+ * eight rows at a time (short_rows.h).  The rows a kernel hands back (the
+ * eight-rows one: a tie among their first k + 1 keys; the threshold one:
+ * too many candidates) are redone one by one: in torch order straight by
+ * the emulation of torch's selection (the per-row kernel would first
+ * select again, then find the same tie); in stable order by the per-row
+ * kernel. */
 static int topk_short_rows(int dtype, const void *src, int64_t outer, int64_t len,
                            int64_t inner, int64_t src_so, int64_t src_sl, int64_t src_si,
                            int64_t k, void *values, int64_t *indices, int64_t dst_so,

@@ -216,7 +216,7 @@ static void sr_transpose(const char *const *rows, int64_t n, int32_t *col)
  * width, KEY the dtype's key function (select_words.h).  Contiguous rows of
  * 32-bit elements are transposed first, then keyed in one vectorised
  * pass. */
-#define SR_DEFINE_LOAD(SUF, UT, KEY)                                          \
+#define SR_DEFINE_LOAD(SUF, UT, KEY, DTYPE)                                   \
     static void sr_load_##SUF(const sr_group *g, int64_t n, int64_t step, uint32_t flip, \
                               int32_t *col)                                   \
     {                                                                         \
@@ -256,9 +256,7 @@ static void sr_transpose(const char *const *rows, int64_t n, int32_t *col)
     X(i32, uint32_t, sk_i32, KWK_INT32)                                       \
     X(f32, uint32_t, sk_f32, KWK_FLOAT32)
 
-#define SR_LOAD_OF(SUF, UT, KEY, DT) SR_DEFINE_LOAD(SUF, UT, KEY)
-SR_NARROW_DTYPES(SR_LOAD_OF)
-#undef SR_LOAD_OF
+SR_NARROW_DTYPES(SR_DEFINE_LOAD)
 #undef SR_DEFINE_LOAD
 
 typedef void (*sr_load_fn)(const sr_group *, int64_t, int64_t, uint32_t, int32_t *);

@@ -130,8 +130,8 @@ SR_INLINE int32_t tt_kth_minimum(const sr_v mn[2], int k)
 static int tt_row(const int32_t *key, int64_t n, int k, int tie_check, int32_t *at,
                   int32_t *cand)
 {
-    /* 16 lane minima: even vectors in mn[0], odd ones in mn[1] (n >= 32:
-     * every lane of both holds a real element) */
+    /* 16 lane minima: even vectors in mn[0], odd ones in mn[1] (n >=
+     * TT_MIN_LEN: every lane of both holds a real element) */
     const int64_t nv = (n + SR_LANES - 1) / SR_LANES;
     sr_v mn[2] = {sr_load(key), sr_load(key + SR_LANES)};
     int64_t v = 2;
