@@ -19,7 +19,12 @@
  *
  * Open addressing with linear probing, at most a quarter full (grown as
  * distinct values come), the key's bits mixed, then Fibonacci hashing; runs
- * of one value (segment ids, sorted batch indices) skip the table.  Bool
+ * of one value (segment ids, sorted batch indices) skip the table.  The
+ * tables come from the calling thread's workspace cache (row_io.h
+ * workspace_alloc; huge pages from 4 MiB): a fresh calloc'd table was
+ * faulted in page by page on every call, and those faults were half the
+ * time of an input of 65k distinct 62-bit ids (262144 elements, native:
+ * 11.5-17 -> 4.7-5.3 ms).  Bool
  * elements count by truth (a byte other than 0 or 1 is True, as torch's
  * bool unique counts it) and come out as 0 or 1.
  */
@@ -28,9 +33,12 @@
 
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include "row_io.h"
 
 /* slot1: the entry's distinct value's number + 1 (0: an empty entry, so
- * calloc gives an empty table) */
+ * a zeroed table is an empty one) */
 typedef struct { uint32_t key, slot1; } uh_entry32;
 typedef struct { uint64_t key, slot1; } uh_entry64;
 
@@ -58,6 +66,7 @@ static inline uint64_t uh_hash(uint64_t key, int shift)
 #define UH_DEFINE(T, SUF, K, E, KEY, FLOAT, SIGN, INF)                          \
     typedef struct {                                                              \
         E *table;                                                                 \
+        size_t table_bytes;  /* the block's size (workspace_alloc) */             \
         uint64_t cap;                                                             \
         int shift;                                                                \
         int zeros;           /* 1: +0.0 seen, 2: -0.0 seen */                     \
@@ -70,8 +79,10 @@ static inline uint64_t uh_hash(uint64_t key, int shift)
                                                                                   \
     static int uh_rebuild_##SUF(uh_state_##SUF *st, uint64_t cap, int shift)      \
     {                                                                             \
-        E *table = calloc((size_t)cap, sizeof(E));                                \
+        size_t bytes = 0;                                                         \
+        E *table = workspace_alloc((size_t)cap * sizeof(E), &bytes);              \
         if (!table) return KWK_E_NOMEM;                                           \
+        memset(table, 0, (size_t)cap * sizeof(E));                                \
         for (int64_t s = 0; s < st->used; ++s) {                                  \
             if (s == st->nan_slot) continue; /* never in the table */             \
             const K key = KEY(st->distinct[s]);                                   \
@@ -80,8 +91,9 @@ static inline uint64_t uh_hash(uint64_t key, int shift)
             table[h].key = key;                                                   \
             table[h].slot1 = (K)(s + 1);                                          \
         }                                                                         \
-        free(st->table);                                                          \
+        kwk_ws_give(st->table, st->table_bytes);                                  \
         st->table = table;                                                        \
+        st->table_bytes = bytes;                                                  \
         st->cap = cap;                                                            \
         st->shift = shift;                                                        \
         return KWK_OK;                                                            \
@@ -131,7 +143,7 @@ static inline uint64_t uh_hash(uint64_t key, int shift)
          * in the nearest cache */                                              \
         int bits = 6;                                                             \
         while (bits < UH_FIRST_BITS && ((int64_t)1 << bits) < 4 * limit + 4) ++bits; \
-        uh_state_##SUF st = {NULL, 0, 0, 0, 0, limit, 4 * n + 256, -1, distinct, counts}; \
+        uh_state_##SUF st = {NULL, 0, 0, 0, 0, 0, limit, 4 * n + 256, -1, distinct, counts}; \
         int status = uh_rebuild_##SUF(&st, (uint64_t)1 << bits, 64 - bits);       \
         if (status != KWK_OK) return status;                                      \
         int64_t slot = -1; /* the previous element's (-1: look up the next) */    \
@@ -140,9 +152,12 @@ static inline uint64_t uh_hash(uint64_t key, int shift)
             /* mostly distinct so far: sorting is cheaper */                      \
             if (st.used * 4 > end * 3) { status = KWK_DEFER; goto done; }         \
             end = check < n ? check : n;                                          \
+            const uint64_t far_cap = UH_PREFETCH_BYTES / sizeof(E);               \
             for (; i < end; ++i) {                                                \
                 const K key = KEY(v[i]);                                          \
                 if (slot < 0 || key != prev) {                                    \
+                    if (st.cap >= far_cap && i + UH_PREFETCH_AHEAD < n)          \
+                        UH_PREFETCH(&st.table[uh_hash(KEY(v[i + UH_PREFETCH_AHEAD]), st.shift)]); \
                     const E e = st.table[uh_hash(key, st.shift)];                 \
                     if (e.key == key && e.slot1 != 0) {                           \
                         slot = (int64_t)e.slot1 - 1;                              \
@@ -163,7 +178,7 @@ static inline uint64_t uh_hash(uint64_t key, int shift)
         }                                                                         \
         *u = st.used;                                                             \
     done:                                                                         \
-        free(st.table);                                                           \
+        kwk_ws_give(st.table, st.table_bytes);                                    \
         return status;                                                            \
     }
 
@@ -171,6 +186,19 @@ static inline uint64_t uh_hash(uint64_t key, int shift)
  * which the share of distinct values is checked (then at every doubling) */
 #define UH_FIRST_BITS 10
 #define UH_CHECKPOINT 4096
+/* Tables of UH_PREFETCH_BYTES or more (past the L2 cache) have the entry of
+ * the element UH_PREFETCH_AHEAD places on prefetched whenever an element is
+ * looked up, so that lookups of many distinct values overlap their cache
+ * misses instead of waiting on each in turn (torchrec_mch_unique_history,
+ * 262144 62-bit ids, 65339 distinct, native, two runs: 4.7-5.3 -> 3.4-3.6
+ * ms; 6, 20 or 32 places ahead measured alike within the noise). */
+#define UH_PREFETCH_BYTES (256u << 10)
+#define UH_PREFETCH_AHEAD 12
+#if defined(__GNUC__)
+#define UH_PREFETCH(p) __builtin_prefetch(p)
+#else
+#define UH_PREFETCH(p) ((void)(p))
+#endif
 
 UH_DEFINE(uint8_t, bool, uint32_t, uh_entry32, UH_TRUTH, 0, 0, 0)
 UH_DEFINE(uint8_t, u8, uint32_t, uh_entry32, UH_SAME, 0, 0, 0)

@@ -297,6 +297,13 @@ static void hash_tests(void)
                 hash_one(dtype, lens[i], kind, 0, lens[i] / 3);
             }
     }
+    /* tables past the prefetch size and of 4 MiB or more (huge pages, not
+     * the thread's cache): 150k distinct values, and the same call again
+     * on the tables the first one left behind */
+    for (int rep = 0; rep < 2; ++rep) {
+        hash_one(KWK_INT64, 300000, 1, 0, 300000);
+        hash_one(KWK_FLOAT32, 300000, 1, 1, 300000);
+    }
     /* few distinct values: the limit at u, below u */
     for (int64_t lim = 0; lim < 45; ++lim) hash_one(KWK_INT32, 1000, 0, 0, lim);
     int64_t u;
