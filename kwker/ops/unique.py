@@ -132,7 +132,9 @@ def _unique_by_hash(flat, shape, return_inverse, return_counts):
     # distinct values: any sort's order is torch's
     output, perm = sorting.sort(distinct[:u], 0, False, _native.ORDER_STABLE)
     if return_counts:
-        counts = counts[perm]
+        # (index_select: advanced indexing cost 6x as much, 0.87 vs 0.14 ms
+        # for 65339 counts)
+        counts = counts.index_select(0, perm)
     if return_inverse:
         rank = torch.empty(u, dtype=_INT64).scatter_(0, perm, _arange(u))
         status = _remap(inverse.data_ptr(), n, rank.data_ptr(), u)
