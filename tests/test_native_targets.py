@@ -103,6 +103,23 @@ def test_values_only_narrow_keys_per_target(target, bits):
     compare("msort", torch.randint(0, span, (140_000,), generator=g).float() * 0.25 - 7.0)
 
 
+@pytest.mark.parametrize("n", [30_000, 65_536, 131_072, 131_073, 300_000])
+def test_values_only_wide_keys_per_target(target, n):
+    """Values-only sorts (msort) of 64-bit keys spanning more than 40 bits,
+    at lengths around the AVX2 target's hand-over from its quicksort to the
+    indexed sort and back (values_sort.h VS_QSORT64_MAX_N,
+    VS_INDEXED64_MAX_N), with repeated keys and both float64 zero signs
+    absent and present (then the indexed sort takes every target's row)."""
+    g = torch.Generator().manual_seed(n)
+    ids = torch.randint(-(1 << 61), 1 << 61, (n // 3,), generator=g)
+    compare("msort", ids[torch.randint(0, n // 3, (n,), generator=g)])
+    f = torch.randn(n, generator=g, dtype=torch.float64) * 1e6
+    compare("msort", f)
+    f[::997] = 0.0
+    f[5::1001] = -0.0
+    compare("msort", f)
+
+
 def test_environment_variable_forces_portable():
     """KWKER_TARGET=portable picks the portable kernels at load time."""
     code = ("import kwker, torch; from kwker import _native;"

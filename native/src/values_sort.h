@@ -54,6 +54,20 @@ static void vs_qsort_u64(uint64_t *a, int64_t n) { simd_qsort_64(a, n); }
 static void vs_qsort_u64(uint64_t *a, int64_t n) { (void)a; (void)n; }
 #endif
 
+/* On AVX2 (four 64-bit lanes a vector) the quicksort of wide 64-bit keys
+ * loses to the indexed sort's leading-bits-first radix sort on rows of
+ * VS_QSORT64_MAX_N + 1 .. VS_INDEXED64_MAX_N keys, which go there instead.
+ * Measured (native, values-only kwk_sort of int64 of 62 random bits,
+ * ns/element, quicksort vs indexed, two interleaved runs): 16384 9.4-14.2
+ * vs 9.0-10.7, 32768 11.0-11.2 alike, 65536 12.5-12.9 vs 8.1-8.5, 131072
+ * 13.1-13.3 vs 8.8-14.7, 262144 14.9-18.6 vs 15.2-24.1, 1M 17.8-22.0 vs
+ * 20.7-22.3.  AVX-512's quicksort keeps every length. */
+#if defined(KWK_HAVE_SIMD_QSORT) && !defined(__AVX512F__)
+enum { VS_QSORT64_MAX_N = 32768, VS_INDEXED64_MAX_N = 1 << 17 };
+#else
+enum { VS_QSORT64_MAX_N = INT32_MAX, VS_INDEXED64_MAX_N = 0 };
+#endif
+
 /* KIND: 0 unsigned (key = bits), 1 signed (key = bits ^ SIGN), 2 float. */
 #define VS_DEFINE(NAME, UT, SUF, KIND, SIGN, KEYFN)                           \
     static int vs_row_##NAME(const char *row, int64_t step, int64_t n, char *dst, \
@@ -88,7 +102,9 @@ static void vs_qsort_u64(uint64_t *a, int64_t n) { (void)a; (void)n; }
         /* wide 64-bit keys in rows below the MSD size: 6-8 LSD passes;     \
          * the indexed sort's leading-bits-first order is faster (measured   \
          * 244x4096 int64 full range: 11.8 vs 19.6 ns/elem) */               \
-        if (sizeof(UT) == 8 && bits_ > 40 && n < KEY_MSD_MIN_N && !VS_QSORT64) \
+        if (sizeof(UT) == 8 && bits_ > 40 &&                                  \
+            (VS_QSORT64 ? n > VS_QSORT64_MAX_N && n <= VS_INDEXED64_MAX_N     \
+                        : n < KEY_MSD_MIN_N))                                 \
             return -1;                                                        \
         const int narrow = sizeof(UT) == 8 && bits_ <= 32;                    \
         uint32_t *k32 = (uint32_t *)(void *)tmp;                              \
