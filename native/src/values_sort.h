@@ -99,9 +99,10 @@ enum { VS_QSORT64_MAX_N = INT32_MAX, VS_INDEXED64_MAX_N = 0 };
         const int bits_ = kwk_bits_for((uint64_t)(UT)(hi - lo));              \
         /* 64-bit keys spanning at most 32 bits (token ids, positions) are   \
          * sorted as 32-bit offsets from lo: half the memory traffic */      \
-        /* wide 64-bit keys in rows below the MSD size: 6-8 LSD passes;     \
-         * the indexed sort's leading-bits-first order is faster (measured   \
-         * 244x4096 int64 full range: 11.8 vs 19.6 ns/elem) */               \
+        /* wide 64-bit keys without a quicksort, in rows below the MSD     \
+         * size: 6-8 LSD passes; the indexed sort's leading-bits-first order \
+         * is faster (measured 244x4096 int64 full range: 11.8 vs 19.6       \
+         * ns/elem).  With the AVX2 quicksort: VS_INDEXED64_MAX_N above. */  \
         if (sizeof(UT) == 8 && bits_ > 40 &&                                  \
             (VS_QSORT64 ? n > VS_QSORT64_MAX_N && n <= VS_INDEXED64_MAX_N     \
                         : n < KEY_MSD_MIN_N))                                 \
