@@ -5,10 +5,15 @@
  * lower median, ties by index), or the row's first NaN when it has one;
  * nanmedian the element at stable rank (n - #NaN - 1)/2, or for an all-NaN
  * row the element std::nth_element leaves first among equals
- * (sk_all_equal_nth, select_kernels.h; ../shared/SEMANTICS.md).  The batch sort's network
- * (batch_sort.h) gives each row's stable order, NaN keys last in index
- * order, so all of these are one slot of the sorted row: the first NaN is
- * slot n - #NaN.
+ * (sk_all_equal_nth, select_kernels.h; ../shared/SEMANTICS.md).
+ *
+ * Eight rows without NaN need only the key at rank (n-1)/2: the part of the
+ * batch sort's network (batch_sort.h) that decides that slot, run on the
+ * keys alone, gives it, and the index follows from it (the element at
+ * stable rank r is the (r - #smaller)-th of the keys equal to it).  Eight
+ * rows with a NaN take the whole stable network, which puts NaN keys last
+ * in index order, so every answer is one slot of the sorted row: the first
+ * NaN is slot n - #NaN.
  *
  * Why: rows of 9 or 25 (an unfolded 3x3 or 5x5 window, a smoothing
  * window) went through a per-row selection at ~10 ns an element, a little
@@ -26,17 +31,128 @@ enum { KWK_BATCH_MEDIAN_MAX = 64 };
 
 #if defined(KWK_HAVE_BATCH_SORT)
 
+/* The comparators of the row network (row_network.h) that decide slot r,
+ * in their order, compacted into `pairs`; returns how many.  Walking back
+ * from the last comparator, one is kept when a position it writes is still
+ * read (by slot r or a kept comparator); both its inputs are then read.
+ * Rows of 9 keep 24 of 28 comparators, of 25 113 of 140, of 64 445 of 543
+ * - and, on keys alone, each costs two instructions where the stable
+ * network's costs ten. */
+static int bm_select_pairs(int len, int r, kwk_net_pair *pairs)
+{
+    const int n = kwk_net_pairs(len, pairs);
+    uint64_t read = 1ull << r; /* len <= 64 positions */
+    int first = n;
+    for (int c = n - 1; c >= 0; --c) {
+        const uint64_t touched = 1ull << pairs[c][0] | 1ull << pairs[c][1];
+        if (!(read & touched)) continue;
+        read |= touched;
+        --first; /* first >= c: the kept ones stay behind c */
+        pairs[first][0] = pairs[c][0];
+        pairs[first][1] = pairs[c][1];
+    }
+    memmove(pairs, pairs + first, (size_t)(n - first) * sizeof(kwk_net_pair));
+    return n - first;
+}
+
+/* bm_select_pairs(9, 4) and bm_select_pairs(25, 12) (test_batch_median
+ * checks it) as constants: the 3x3 and 5x5 windows of median filters.
+ * With the comparators known at compile time the network is unrolled and
+ * its keys stay in registers (native, float32, 301056 rows of 9: 12-14
+ * -> 7-12 ns a row; 65536 rows of 25: 28 -> 18-21). */
+static const kwk_net_pair BM_SELECT_9[24] = {
+    {0, 1}, {2, 3}, {4, 5}, {6, 7}, {0, 2}, {1, 3}, {4, 6}, {5, 7}, {1, 2}, {5, 6}, {0, 4}, {1, 5},
+    {2, 6}, {3, 7}, {2, 4}, {3, 5}, {1, 2}, {3, 4}, {5, 6}, {0, 8}, {4, 8}, {2, 4}, {3, 5}, {3, 4}};
+static const kwk_net_pair BM_SELECT_25[113] = {
+    {0, 1}, {2, 3}, {4, 5}, {6, 7}, {8, 9}, {10, 11}, {12, 13}, {14, 15}, {16, 17}, {18, 19},
+    {20, 21}, {22, 23}, {0, 2}, {1, 3}, {4, 6}, {5, 7}, {8, 10}, {9, 11}, {12, 14}, {13, 15},
+    {16, 18}, {17, 19}, {20, 22}, {21, 23}, {1, 2}, {5, 6}, {9, 10}, {13, 14}, {17, 18}, {21, 22},
+    {0, 4}, {1, 5}, {2, 6}, {3, 7}, {8, 12}, {9, 13}, {10, 14}, {11, 15}, {16, 20}, {17, 21},
+    {18, 22}, {19, 23}, {2, 4}, {3, 5}, {10, 12}, {11, 13}, {18, 20}, {19, 21}, {1, 2}, {3, 4},
+    {5, 6}, {9, 10}, {11, 12}, {13, 14}, {17, 18}, {19, 20}, {21, 22}, {0, 8}, {1, 9}, {2, 10},
+    {3, 11}, {4, 12}, {5, 13}, {6, 14}, {7, 15}, {16, 24}, {4, 8}, {5, 9}, {6, 10}, {7, 11},
+    {20, 24}, {2, 4}, {3, 5}, {6, 8}, {7, 9}, {10, 12}, {11, 13}, {18, 20}, {19, 21}, {22, 24},
+    {1, 2}, {3, 4}, {5, 6}, {7, 8}, {9, 10}, {11, 12}, {13, 14}, {17, 18}, {19, 20}, {21, 22},
+    {23, 24}, {0, 16}, {1, 17}, {2, 18}, {3, 19}, {4, 20}, {5, 21}, {6, 22}, {7, 23}, {8, 24},
+    {8, 16}, {9, 17}, {10, 18}, {11, 19}, {12, 20}, {13, 21}, {6, 10}, {7, 11}, {12, 16}, {13, 17},
+    {10, 12}, {11, 13}, {11, 12}};
+
+/* Eight rows without NaN (their keys in slots, as batch_load leaves them):
+ * sets idx[l] to the index of row l's element at stable rank r and returns
+ * 1, or returns 0 when a row holds a NaN key (nan_key; `has_nan` 0 for
+ * integer dtypes).  The keys-only network (`sel`, bm_select_pairs) puts the
+ * r-th smallest key m in slot r; the element at stable rank r is then the
+ * (r - #keys below m)-th key equal to m in index order.  Inlined so that
+ * constant len and sel unroll it. */
+static inline __attribute__((always_inline)) int
+bm_select8_body(const kwk_batch_slot *slots, int64_t len, int64_t r, int has_nan, int32_t nan_key,
+                const kwk_net_pair *sel, int nsel, int32_t idx[KWK_BATCH_LANES])
+{
+    __m256i work[KWK_BATCH_MEDIAN_MAX];
+    __m256i nan = _mm256_setzero_si256();
+    const __m256i nan_keys = _mm256_set1_epi32(nan_key);
+#pragma GCC unroll 64
+    for (int64_t j = 0; j < len; ++j) {
+        work[j] = slots[j].key;
+        nan = _mm256_or_si256(nan, _mm256_cmpeq_epi32(work[j], nan_keys));
+    }
+    if (has_nan && !_mm256_testz_si256(nan, nan)) return 0;
+#pragma GCC unroll 128
+    for (int c = 0; c < nsel; ++c) {
+        const __m256i a = work[sel[c][0]], b = work[sel[c][1]];
+        work[sel[c][0]] = _mm256_min_epi32(a, b);
+        work[sel[c][1]] = _mm256_max_epi32(a, b);
+    }
+    const __m256i m = work[r];
+    __m256i below = _mm256_setzero_si256();
+#pragma GCC unroll 64
+    for (int64_t j = 0; j < len; ++j) below = _mm256_sub_epi32(below, _mm256_cmpgt_epi32(m, slots[j].key));
+    const __m256i want = _mm256_sub_epi32(_mm256_set1_epi32((int)r), below);
+    __m256i seen = _mm256_setzero_si256(), at = _mm256_setzero_si256();
+#pragma GCC unroll 64
+    for (int64_t j = 0; j < len; ++j) {
+        const __m256i eq = _mm256_cmpeq_epi32(slots[j].key, m);
+        const __m256i hit = _mm256_and_si256(eq, _mm256_cmpeq_epi32(seen, want));
+        at = _mm256_or_si256(at, _mm256_and_si256(hit, _mm256_set1_epi32((int)j)));
+        seen = _mm256_sub_epi32(seen, eq);
+    }
+    _mm256_storeu_si256((__m256i *)idx, at);
+    return 1;
+}
+
+static int bm_select8(const kwk_batch_slot *slots, int64_t len, int has_nan, int32_t nan_key,
+                      const kwk_net_pair *sel, int nsel, int32_t idx[KWK_BATCH_LANES])
+{
+    if (len == 9) return bm_select8_body(slots, 9, 4, has_nan, nan_key, BM_SELECT_9, 24, idx);
+    if (len == 25) return bm_select8_body(slots, 25, 12, has_nan, nan_key, BM_SELECT_25, 113, idx);
+    return bm_select8_body(slots, len, (len - 1) / 2, has_nan, nan_key, sel, nsel, idx);
+}
+
 static int bm_applies(int dtype, int64_t len, int64_t rows)
 {
     return KWK_DTYPES[dtype].key_bits <= 32 && len >= 2 && len <= KWK_BATCH_MEDIAN_MAX &&
            rows >= KWK_BATCH_LANES;
 }
 
+/* nanmedian of an all-NaN row: the index std::nth_element leaves first
+ * among len equal keys (sk_all_equal_nth, without its allocation). */
+static int64_t bm_all_nan_index(int64_t len)
+{
+    kwk_kv kv[KWK_BATCH_MEDIAN_MAX];
+    for (int64_t j = 0; j < len; ++j) {
+        kv[j].key = 0;
+        kv[j].idx = j;
+    }
+    emu_nth_element(kv, 0, len);
+    return kv[0].idx;
+}
+
 /* Rows r0 .. r0 + 7 of the call (r = o * inner + i). */
 static void bm_rows(int dtype, const char *src, int64_t len, int64_t inner, int64_t src_so,
                     int64_t src_sl, int64_t src_si, char *values, int64_t *indices,
                     int64_t dst_so, int64_t dst_si, int ignore_nan, int64_t r0,
-                    kwk_batch_slot *slots, const kwk_net_pair *pairs, int npairs)
+                    kwk_batch_slot *slots, const kwk_net_pair *pairs, int npairs,
+                    const kwk_net_pair *sel, int nsel)
 {
     const kwk_dtype_info info = KWK_DTYPES[dtype];
     const int64_t es = info.elem_size;
@@ -45,23 +161,33 @@ static void bm_rows(int dtype, const char *src, int64_t len, int64_t inner, int6
     kwk_batch_src b;
     int64_t dst[KWK_BATCH_LANES];
     for (int l = 0; l < KWK_BATCH_LANES; ++l) {
-        const int64_t r = r0 + l, o = r / inner, i = r % inner;
+        /* (inner is 1 for rows along the last dim: no division) */
+        const int64_t r = r0 + l, o = inner == 1 ? r : r / inner, i = r - o * inner;
         b.row[l] = src + (o * src_so + i * src_si) * es;
         dst[l] = o * dst_so + i * dst_si;
     }
     b.step = src_sl * es;
     b.adjacent = src_si == 1 && (r0 % inner) + KWK_BATCH_LANES <= inner;
-    batch_sort8(dtype, &b, len, 0, slots, pairs, npairs, 1);
-    for (int l = 0; l < KWK_BATCH_LANES; ++l) {
-        int64_t nan = 0;
-        if (info.is_float)
+    batch_load(dtype, &b, len, 0, slots);
+    int32_t at[KWK_BATCH_LANES];
+    int64_t idx[KWK_BATCH_LANES];
+    if (bm_select8(slots, len, info.is_float, nan_key, sel, nsel, at)) {
+        for (int l = 0; l < KWK_BATCH_LANES; ++l) idx[l] = at[l];
+    } else {
+        /* a NaN moves median's answer (the first NaN) and nanmedian's rank
+         * row by row: the stable sort of the eight rows shows both */
+        batch_network_stable(slots, pairs, npairs);
+        for (int l = 0; l < KWK_BATCH_LANES; ++l) {
+            int64_t nan = 0;
             while (nan < len && ((const int32_t *)&slots[len - 1 - nan].key)[l] == nan_key) ++nan;
-        int64_t idx;
-        if (!ignore_nan) idx = batch_index(slots, nan ? len - nan : (len - 1) / 2, l);
-        else if (nan < len) idx = batch_index(slots, (len - nan - 1) / 2, l);
-        else idx = sk_all_equal_nth(len, 0); /* all NaN: nth_element's moves decide */
-        if (values) kwk_copy_elem(values + dst[l] * es, b.row[l] + idx * b.step, (int)es);
-        if (indices) indices[dst[l]] = idx;
+            if (!ignore_nan) idx[l] = batch_index(slots, nan ? len - nan : (len - 1) / 2, l);
+            else if (nan < len) idx[l] = batch_index(slots, (len - nan - 1) / 2, l);
+            else idx[l] = bm_all_nan_index(len);
+        }
+    }
+    for (int l = 0; l < KWK_BATCH_LANES; ++l) {
+        if (values) kwk_copy_elem(values + dst[l] * es, b.row[l] + idx[l] * b.step, (int)es);
+        if (indices) indices[dst[l]] = idx[l];
     }
 }
 
@@ -72,18 +198,21 @@ static int bm_median_dim(int dtype, const void *src, int64_t outer, int64_t len,
                          int64_t *indices, int64_t dst_so, int64_t dst_si, int ignore_nan)
 {
     const int64_t rows = outer * inner;
-    kwk_net_pair *pairs = (kwk_net_pair *)malloc(KWK_BATCH_MAX_PAIRS * sizeof(kwk_net_pair));
+    /* the full network (rows with NaN), then the median's part of it */
+    kwk_net_pair *pairs = (kwk_net_pair *)malloc(2 * KWK_BATCH_MAX_PAIRS * sizeof(kwk_net_pair));
     kwk_batch_slot *slots = (kwk_batch_slot *)aligned_alloc(32, (size_t)len * sizeof(kwk_batch_slot));
     if (!pairs || !slots) {
         free(pairs);
         free(slots);
         return KWK_E_NOMEM;
     }
+    kwk_net_pair *sel = pairs + KWK_BATCH_MAX_PAIRS;
     const int npairs = kwk_net_pairs((int)len, pairs);
+    const int nsel = bm_select_pairs((int)len, (int)(len - 1) / 2, sel);
     for (int64_t r0 = 0; r0 < rows; r0 += KWK_BATCH_LANES) {
         const int64_t start = r0 + KWK_BATCH_LANES <= rows ? r0 : rows - KWK_BATCH_LANES;
         bm_rows(dtype, (const char *)src, len, inner, src_so, src_sl, src_si, (char *)values,
-                indices, dst_so, dst_si, ignore_nan, start, slots, pairs, npairs);
+                indices, dst_so, dst_si, ignore_nan, start, slots, pairs, npairs, sel, nsel);
     }
     free(pairs);
     free(slots);

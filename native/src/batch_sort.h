@@ -110,23 +110,84 @@ static int batch_load64(int dtype, const kwk_batch_src *src, int64_t len, uint64
         }                                                                     \
     }
 
+/* The float32 keys of eight bit patterns, as kwk_key_f32 makes them. */
+static inline __m256i batch_key_f32(__m256i b)
+{
+    const __m256i sign = _mm256_set1_epi32((int)0x80000000u);
+    const __m256i a = _mm256_andnot_si256(sign, b);
+    const __m256i v = _mm256_andnot_si256(_mm256_cmpeq_epi32(a, _mm256_setzero_si256()), b);
+    const __m256i k = _mm256_xor_si256(v, _mm256_or_si256(_mm256_srai_epi32(v, 31), sign));
+    return _mm256_or_si256(k, _mm256_cmpgt_epi32(a, _mm256_set1_epi32(0x7F800000)));
+}
+
+/* Transpose an 8x8 block of 32-bit elements: out[j] lane l = in[l] lane j. */
+static inline void batch_transpose8(__m256i in[8], __m256i out[8])
+{
+    __m256 t[8], u[8];
+    for (int l = 0; l < 8; l += 2) {
+        t[l] = _mm256_unpacklo_ps(_mm256_castsi256_ps(in[l]), _mm256_castsi256_ps(in[l + 1]));
+        t[l + 1] = _mm256_unpackhi_ps(_mm256_castsi256_ps(in[l]), _mm256_castsi256_ps(in[l + 1]));
+    }
+    for (int l = 0; l < 8; l += 4) {
+        u[l] = _mm256_shuffle_ps(t[l], t[l + 2], 0x44);
+        u[l + 1] = _mm256_shuffle_ps(t[l], t[l + 2], 0xEE);
+        u[l + 2] = _mm256_shuffle_ps(t[l + 1], t[l + 3], 0x44);
+        u[l + 3] = _mm256_shuffle_ps(t[l + 1], t[l + 3], 0xEE);
+    }
+    for (int j = 0; j < 4; ++j) {
+        out[j] = _mm256_castps_si256(_mm256_permute2f128_ps(u[j], u[j + 4], 0x20));
+        out[j + 4] = _mm256_castps_si256(_mm256_permute2f128_ps(u[j], u[j + 4], 0x31));
+    }
+}
+
+/* Rows of at least eight contiguous 4-byte elements (a row along the last
+ * dim): eight positions of the eight rows are eight vector loads and one
+ * 8x8 transpose, the last block overlapping the one before when len is not
+ * a multiple of 8, instead of 8 len scalar loads and stores (the median of
+ * 301056 float32 rows of 9, native: 18 -> 12-14 ns a row with the rest
+ * unchanged; eight vpgatherdd per eight positions were no faster on Zen 3).
+ * Returns 0 (nothing loaded) for other dtypes and layouts. */
+static int batch_load_rows32(int dtype, const kwk_batch_src *src, int64_t len, uint32_t flip,
+                             kwk_batch_slot *slots)
+{
+    if ((dtype != KWK_FLOAT32 && dtype != KWK_INT32 && dtype != KWK_UINT32) || src->step != 4 ||
+        len < 8)
+        return 0;
+    /* flip, then the bias that lets a signed compare order the keys */
+    const __m256i post = _mm256_set1_epi32((int)(flip ^ 0x80000000u));
+    const __m256i pre = _mm256_set1_epi32(dtype == KWK_INT32 ? (int)0x80000000u : 0);
+    for (int64_t c = 0; c < len; c += 8) {
+        const int64_t at = c + 8 <= len ? c : len - 8;
+        __m256i in[8], out[8];
+        for (int l = 0; l < 8; ++l) in[l] = _mm256_loadu_si256((const __m256i *)(const void *)(src->row[l] + at * 4));
+        batch_transpose8(in, out);
+        for (int j = 0; j < 8; ++j) {
+            const __m256i key = dtype == KWK_FLOAT32 ? batch_key_f32(out[j]) : _mm256_xor_si256(out[j], pre);
+            slots[at + j].key = _mm256_xor_si256(key, post);
+        }
+    }
+    return 1;
+}
+
 static void batch_load(int dtype, const kwk_batch_src *src, int64_t len, uint32_t flip,
                        kwk_batch_slot *slots)
 {
     uint32_t *keys = (uint32_t *)slots; /* slot j: keys at [16j, 16j+8), indices after */
     const int64_t es = KWK_DTYPES[dtype].elem_size;
-    switch (dtype) {
-    case KWK_BOOL: KWK_BATCH_GATHER(*(const uint8_t *)p != 0) break;
-    case KWK_UINT8: KWK_BATCH_GATHER(*(const uint8_t *)p) break;
-    case KWK_INT8: KWK_BATCH_GATHER((uint8_t)(*(const uint8_t *)p ^ 0x80u)) break;
-    case KWK_FLOAT32: KWK_BATCH_GATHER(kwk_key_at(KWK_FLOAT32, p)) break;
-    case KWK_INT32: KWK_BATCH_GATHER(kwk_key_at(KWK_INT32, p)) break;
-    case KWK_UINT32: KWK_BATCH_GATHER(kwk_key_at(KWK_UINT32, p)) break;
-    case KWK_FLOAT16: KWK_BATCH_GATHER(kwk_key_at(KWK_FLOAT16, p)) break;
-    case KWK_BFLOAT16: KWK_BATCH_GATHER(kwk_key_at(KWK_BFLOAT16, p)) break;
-    case KWK_INT16: KWK_BATCH_GATHER(kwk_key_at(KWK_INT16, p)) break;
-    case KWK_UINT16: KWK_BATCH_GATHER(kwk_key_at(KWK_UINT16, p)) break;
-    default: break;
+    if (src->adjacent || !batch_load_rows32(dtype, src, len, flip, slots)) {
+        switch (dtype) {
+        case KWK_BOOL: KWK_BATCH_GATHER(*(const uint8_t *)p != 0) break;
+        case KWK_UINT8: KWK_BATCH_GATHER(*(const uint8_t *)p) break;
+        case KWK_INT8: KWK_BATCH_GATHER((uint8_t)(*(const uint8_t *)p ^ 0x80u)) break;
+        case KWK_FLOAT32: KWK_BATCH_GATHER(kwk_key_at(KWK_FLOAT32, p)) break;
+        case KWK_INT32: KWK_BATCH_GATHER(kwk_key_at(KWK_INT32, p)) break;
+        case KWK_UINT32: KWK_BATCH_GATHER(kwk_key_at(KWK_UINT32, p)) break;
+        case KWK_FLOAT16: KWK_BATCH_GATHER(kwk_key_at(KWK_FLOAT16, p)) break;
+        case KWK_BFLOAT16: KWK_BATCH_GATHER(kwk_key_at(KWK_BFLOAT16, p)) break;
+        case KWK_INT16: KWK_BATCH_GATHER(kwk_key_at(KWK_INT16, p)) break;
+        case KWK_UINT16: KWK_BATCH_GATHER(kwk_key_at(KWK_UINT16, p)) break;
+        default: break;
+        }
     }
     for (int64_t j = 0; j < len; ++j) slots[j].idx = _mm256_set1_epi32((int)j);
 }
