@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include "keys.h"
 #include "row_network.h"
+#include "transpose8.h"
 
 enum { KWK_BATCH_LANES = 8, KWK_BATCH_MAX = 1024, KWK_BATCH_MAX_PAIRS = 24063 };
 
@@ -120,26 +121,6 @@ static inline __m256i batch_key_f32(__m256i b)
     return _mm256_or_si256(k, _mm256_cmpgt_epi32(a, _mm256_set1_epi32(0x7F800000)));
 }
 
-/* Transpose an 8x8 block of 32-bit elements: out[j] lane l = in[l] lane j. */
-static inline void batch_transpose8(__m256i in[8], __m256i out[8])
-{
-    __m256 t[8], u[8];
-    for (int l = 0; l < 8; l += 2) {
-        t[l] = _mm256_unpacklo_ps(_mm256_castsi256_ps(in[l]), _mm256_castsi256_ps(in[l + 1]));
-        t[l + 1] = _mm256_unpackhi_ps(_mm256_castsi256_ps(in[l]), _mm256_castsi256_ps(in[l + 1]));
-    }
-    for (int l = 0; l < 8; l += 4) {
-        u[l] = _mm256_shuffle_ps(t[l], t[l + 2], 0x44);
-        u[l + 1] = _mm256_shuffle_ps(t[l], t[l + 2], 0xEE);
-        u[l + 2] = _mm256_shuffle_ps(t[l + 1], t[l + 3], 0x44);
-        u[l + 3] = _mm256_shuffle_ps(t[l + 1], t[l + 3], 0xEE);
-    }
-    for (int j = 0; j < 4; ++j) {
-        out[j] = _mm256_castps_si256(_mm256_permute2f128_ps(u[j], u[j + 4], 0x20));
-        out[j + 4] = _mm256_castps_si256(_mm256_permute2f128_ps(u[j], u[j + 4], 0x31));
-    }
-}
-
 /* Rows of at least eight contiguous 4-byte elements (a row along the last
  * dim): eight positions of the eight rows are eight vector loads and one
  * 8x8 transpose, the last block overlapping the one before when len is not
@@ -158,11 +139,11 @@ static int batch_load_rows32(int dtype, const kwk_batch_src *src, int64_t len, u
     const __m256i pre = _mm256_set1_epi32(dtype == KWK_INT32 ? (int)0x80000000u : 0);
     for (int64_t c = 0; c < len; c += 8) {
         const int64_t at = c + 8 <= len ? c : len - 8;
-        __m256i in[8], out[8];
-        for (int l = 0; l < 8; ++l) in[l] = _mm256_loadu_si256((const __m256i *)(const void *)(src->row[l] + at * 4));
-        batch_transpose8(in, out);
+        __m256i v[8];
+        for (int l = 0; l < 8; ++l) v[l] = _mm256_loadu_si256((const __m256i *)(const void *)(src->row[l] + at * 4));
+        kwk_transpose8_epi32(v);
         for (int j = 0; j < 8; ++j) {
-            const __m256i key = dtype == KWK_FLOAT32 ? batch_key_f32(out[j]) : _mm256_xor_si256(out[j], pre);
+            const __m256i key = dtype == KWK_FLOAT32 ? batch_key_f32(v[j]) : _mm256_xor_si256(v[j], pre);
             slots[at + j].key = _mm256_xor_si256(key, post);
         }
     }

@@ -34,6 +34,7 @@
 #include <string.h>
 #include "row_io.h"
 #include "select_words.h"
+#include "transpose8.h"
 
 enum {
     SR_LANES = 8,
@@ -159,29 +160,8 @@ SR_INLINE int sr_next_group(sr_walk *w, sr_group *g)
  * row) into col, only the first `cols` of them. */
 static inline void sr_transpose8(__m256i r[8], int64_t j, int cols, int32_t *col)
 {
-    __m256i t[8];
-    for (int l = 0; l < 8; l += 2) {
-        t[l] = _mm256_unpacklo_epi32(r[l], r[l + 1]);
-        t[l + 1] = _mm256_unpackhi_epi32(r[l], r[l + 1]);
-    }
-    /* t0: a0 b0 a1 b1 | a4 b4 a5 b5, t1: a2 b2 a3 b3 | a6 b6 a7 b7, ... */
-    for (int q = 0; q < 8; q += 4)
-        for (int h = 0; h < 2; ++h) {
-            r[q + h] = _mm256_unpacklo_epi64(t[q + h], t[q + h + 2]);
-            r[q + h + 2] = _mm256_unpackhi_epi64(t[q + h], t[q + h + 2]);
-        }
-    /* r0: col 0 (rows 0-3) | col 4, r2: col 1 | col 5, r1: col 2 | col 6,
-     * r3: col 3 | col 7; r4.. the same for rows 4-7 */
-    static const int col_of[4] = {0, 2, 1, 3};
-    for (int q = 0; q < 4; ++q) {
-        const int c = col_of[q];
-        if (c < cols)
-            _mm256_storeu_si256((__m256i *)(col + (j + c) * 8),
-                                _mm256_permute2x128_si256(r[q], r[q + 4], 0x20));
-        if (c + 4 < cols)
-            _mm256_storeu_si256((__m256i *)(col + (j + c + 4) * 8),
-                                _mm256_permute2x128_si256(r[q], r[q + 4], 0x31));
-    }
+    kwk_transpose8_epi32(r);
+    for (int c = 0; c < cols; ++c) _mm256_storeu_si256((__m256i *)(col + (j + c) * 8), r[c]);
 }
 #endif
 
@@ -508,9 +488,7 @@ SR_INLINE void sr_ranks_to_rows(__m256i *x, int k)
         x[2] = _mm256_permute2x128_si256(u0, u1, 0x31);
         x[3] = _mm256_permute2x128_si256(u2, u3, 0x31);
     } else if (k == 8) {
-        int32_t t[SR_LANES * SR_LANES];
-        sr_transpose8(x, 0, 8, t);
-        for (int c = 0; c < 8; ++c) x[c] = _mm256_loadu_si256((const __m256i *)(t + c * 8));
+        kwk_transpose8_epi32(x);
     }
 }
 

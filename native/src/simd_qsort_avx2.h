@@ -36,6 +36,7 @@
 #if defined(__AVX2__) && !defined(__AVX512F__)
 #include <immintrin.h>
 #include <stdint.h>
+#include "transpose8.h"
 
 #define KWK_HAVE_SIMD_QSORT 1
 /* The longest row of packed words (u64) this quicksort takes; longer ones
@@ -255,21 +256,7 @@ QA_INLINE void qa32_sort_vecs8(__m256i *v)
     QA_CE(1, 4); QA_CE(3, 6);
     QA_CE(1, 2); QA_CE(3, 4); QA_CE(5, 6);
 #undef QA_CE
-    __m256i t[8], u[8];
-    for (int i = 0; i < 8; i += 2) {
-        t[i] = _mm256_unpacklo_epi32(v[i], v[i + 1]);
-        t[i + 1] = _mm256_unpackhi_epi32(v[i], v[i + 1]);
-    }
-    for (int i = 0; i < 8; i += 4) {
-        u[i] = _mm256_unpacklo_epi64(t[i], t[i + 2]);
-        u[i + 1] = _mm256_unpackhi_epi64(t[i], t[i + 2]);
-        u[i + 2] = _mm256_unpacklo_epi64(t[i + 1], t[i + 3]);
-        u[i + 3] = _mm256_unpackhi_epi64(t[i + 1], t[i + 3]);
-    }
-    for (int i = 0; i < 4; ++i) {
-        v[i] = _mm256_permute2x128_si256(u[i], u[i + 4], 0x20);
-        v[i + 4] = _mm256_permute2x128_si256(u[i], u[i + 4], 0x31);
-    }
+    kwk_transpose8_epi32(v);
 }
 
 /* Bitonic merges of the eight ascending vectors of qa32_sort_vecs8 into
