@@ -719,6 +719,47 @@ SW_DEFINE_BRACKET0_PORTABLE(uint16_t, u16)
 SW_DEFINE_BRACKET0_PORTABLE(uint64_t, u64)
 SW_DEFINE_BRACKET0_PORTABLE(uint32_t, u32)
 
+/* The key of rank r (0 <= r < n) of a[0..n), a reordered: quickselect by
+ * Hoare partitions around a median of three, which split runs of equal
+ * keys evenly (rows of few distinct values are why this exists). */
+#define SW_DEFINE_NTH_KEY(UT, SUF)                                            \
+    static UT sw_nth_key_##SUF(UT *a, int64_t n, int64_t r)                   \
+    {                                                                         \
+        int64_t lo = 0, hi = n - 1;                                           \
+        while (hi - lo > 16) {                                                \
+            const UT x = a[lo], y = a[lo + (hi - lo) / 2], z = a[hi];         \
+            const UT p = x < y ? (y < z ? y : (x < z ? z : x))                \
+                               : (x < z ? x : (y < z ? z : y));               \
+            int64_t i = lo, j = hi;                                           \
+            while (i <= j) {                                                  \
+                while (a[i] < p) ++i;                                         \
+                while (a[j] > p) --j;                                         \
+                if (i <= j) {                                                 \
+                    const UT t = a[i];                                        \
+                    a[i++] = a[j];                                            \
+                    a[j--] = t;                                               \
+                }                                                             \
+            }                                                                 \
+            if (r <= j) hi = j;                                               \
+            else if (r >= i) lo = i;                                          \
+            else return p; /* j < r < i: between the parts, equal to p */     \
+        }                                                                     \
+        for (int64_t i = lo + 1; i <= hi; ++i) {                              \
+            const UT v = a[i];                                                \
+            int64_t j = i;                                                    \
+            while (j > lo && a[j - 1] > v) {                                  \
+                a[j] = a[j - 1];                                              \
+                --j;                                                          \
+            }                                                                 \
+            a[j] = v;                                                         \
+        }                                                                     \
+        return a[r];                                                          \
+    }
+SW_DEFINE_NTH_KEY(uint8_t, u8)
+SW_DEFINE_NTH_KEY(uint16_t, u16)
+SW_DEFINE_NTH_KEY(uint32_t, u32)
+SW_DEFINE_NTH_KEY(uint64_t, u64)
+
 /* sw_rank_<SUF>(key, n, r, scratch): the index j whose (key[j], j) has
  * rank r (0 <= r < n) among all (key, index) pairs; -1 when out of memory.
  * key[] is left untouched. */
@@ -784,7 +825,10 @@ SW_DEFINE_BRACKET0_PORTABLE(uint32_t, u32)
             } else {                                                          \
                 c = sw_bracket0_##SUF(k, m, lo, span, nk, ni, &below);        \
             }                                                                 \
-            if (r < below || r >= below + c || c == m) { /* missed */         \
+            /* every key inside: a set of few distinct keys around rank r   \
+             * (a wider bracket keeps them all): select exactly */           \
+            if (c == m) break;                                                \
+            if (r < below || r >= below + c) { /* missed */                   \
                 if (++misses > 2) break;                                      \
                 continue;                                                     \
             }                                                                 \
@@ -814,15 +858,16 @@ SW_DEFINE_BRACKET0_PORTABLE(uint32_t, u32)
             sw_insertion_sort_kv(small, m);                                   \
             return small[r].idx;                                              \
         }                                                                     \
-        if (!s->kv) s->kv = (kwk_kv *)malloc((size_t)s->cap * sizeof(kwk_kv)); \
-        if (!s->kvtmp) s->kvtmp = (kwk_kv *)malloc((size_t)s->cap * sizeof(kwk_kv)); \
-        if (!s->kv || !s->kvtmp) return -1;                                   \
-        for (int64_t j = 0; j < m; ++j) {                                     \
-            s->kv[j].key = k[j];                                              \
-            s->kv[j].idx = ix ? ix[j] : j;                                    \
-        }                                                                     \
-        kvs_select(s->kv, s->kvtmp, m, r + 1);                                \
-        return s->kv[r].idx;                                                  \
+        /* the key at rank r by selecting keys alone (a copy in the free   \
+         * buffer), then its index: the (r - #smaller)-th key equal to it, \
+         * in the set's order, which is index order */                      \
+        memcpy(nk, k, (size_t)m * sizeof(UT));                                \
+        const UT v = sw_nth_key_##SUF(nk, m, r);                              \
+        int64_t t = r;                                                        \
+        for (int64_t j = 0; j < m; ++j) t -= k[j] < v;                        \
+        for (int64_t j = 0; j < m; ++j)                                       \
+            if (k[j] == v && t-- == 0) return ix ? ix[j] : j;                 \
+        return -1; /* unreachable: rank r holds v */                          \
     }                                                                         \
                                                                               \
     static int64_t sw_rank_##SUF(const UT *key, int64_t n, int64_t r, sw_rank_scratch *s) \
