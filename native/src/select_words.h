@@ -33,6 +33,7 @@
 #include <stdint.h>
 #include <string.h>
 #include "row_io.h"
+#include "compress_lut.h"
 
 /* Keys are gathered SW_BLOCK at a time into a small buffer. */
 enum { SW_BLOCK = 64 };
@@ -654,7 +655,7 @@ typedef struct {
 
 static int sw_rank_scratch_init(sw_rank_scratch *s, int64_t n)
 {
-    size_t c = (size_t)(n > 0 ? n : 1);
+    size_t c = (size_t)(n > 0 ? n : 1) + 8; /* + 8: sw_bracket0_u32's vector stores */
     memset(s, 0, sizeof *s);
     s->ka = malloc(c * 8);
     s->kb = malloc(c * 8);
@@ -717,7 +718,49 @@ static inline int64_t sw_sample_size(int64_t m)
 SW_DEFINE_BRACKET0_PORTABLE(uint8_t, u8)
 SW_DEFINE_BRACKET0_PORTABLE(uint16_t, u16)
 SW_DEFINE_BRACKET0_PORTABLE(uint64_t, u64)
+#if defined(__AVX2__)
+/* The same for 32-bit keys, eight at a time: the keys in [lo, lo + span]
+ * and their indices packed to the front by one permutation (a compress),
+ * the count below lo by a compare.  It stores whole vectors: nk and ni need
+ * room for m + 8 entries (sw_rank_scratch_init allocates it).  Rows of
+ * few distinct values spend most of their rank select here (native,
+ * nanmedian of 1024 rows of 576 with 43% zeros: 2.75-3.0 -> 2.4 ms). */
+static int64_t sw_bracket0_u32(const uint32_t *k, int64_t m, uint32_t lo, uint32_t span,
+                               uint32_t *nk, int64_t *ni, int64_t *below_out)
+{
+    int64_t below = 0, c = 0, j = 0;
+    const __m256i vlo = _mm256_set1_epi32((int)lo), vspan = _mm256_set1_epi32((int)span);
+    __m256i vidx = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i eight = _mm256_set1_epi32(8);
+    for (; j + 8 <= m && j + 8 <= INT32_MAX; j += 8) {
+        const __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(k + j));
+        const __m256i d = _mm256_sub_epi32(v, vlo);
+        const __m256i in = _mm256_cmpeq_epi32(_mm256_min_epu32(d, vspan), d); /* d <= span */
+        const __m256i ge = _mm256_cmpeq_epi32(_mm256_max_epu32(v, vlo), v);   /* v >= lo */
+        const unsigned mask = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(in));
+        below += 8 - __builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(ge)));
+        const __m256i perm =
+            _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)KWK_COMPRESS_LUT[mask]));
+        const __m256i pi = _mm256_permutevar8x32_epi32(vidx, perm);
+        _mm256_storeu_si256((__m256i *)(void *)(nk + c), _mm256_permutevar8x32_epi32(v, perm));
+        _mm256_storeu_si256((__m256i *)(void *)(ni + c), _mm256_cvtepi32_epi64(_mm256_castsi256_si128(pi)));
+        _mm256_storeu_si256((__m256i *)(void *)(ni + c + 4), _mm256_cvtepi32_epi64(_mm256_extracti128_si256(pi, 1)));
+        vidx = _mm256_add_epi32(vidx, eight);
+        c += __builtin_popcount(mask);
+    }
+    for (; j < m; ++j) {
+        const uint32_t x = k[j];
+        nk[c] = x;
+        ni[c] = j;
+        below += x < lo;
+        c += (uint32_t)(x - lo) <= span;
+    }
+    *below_out = below;
+    return c;
+}
+#else
 SW_DEFINE_BRACKET0_PORTABLE(uint32_t, u32)
+#endif
 
 /* The key of rank r (0 <= r < n) of a[0..n), a reordered: quickselect by
  * Hoare partitions around a median of three, which split runs of equal
