@@ -106,7 +106,8 @@ bm_select8_body(const kwk_batch_slot *slots, int64_t len, int64_t r, int has_nan
     const __m256i m = work[r];
     __m256i below = _mm256_setzero_si256();
 #pragma GCC unroll 64
-    for (int64_t j = 0; j < len; ++j) below = _mm256_sub_epi32(below, _mm256_cmpgt_epi32(m, slots[j].key));
+    for (int64_t j = 0; j < len; ++j)
+        below = _mm256_sub_epi32(below, _mm256_cmpgt_epi32(m, slots[j].key));
     const __m256i want = _mm256_sub_epi32(_mm256_set1_epi32((int)r), below);
     __m256i seen = _mm256_setzero_si256(), at = _mm256_setzero_si256();
 #pragma GCC unroll 64

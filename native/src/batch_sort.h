@@ -140,10 +140,12 @@ static int batch_load_rows32(int dtype, const kwk_batch_src *src, int64_t len, u
     for (int64_t c = 0; c < len; c += 8) {
         const int64_t at = c + 8 <= len ? c : len - 8;
         __m256i v[8];
-        for (int l = 0; l < 8; ++l) v[l] = _mm256_loadu_si256((const __m256i *)(const void *)(src->row[l] + at * 4));
+        for (int l = 0; l < 8; ++l)
+            v[l] = _mm256_loadu_si256((const __m256i *)(const void *)(src->row[l] + at * 4));
         kwk_transpose8_epi32(v);
         for (int j = 0; j < 8; ++j) {
-            const __m256i key = dtype == KWK_FLOAT32 ? batch_key_f32(v[j]) : _mm256_xor_si256(v[j], pre);
+            const __m256i key =
+                dtype == KWK_FLOAT32 ? batch_key_f32(v[j]) : _mm256_xor_si256(v[j], pre);
             slots[at + j].key = _mm256_xor_si256(key, post);
         }
     }

@@ -228,40 +228,6 @@ static int64_t kth_bracket_u64(const uint64_t *buf, int64_t b, uint64_t lo, uint
     return c;
 }
 
-/* Rearrange a[0..n) so a[k] is the k-th smallest key, with no larger key
- * before it and no smaller after (Hoare partitions around a median of
- * three; the last few keys insertion-sorted).  A sort of the sample and of
- * the survivors would cost more: only one or two ranks of each are read. */
-#define KTH_DEFINE_QSELECT(UT, SUF)                                           \
-    static void kth_qselect_##SUF(UT *a, int64_t n, int64_t k)                \
-    {                                                                         \
-        int64_t lo = 0, hi = n - 1;                                           \
-        while (hi - lo > 16) {                                                \
-            const int64_t mid = lo + (hi - lo) / 2;                           \
-            UT x = a[lo], y = a[mid], z = a[hi], t;                           \
-            if (x > y) { t = x; x = y; y = t; }                               \
-            if (y > z) { t = y; y = z; z = t; }                               \
-            if (x > y) { t = x; x = y; y = t; }                               \
-            const UT pivot = y;                                               \
-            int64_t i = lo - 1, j = hi + 1;                                   \
-            for (;;) {                                                        \
-                do ++i; while (a[i] < pivot);                                 \
-                do --j; while (a[j] > pivot);                                 \
-                if (i >= j) break;                                            \
-                t = a[i]; a[i] = a[j]; a[j] = t;                              \
-            }                                                                 \
-            /* a[lo..j] <= pivot <= a[j+1..hi] */                             \
-            if (k <= j) hi = j; else lo = j + 1;                              \
-        }                                                                     \
-        for (int64_t i = lo + 1; i <= hi; ++i) {                              \
-            const UT v = a[i];                                                \
-            int64_t j = i;                                                    \
-            for (; j > lo && a[j - 1] > v; --j) a[j] = a[j - 1];              \
-            a[j] = v;                                                         \
-        }                                                                     \
-    }
-KTH_DEFINE_QSELECT(uint32_t, u32)
-KTH_DEFINE_QSELECT(uint64_t, u64)
 
 /* Scratch of the bracket path: the survivors' keys (in index order) and
  * indices, a copy of the keys to select on and radix scratch; n + 8 entries
@@ -283,7 +249,7 @@ typedef struct {
     {                                                                         \
         const int bits = kwk_bits_for((uint64_t)span);                        \
         if (c <= 64 || bits <= 8) {                                           \
-            kth_qselect_##SUF(a, c, rr);                                      \
+            sw_qselect_##SUF(a, c, rr);                                       \
             return a[rr];                                                     \
         }                                                                     \
         const int shift = bits - 8;                                           \
@@ -298,7 +264,7 @@ typedef struct {
             a[m] = x;                                                         \
             m += (int)((UT)(x - lo) >> shift) == b;                           \
         }                                                                     \
-        kth_qselect_##SUF(a, m, rr - before);                                 \
+        sw_qselect_##SUF(a, m, rr - before);                                  \
         return a[rr - before];                                                \
     }
 
@@ -327,12 +293,12 @@ KTH_DEFINE_HISTOGRAM_SELECT(uint64_t, u64)
         const int64_t sa = centre - margin, sb = centre + margin;             \
         UT lo = 0, hi = (UT)~(UT)0;                                           \
         if (sa > 0) {                                                         \
-            kth_qselect_##SUF(sample, ns, sa);                                \
+            sw_qselect_##SUF(sample, ns, sa);                                 \
             lo = sample[sa];                                                  \
         }                                                                     \
         if (sb < ns - 1) {                                                    \
             const int64_t from = sa > 0 ? sa : 0;                             \
-            kth_qselect_##SUF(sample + from, ns - from, sb - from);           \
+            sw_qselect_##SUF(sample + from, ns - from, sb - from);            \
             hi = sample[sb];                                                  \
         }                                                                     \
         const UT span = (UT)(hi - lo);                                        \

@@ -743,8 +743,10 @@ static int64_t sw_bracket0_u32(const uint32_t *k, int64_t m, uint32_t lo, uint32
             _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)KWK_COMPRESS_LUT[mask]));
         const __m256i pi = _mm256_permutevar8x32_epi32(vidx, perm);
         _mm256_storeu_si256((__m256i *)(void *)(nk + c), _mm256_permutevar8x32_epi32(v, perm));
-        _mm256_storeu_si256((__m256i *)(void *)(ni + c), _mm256_cvtepi32_epi64(_mm256_castsi256_si128(pi)));
-        _mm256_storeu_si256((__m256i *)(void *)(ni + c + 4), _mm256_cvtepi32_epi64(_mm256_extracti128_si256(pi, 1)));
+        _mm256_storeu_si256((__m256i *)(void *)(ni + c),
+                            _mm256_cvtepi32_epi64(_mm256_castsi256_si128(pi)));
+        _mm256_storeu_si256((__m256i *)(void *)(ni + c + 4),
+                            _mm256_cvtepi32_epi64(_mm256_extracti128_si256(pi, 1)));
         vidx = _mm256_add_epi32(vidx, eight);
         c += __builtin_popcount(mask);
     }
@@ -762,46 +764,43 @@ static int64_t sw_bracket0_u32(const uint32_t *k, int64_t m, uint32_t lo, uint32
 SW_DEFINE_BRACKET0_PORTABLE(uint32_t, u32)
 #endif
 
-/* The key of rank r (0 <= r < n) of a[0..n), a reordered: quickselect by
- * Hoare partitions around a median of three, which split runs of equal
- * keys evenly (rows of few distinct values are why this exists). */
-#define SW_DEFINE_NTH_KEY(UT, SUF)                                            \
-    static UT sw_nth_key_##SUF(UT *a, int64_t n, int64_t r)                   \
+/* Rearrange a[0..n) so a[k] is the k-th smallest key, with no larger key
+ * before it and no smaller after (Hoare partitions around a median of
+ * three, which split runs of equal keys evenly; the last few keys
+ * insertion-sorted).  kthvalue's samples and survivors (a sort would cost
+ * more: only one or two ranks of each are read) and sw_rank's exact finish. */
+#define SW_DEFINE_QSELECT(UT, SUF)                                            \
+    static void sw_qselect_##SUF(UT *a, int64_t n, int64_t k)                 \
     {                                                                         \
         int64_t lo = 0, hi = n - 1;                                           \
         while (hi - lo > 16) {                                                \
-            const UT x = a[lo], y = a[lo + (hi - lo) / 2], z = a[hi];         \
-            const UT p = x < y ? (y < z ? y : (x < z ? z : x))                \
-                               : (x < z ? x : (y < z ? z : y));               \
-            int64_t i = lo, j = hi;                                           \
-            while (i <= j) {                                                  \
-                while (a[i] < p) ++i;                                         \
-                while (a[j] > p) --j;                                         \
-                if (i <= j) {                                                 \
-                    const UT t = a[i];                                        \
-                    a[i++] = a[j];                                            \
-                    a[j--] = t;                                               \
-                }                                                             \
+            const int64_t mid = lo + (hi - lo) / 2;                           \
+            UT x = a[lo], y = a[mid], z = a[hi], t;                           \
+            if (x > y) { t = x; x = y; y = t; }                               \
+            if (y > z) { t = y; y = z; z = t; }                               \
+            if (x > y) { t = x; x = y; y = t; }                               \
+            const UT pivot = y;                                               \
+            int64_t i = lo - 1, j = hi + 1;                                   \
+            for (;;) {                                                        \
+                do ++i; while (a[i] < pivot);                                 \
+                do --j; while (a[j] > pivot);                                 \
+                if (i >= j) break;                                            \
+                t = a[i]; a[i] = a[j]; a[j] = t;                              \
             }                                                                 \
-            if (r <= j) hi = j;                                               \
-            else if (r >= i) lo = i;                                          \
-            else return p; /* j < r < i: between the parts, equal to p */     \
+            /* a[lo..j] <= pivot <= a[j+1..hi] */                             \
+            if (k <= j) hi = j; else lo = j + 1;                              \
         }                                                                     \
         for (int64_t i = lo + 1; i <= hi; ++i) {                              \
             const UT v = a[i];                                                \
             int64_t j = i;                                                    \
-            while (j > lo && a[j - 1] > v) {                                  \
-                a[j] = a[j - 1];                                              \
-                --j;                                                          \
-            }                                                                 \
+            for (; j > lo && a[j - 1] > v; --j) a[j] = a[j - 1];              \
             a[j] = v;                                                         \
         }                                                                     \
-        return a[r];                                                          \
     }
-SW_DEFINE_NTH_KEY(uint8_t, u8)
-SW_DEFINE_NTH_KEY(uint16_t, u16)
-SW_DEFINE_NTH_KEY(uint32_t, u32)
-SW_DEFINE_NTH_KEY(uint64_t, u64)
+SW_DEFINE_QSELECT(uint8_t, u8)
+SW_DEFINE_QSELECT(uint16_t, u16)
+SW_DEFINE_QSELECT(uint32_t, u32)
+SW_DEFINE_QSELECT(uint64_t, u64)
 
 /* sw_rank_<SUF>(key, n, r, scratch): the index j whose (key[j], j) has
  * rank r (0 <= r < n) among all (key, index) pairs; -1 when out of memory.
@@ -905,7 +904,8 @@ SW_DEFINE_NTH_KEY(uint64_t, u64)
          * buffer), then its index: the (r - #smaller)-th key equal to it, \
          * in the set's order, which is index order */                      \
         memcpy(nk, k, (size_t)m * sizeof(UT));                                \
-        const UT v = sw_nth_key_##SUF(nk, m, r);                              \
+        sw_qselect_##SUF(nk, m, r);                                           \
+        const UT v = nk[r];                                                   \
         int64_t t = r;                                                        \
         for (int64_t j = 0; j < m; ++j) t -= k[j] < v;                        \
         for (int64_t j = 0; j < m; ++j)                                       \
