@@ -80,4 +80,21 @@ static const uint64_t KWK_COMPRESS_LUT[256] = {
     0x0000070605040302ull, 0x0007060504030200ull, 0x0007060504030201ull, 0x0706050403020100ull
 };
 
+#if defined(__AVX2__)
+#include <immintrin.h>
+/* The permutation (for _mm256_permutevar8x32_epi32) that packs the lanes
+ * set in `mask` to the front, in order. */
+static inline __m256i kwk_compress_perm8(unsigned mask)
+{
+    return _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)KWK_COMPRESS_LUT[mask]));
+}
+
+/* Lanes of v inside the bracket [lo, lo + span] (unsigned keys): all ones. */
+static inline __m256i kwk_in_bracket_u32(__m256i v, __m256i lo, __m256i span)
+{
+    const __m256i d = _mm256_sub_epi32(v, lo);
+    return _mm256_cmpeq_epi32(_mm256_min_epu32(d, span), d);
+}
+#endif
+
 #endif

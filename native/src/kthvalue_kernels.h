@@ -189,13 +189,11 @@ static int64_t kth_bracket_u32(const uint32_t *buf, int64_t b, uint32_t lo, uint
     const __m256i eight = _mm256_set1_epi32(8);
     for (; j + 8 <= b; j += 8) {
         const __m256i v = _mm256_loadu_si256((const __m256i *)(buf + j));
-        const __m256i d = _mm256_sub_epi32(v, vlo);
-        const __m256i in = _mm256_cmpeq_epi32(_mm256_min_epu32(d, vspan), d); /* d <= span */
+        const __m256i in = kwk_in_bracket_u32(v, vlo, vspan);
         const __m256i ge = _mm256_cmpeq_epi32(_mm256_max_epu32(v, vlo), v);   /* v >= lo */
         const unsigned mask = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(in));
         under += 8 - __builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(ge)));
-        const __m256i perm =
-            _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)KWK_COMPRESS_LUT[mask]));
+        const __m256i perm = kwk_compress_perm8(mask);
         _mm256_storeu_si256((__m256i *)(keys + c), _mm256_permutevar8x32_epi32(v, perm));
         _mm256_storeu_si256((__m256i *)(idx + c), _mm256_permutevar8x32_epi32(vidx, perm));
         vidx = _mm256_add_epi32(vidx, eight);

@@ -84,11 +84,9 @@ static int64_t qk_bracket_u32(const uint32_t *buf, int64_t b, uint32_t lo, uint3
     const __m256i vlo = _mm256_set1_epi32((int)lo), vspan = _mm256_set1_epi32((int)span);
     for (; j + 8 <= b; j += 8) {
         const __m256i v = _mm256_loadu_si256((const __m256i *)(buf + j));
-        const __m256i d = _mm256_sub_epi32(v, vlo);
-        const __m256i in = _mm256_cmpeq_epi32(_mm256_min_epu32(d, vspan), d); /* d <= span */
+        const __m256i in = kwk_in_bracket_u32(v, vlo, vspan);
         const unsigned mask = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(in));
-        const __m256i perm =
-            _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)KWK_COMPRESS_LUT[mask]));
+        const __m256i perm = kwk_compress_perm8(mask);
         _mm256_storeu_si256((__m256i *)(out + c), _mm256_permutevar8x32_epi32(v, perm));
         c += __builtin_popcount(mask);
     }

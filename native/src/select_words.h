@@ -734,13 +734,11 @@ static int64_t sw_bracket0_u32(const uint32_t *k, int64_t m, uint32_t lo, uint32
     const __m256i eight = _mm256_set1_epi32(8);
     for (; j + 8 <= m && j + 8 <= INT32_MAX; j += 8) {
         const __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(k + j));
-        const __m256i d = _mm256_sub_epi32(v, vlo);
-        const __m256i in = _mm256_cmpeq_epi32(_mm256_min_epu32(d, vspan), d); /* d <= span */
+        const __m256i in = kwk_in_bracket_u32(v, vlo, vspan);
         const __m256i ge = _mm256_cmpeq_epi32(_mm256_max_epu32(v, vlo), v);   /* v >= lo */
         const unsigned mask = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(in));
         below += 8 - __builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(ge)));
-        const __m256i perm =
-            _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)KWK_COMPRESS_LUT[mask]));
+        const __m256i perm = kwk_compress_perm8(mask);
         const __m256i pi = _mm256_permutevar8x32_epi32(vidx, perm);
         _mm256_storeu_si256((__m256i *)(void *)(nk + c), _mm256_permutevar8x32_epi32(v, perm));
         _mm256_storeu_si256((__m256i *)(void *)(ni + c),
