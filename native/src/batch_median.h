@@ -26,8 +26,9 @@
 #include "select_kernels.h"
 
 /* Longest row: the network's cost per element grows with log^2 n, and
- * longer rows are served well by the one-row selection. */
-enum { KWK_BATCH_MEDIAN_MAX = 64 };
+ * longer rows are served well by the one-row selection.  BM_MAX_PAIRS:
+ * the network's comparators for 64 (row_network.h: 543 for 2^6). */
+enum { KWK_BATCH_MEDIAN_MAX = 64, BM_MAX_PAIRS = 543 };
 
 #if defined(KWK_HAVE_BATCH_SORT)
 
@@ -200,14 +201,14 @@ static int bm_median_dim(int dtype, const void *src, int64_t outer, int64_t len,
 {
     const int64_t rows = outer * inner;
     /* the full network (rows with NaN), then the median's part of it */
-    kwk_net_pair *pairs = (kwk_net_pair *)malloc(2 * KWK_BATCH_MAX_PAIRS * sizeof(kwk_net_pair));
+    kwk_net_pair *pairs = (kwk_net_pair *)malloc(2 * BM_MAX_PAIRS * sizeof(kwk_net_pair));
     kwk_batch_slot *slots = (kwk_batch_slot *)aligned_alloc(32, (size_t)len * sizeof(kwk_batch_slot));
     if (!pairs || !slots) {
         free(pairs);
         free(slots);
         return KWK_E_NOMEM;
     }
-    kwk_net_pair *sel = pairs + KWK_BATCH_MAX_PAIRS;
+    kwk_net_pair *sel = pairs + BM_MAX_PAIRS;
     const int npairs = kwk_net_pairs((int)len, pairs);
     const int nsel = bm_select_pairs((int)len, (int)(len - 1) / 2, sel);
     for (int64_t r0 = 0; r0 < rows; r0 += KWK_BATCH_LANES) {

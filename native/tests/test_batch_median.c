@@ -42,6 +42,8 @@ static long failures;
 
 static void test_tables(void)
 {
+    kwk_net_pair all[KWK_BATCH_MAX_PAIRS];
+    CHECK(kwk_net_pairs(KWK_BATCH_MEDIAN_MAX, all) <= BM_MAX_PAIRS, "BM_MAX_PAIRS too small");
     kwk_net_pair derived[KWK_BATCH_MAX_PAIRS];
     const struct { int len; const kwk_net_pair *table; int n; } t[] = {
         {9, BM_SELECT_9, (int)(sizeof BM_SELECT_9 / sizeof BM_SELECT_9[0])},
