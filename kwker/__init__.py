@@ -127,7 +127,7 @@ def info() -> dict:
 
 def release_workspace() -> None:
     """Free the workspace blocks the calling thread keeps between calls
-    (at most two, each under 4 MiB; kwker.h kwk_release_workspace).  Other
+    (at most four, each under 4 MiB; kwker.h kwk_release_workspace).  Other
     threads' blocks are freed when those threads exit."""
     if _native.lib is not None:
         _native.lib.kwk_release_workspace()

@@ -95,7 +95,7 @@ enum { KWK_MAX_ROW_THREADS = 64 };
 int kwk_set_row_threads(int n);
 
 /* Each thread keeps the workspace blocks its last calls freed (at most
- * two, each under 4 MiB) for its next calls: a fresh block of a few
+ * four, each under 4 MiB) for its next calls: a fresh block of a few
  * hundred KiB costs more in page faults than a sort that fills it.  They
  * are freed when the thread exits, or now by this call (the calling
  * thread's blocks only). */
