@@ -111,16 +111,6 @@ static int batch_load64(int dtype, const kwk_batch_src *src, int64_t len, uint64
         }                                                                     \
     }
 
-/* The float32 keys of eight bit patterns, as kwk_key_f32 makes them. */
-static inline __m256i batch_key_f32(__m256i b)
-{
-    const __m256i sign = _mm256_set1_epi32((int)0x80000000u);
-    const __m256i a = _mm256_andnot_si256(sign, b);
-    const __m256i v = _mm256_andnot_si256(_mm256_cmpeq_epi32(a, _mm256_setzero_si256()), b);
-    const __m256i k = _mm256_xor_si256(v, _mm256_or_si256(_mm256_srai_epi32(v, 31), sign));
-    return _mm256_or_si256(k, _mm256_cmpgt_epi32(a, _mm256_set1_epi32(0x7F800000)));
-}
-
 /* Rows of at least eight contiguous 4-byte elements (a row along the last
  * dim): eight positions of the eight rows are eight vector loads and one
  * 8x8 transpose, the last block overlapping the one before when len is not
@@ -145,7 +135,7 @@ static int batch_load_rows32(int dtype, const kwk_batch_src *src, int64_t len, u
         kwk_transpose8_epi32(v);
         for (int j = 0; j < 8; ++j) {
             const __m256i key =
-                dtype == KWK_FLOAT32 ? batch_key_f32(v[j]) : _mm256_xor_si256(v[j], pre);
+                dtype == KWK_FLOAT32 ? kwk_keys8_f32(v[j]) : _mm256_xor_si256(v[j], pre);
             slots[at + j].key = _mm256_xor_si256(key, post);
         }
     }

@@ -54,6 +54,19 @@ static inline uint64_t kwk_key_f64(uint64_t b)
     KWK_FLOAT_KEY(uint64_t, b, 0x8000000000000000ull, 0x7FF0000000000000ull)
 }
 
+#if defined(__AVX2__)
+#include <immintrin.h>
+/* kwk_key_f32 of eight raw lanes at once (NaN all ones, -0 as +0). */
+static inline __m256i kwk_keys8_f32(__m256i b)
+{
+    const __m256i sign = _mm256_set1_epi32((int)0x80000000u);
+    const __m256i a = _mm256_andnot_si256(sign, b);
+    const __m256i v = _mm256_andnot_si256(_mm256_cmpeq_epi32(a, _mm256_setzero_si256()), b);
+    const __m256i k = _mm256_xor_si256(v, _mm256_or_si256(_mm256_srai_epi32(v, 31), sign));
+    return _mm256_or_si256(k, _mm256_cmpgt_epi32(a, _mm256_set1_epi32(0x7F800000)));
+}
+#endif
+
 /* The key of element `p` of type `dtype` (unaligned-safe loads). */
 static inline uint64_t kwk_key_at(int dtype, const char *p)
 {

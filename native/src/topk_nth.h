@@ -87,16 +87,6 @@ static inline unsigned tn_le_mask(__m256i keys, __m256i t_signed)
     return ~(unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(gt)) & 0xFFu;
 }
 
-/* keys.h's float32 key of eight raw lanes (NaN all ones, -0 as +0). */
-static inline __m256i tn_keys8_f32(__m256i b)
-{
-    const __m256i a = _mm256_and_si256(b, _mm256_set1_epi32(0x7FFFFFFF));
-    const __m256i v = _mm256_andnot_si256(_mm256_cmpeq_epi32(a, _mm256_setzero_si256()), b);
-    const __m256i k = _mm256_xor_si256(v, _mm256_or_si256(_mm256_srai_epi32(v, 31),
-                                                          _mm256_set1_epi32((int)0x80000000u)));
-    return _mm256_or_si256(k, _mm256_cmpgt_epi32(a, _mm256_set1_epi32(0x7F800000)));
-}
-
 /* Eight raw floats: the lanes whose key (flipped by largest) is <= the key
  * of tv, a number: !(v < tv) for the largest (NaN passes), v <= tv for the
  * smallest; -0 == +0 as in the keys. */
@@ -120,7 +110,7 @@ static int64_t tn_raw_f32(const char *row, int64_t len, float tv, int largest, i
         const __m256i b = _mm256_loadu_si256((const __m256i *)(row + 4 * j));
         const unsigned mask = all ? 0xFFu : tn_raw_mask(_mm256_castsi256_ps(b), t8, largest);
         if (mask || dense) /* dense: no branch to mispredict */
-            c = tn_pack8(_mm256_xor_si256(tn_keys8_f32(b), flip), mask, j, ibits, out, c);
+            c = tn_pack8(_mm256_xor_si256(kwk_keys8_f32(b), flip), mask, j, ibits, out, c);
     }
     for (; j < len; ++j) {
         float v;
@@ -146,7 +136,7 @@ static int64_t tn_raw_bf16(const char *row, int64_t len, float tv, int largest, 
             _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(row + 2 * j))), 16);
         const unsigned mask = all ? 0xFFu : tn_raw_mask(_mm256_castsi256_ps(b), t8, largest);
         if (mask || dense) {
-            const __m256i k = _mm256_xor_si256(_mm256_srli_epi32(tn_keys8_f32(b), 16), flip);
+            const __m256i k = _mm256_xor_si256(_mm256_srli_epi32(kwk_keys8_f32(b), 16), flip);
             c = tn_pack8(k, mask, j, ibits, out, c);
         }
     }
