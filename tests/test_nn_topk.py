@@ -68,6 +68,31 @@ def test_topk_activation_large_rows_and_layouts(gen):
         T.topk_activation(x, 20001)
 
 
+@pytest.mark.parametrize("kind", ["random", "ties", "sorted", "reversed", "nan", "special"])
+def test_dense_rows_from_block_maxima(kind, target, gen):
+    """float32 rows of at least 4k blocks of 32 take their candidates from
+    the blocks' maxima (topk_layer_kernels.h): lengths around a multiple of
+    32 (the tail past the last whole block is read separately), k up to
+    and past the bound, the row's largest values in the tail, NaN in the
+    tail and as the k-th largest (the filter then removes nothing), and
+    both zeros at the threshold."""
+    for n in (128, 129, 159, 160, 1055, 4127):
+        x = make_values(kind, (3, n), torch.float32, gen)
+        tail = n % 32
+        if tail:
+            x[0, -tail:] = 50.0 + torch.arange(tail, dtype=torch.float32)
+            x[1, -1] = float("nan")
+        x[2, : n // 2] = torch.where(torch.arange(n // 2) % 2 == 0, 0.0, -0.0)
+        nb = n // 32
+        for k in sorted({1, 2, max(1, nb // 4), nb // 4 + 1, 7, 31}):
+            if k > n:
+                continue
+            for relu in (True, False):
+                _same(R.topk_activation(x, k, relu), T.topk_activation(x, k, relu))
+            _same(R.top_k_filter(x, k), T.top_k_filter(x, k))
+            _same(R.top_k_filter(x, k, -1e4, 3), T.top_k_filter(x, k, -1e4, 3))
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("relu", [True, False])
 def test_topk_activation_gradient_is_the_references(relu, dtype, gen):

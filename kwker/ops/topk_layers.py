@@ -92,6 +92,7 @@ def activation_backward(grad, passes):
             and passes.dtype == torch.bool and grad.shape == passes.shape
             and grad.is_contiguous() and passes.is_contiguous()):
         out = torch.empty_like(grad, memory_format=torch.contiguous_format)
+        advise_fresh(out)  # 256x65536: 16384 page faults were 40 of its 65 ms
         status = _dense_backward(_native.DTYPE_CODES[grad.dtype], grad.data_ptr(),
                                  passes.data_ptr(), grad.numel(), out.data_ptr())
         if status:

@@ -7,13 +7,17 @@
  *
  * The k-th largest key T of a row comes from a radix select on order keys
  * (keys.h: -0.0 == +0.0, all NaNs equal and largest): a histogram of the
- * top 8 bits over the row, then the keys of the chosen bucket only, 8
- * bits at a time.  It also counts the G keys above T and the E keys equal
- * to it.  The filter keeps every key >= T (ties all kept, as
- * TopKLogitsWarper).  The activation keeps the keys > T and k - G of those
- * equal to T: all of them when E == k - G; otherwise which ones is
- * torch.topk's choice, and the row's k indices come from impl_topk in
- * torch's order (KWK_ORDER_TORCH, sorted, as the reference calls it).
+ * top 8 bits, then the keys of the chosen bucket only, 8 bits at a time,
+ * over the row's candidates: on float32 rows of at least 128 * k elements
+ * the keys of the blocks of 32 whose maximum reaches the k-th largest
+ * block maximum (the kept elements are then written by position into a
+ * filled row), else the keys above a sampled bound, or the whole row.  It
+ * also counts the G keys above T and the E keys equal to it.  The filter
+ * keeps every key >= T (ties all kept, as TopKLogitsWarper).  The
+ * activation keeps the keys > T and k - G of those equal to T: all of them
+ * when E == k - G; otherwise which ones is torch.topk's choice, and the
+ * row's k indices come from impl_topk in torch's order (KWK_ORDER_TORCH,
+ * sorted, as the reference calls it).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -182,21 +186,46 @@ TL_DEFINE_FILTER(double, f64)
  * unsigned), KEY (its order key). */
 #define TL_DEFINE_ROW(T, UT, SUF, KEY)                                        \
     static int tl_row_##SUF(const T *x, int64_t n, int64_t k, int mode, T fill, T *out, \
-                            uint8_t *mask, UT *keys, UT *cand, T *tvals, int64_t *tidx) \
+                            uint8_t *mask, UT *keys, UT *cand, UT *bmax, int32_t *cpos, \
+                            T *tvals, int64_t *tidx)                          \
     {                                                                         \
+        const int relu = mode == KWK_TOPK_DENSE_RELU;                         \
         if (k == 0 || k == n) { /* nothing or everything kept */              \
             const int all = k == n;                                           \
             for (int64_t j = 0; j < n; ++j) {                                 \
                 T v = x[j];                                                   \
-                const int passes = !(mode == KWK_TOPK_DENSE_RELU && v <= 0);  \
-                if (mode == KWK_TOPK_DENSE_RELU && v < 0) v = 0;              \
+                const int passes = !(relu && v <= 0);                         \
+                if (relu && v < 0) v = 0;                                     \
                 out[j] = all ? v : (mode == KWK_TOPK_DENSE_FILTER ? fill : (T)0); \
                 mask[j] = (uint8_t)(mode == KWK_TOPK_DENSE_FILTER ? !all : all && passes); \
             }                                                                 \
             return KWK_OK;                                                    \
         }                                                                     \
         int64_t gt, eq;                                                       \
-        const UT t = tl_threshold_##SUF(x, n, k, keys, cand, &gt, &eq);      \
+        UT t;                                                                 \
+        /* c >= 0: keys[0..c) (positions cpos) hold every key >= t */         \
+        const int64_t c = tl_candidates_##SUF(x, n, k, bmax, cand, keys, cpos); \
+        if (c >= 0)                                                           \
+            t = tl_kth_largest_##SUF(keys, c, k, 8 * (int)sizeof(UT), cand, &gt, &eq); \
+        else                                                                  \
+            t = tl_threshold_##SUF(x, n, k, keys, cand, &gt, &eq);            \
+        const int tnan = t == (UT)~(UT)0;                                     \
+        /* kept: the keys >= t (the filter: x < t's value removed, which is */ \
+        /* the same set unless t is NaN's key: then nothing is removed) */    \
+        if (c >= 0 && (mode == KWK_TOPK_DENSE_FILTER ? !tnan : eq == k - gt)) { \
+            const int filter = mode == KWK_TOPK_DENSE_FILTER;                 \
+            const T base = filter ? fill : (T)0;                              \
+            for (int64_t j = 0; j < n; ++j) out[j] = base;                    \
+            memset(mask, filter, (size_t)n);                                  \
+            for (int64_t i = 0; i < c; ++i) {                                 \
+                if (keys[i] < t) continue;                                    \
+                const int64_t j = cpos[i];                                    \
+                const T v = x[j];                                             \
+                out[j] = relu && v < 0 ? (T)0 : v;                            \
+                mask[j] = (uint8_t)(filter ? 0 : !(relu && v <= 0));          \
+            }                                                                 \
+            return KWK_OK;                                                    \
+        }                                                                     \
         if (mode == KWK_TOPK_DENSE_FILTER) {                                  \
             tl_filter_below_##SUF(x, x, n, tl_value_##SUF(t), fill, out, mask); \
             return KWK_OK;                                                    \
@@ -204,8 +233,6 @@ TL_DEFINE_FILTER(double, f64)
         if (eq == k - gt) { /* every key >= t kept: no tie is cut */          \
             /* key >= t: x >= tf, or x NaN (tf NaN: the NaNs only) */         \
             const T tf = tl_value_##SUF(t);                                   \
-            const int relu = mode == KWK_TOPK_DENSE_RELU;                     \
-            const int tnan = t == (UT)~(UT)0;                                 \
             for (int64_t j = 0; j < n; ++j) {                                 \
                 const T v = x[j];                                             \
                 const int kept = tnan ? v != v : !(v < tf); /* >= tf or NaN */ \
@@ -224,8 +251,8 @@ TL_DEFINE_FILTER(double, f64)
         for (int64_t i = 0; i < k; ++i) {                                     \
             const int64_t j = tidx[i];                                        \
             T v = x[j];                                                       \
-            mask[j] = (uint8_t)!(mode == KWK_TOPK_DENSE_RELU && v <= 0);      \
-            if (mode == KWK_TOPK_DENSE_RELU && v < 0) v = 0;                  \
+            mask[j] = (uint8_t)!(relu && v <= 0);                             \
+            if (relu && v < 0) v = 0;                                         \
             out[j] = v;                                                       \
         }                                                                     \
         return KWK_OK;                                                        \
@@ -237,6 +264,93 @@ TL_DEFINE_FILTER(double, f64)
 #define tl_kth_largest_f64 tl_kth_largest_u64
 TL_DEFINE_THRESHOLD(float, uint32_t, f32, kwk_key_f32)
 TL_DEFINE_THRESHOLD(double, uint64_t, f64, kwk_key_f64)
+/* Candidates from block maxima (float32 rows, TL_BLOCKS_MIN_PER_K * k
+ * blocks or more): one pass takes the largest key of each block of
+ * TL_BMAX_BLOCK elements; the k-th largest of those maxima, p, is a key of
+ * k different elements, so the row's k largest keys are all >= p; a second
+ * look at the blocks whose maximum is >= p (about k of them) collects every
+ * key >= p with its position.  The sampled path above reads every cache
+ * line of a row of 16384 twice (the strided sample, then the block test)
+ * and its layer then rewrites the whole row by compare; here the row is
+ * read once and the output is filled, then the few kept elements are
+ * written by position.  float64 keeps the sampled path (AVX2 has no
+ * unsigned 64-bit maximum for the block pass). */
+#define TL_BMAX_BLOCK 32
+#define TL_BLOCKS_MIN_PER_K 4
+
+/* bmax[b] = the largest key of elements [32b, 32b + 32), b < nb.  AVX2:
+ * the float maximum of the block (NaN aside: max_ps ignores its ordering)
+ * and an unordered test; a block holding a NaN has the NaN key (all ones),
+ * any other the key of its float maximum (-0.0 and +0.0 share a key). */
+static void tl_block_max_f32(const float *x, int64_t nb, uint32_t *bmax)
+{
+    int64_t b = 0;
+#if defined(__AVX2__)
+    for (; b < nb; ++b) {
+        const float *p = x + b * TL_BMAX_BLOCK;
+        const __m256 v0 = _mm256_loadu_ps(p), v1 = _mm256_loadu_ps(p + 8);
+        const __m256 v2 = _mm256_loadu_ps(p + 16), v3 = _mm256_loadu_ps(p + 24);
+        const __m256 nan = _mm256_or_ps(_mm256_cmp_ps(v0, v1, _CMP_UNORD_Q),
+                                        _mm256_cmp_ps(v2, v3, _CMP_UNORD_Q));
+        __m256 m = _mm256_max_ps(_mm256_max_ps(v0, v1), _mm256_max_ps(v2, v3));
+        __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+        h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+        h = _mm_max_ss(h, _mm_movehdup_ps(h));
+        bmax[b] = _mm256_movemask_ps(nan) ? UINT32_MAX
+                                          : kwk_key_f32(tl_bits_f32(_mm_cvtss_f32(h)));
+    }
+#endif
+    for (; b < nb; ++b) {
+        uint32_t m = 0;
+        for (int l = 0; l < TL_BMAX_BLOCK; ++l) {
+            const uint32_t key = kwk_key_f32(tl_bits_f32(x[b * TL_BMAX_BLOCK + l]));
+            m = key > m ? key : m;
+        }
+        bmax[b] = m;
+    }
+}
+
+/* The keys >= p of elements [from, to) into ckeys/cpos from position c;
+ * returns the new count (branch-free). */
+static inline int64_t tl_collect_f32(const float *x, int64_t from, int64_t to, uint32_t p,
+                                     uint32_t *ckeys, int32_t *cpos, int64_t c)
+{
+    for (int64_t j = from; j < to; ++j) {
+        const uint32_t key = kwk_key_f32(tl_bits_f32(x[j]));
+        ckeys[c] = key;
+        cpos[c] = (int32_t)j;
+        c += key >= p;
+    }
+    return c;
+}
+
+/* Every key >= p of the row with its position (ckeys/cpos: room for n),
+ * p chosen as above; returns their count (>= k), or -1 when the row has too
+ * few blocks for the path (then nothing is written).  bmax: room for
+ * n / TL_BMAX_BLOCK keys; scratch: for as many (the radix select's). */
+static int64_t tl_candidates_f32(const float *x, int64_t n, int64_t k, uint32_t *bmax,
+                                 uint32_t *scratch, uint32_t *ckeys, int32_t *cpos)
+{
+    const int64_t nb = n / TL_BMAX_BLOCK;
+    if (nb < TL_BLOCKS_MIN_PER_K * k || n > INT32_MAX) return -1;
+    tl_block_max_f32(x, nb, bmax);
+    int64_t g_, e_;
+    const uint32_t p = tl_kth_largest_u32(bmax, nb, k, 32, scratch, &g_, &e_);
+    int64_t c = 0;
+    for (int64_t b = 0; b < nb; ++b)
+        if (bmax[b] >= p)
+            c = tl_collect_f32(x, b * TL_BMAX_BLOCK, (b + 1) * TL_BMAX_BLOCK, p, ckeys, cpos, c);
+    return tl_collect_f32(x, nb * TL_BMAX_BLOCK, n, p, ckeys, cpos, c);
+}
+
+/* float64: never (see above). */
+static int64_t tl_candidates_f64(const double *x, int64_t n, int64_t k, uint64_t *bmax,
+                                 uint64_t *scratch, uint64_t *ckeys, int32_t *cpos)
+{
+    (void)x, (void)n, (void)k, (void)bmax, (void)scratch, (void)ckeys, (void)cpos;
+    return -1;
+}
+
 TL_DEFINE_ROW(float, uint32_t, f32, kwk_key_f32)
 TL_DEFINE_ROW(double, uint64_t, f64, kwk_key_f64)
 
@@ -260,29 +374,36 @@ static int impl_filter_below(int dtype, const void *key, const void *src, int64_
 
 /* The activation's backward: out = grad where mask, +0.0 elsewhere (as
  * torch.where(mask, grad, 0)), n elements of es = 4 or 8 bytes.  A mask
- * byte is 0 or 1 (Python bool): any non-zero byte passes. */
+ * byte is 0 or 1 (Python bool): any non-zero byte passes.  The mask of a
+ * top-k layer is sparse (k of a row of thousands): AVX2 tests 32 mask
+ * bytes at once and writes zeros for them without reading the gradient
+ * (most of the pass's memory traffic: 4 or 8 bytes of it per mask byte),
+ * and selects element by element only in chunks with a set byte. */
 static int impl_mask_grad(int es, const void *grad, const uint8_t *mask, int64_t n, void *out)
 {
     int64_t i = 0;
 #if defined(__AVX2__)
     const __m256i zero = _mm256_setzero_si256();
-    if (es == 4) {
-        for (; i + 8 <= n; i += 8) {
-            uint64_t mb;
-            memcpy(&mb, mask + i, 8);
-            const __m256i m = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)mb));
-            const __m256i g = _mm256_loadu_si256((const __m256i *)((const float *)grad + i));
-            _mm256_storeu_si256((__m256i *)((float *)out + i),
-                                _mm256_andnot_si256(_mm256_cmpeq_epi32(m, zero), g));
-        }
-    } else {
-        for (; i + 4 <= n; i += 4) {
-            uint32_t mb;
-            memcpy(&mb, mask + i, 4);
-            const __m256i m = _mm256_cvtepu8_epi64(_mm_cvtsi32_si128((int)mb));
-            const __m256i g = _mm256_loadu_si256((const __m256i *)((const double *)grad + i));
-            _mm256_storeu_si256((__m256i *)((double *)out + i),
-                                _mm256_andnot_si256(_mm256_cmpeq_epi64(m, zero), g));
+    for (; i + 32 <= n; i += 32) {
+        const __m256i mb = _mm256_loadu_si256((const __m256i *)(mask + i));
+        const unsigned set = ~(unsigned)_mm256_movemask_epi8(_mm256_cmpeq_epi8(mb, zero));
+        char *o = (char *)out + i * es;
+        const char *g = (const char *)grad + i * es;
+        for (int q = 0; q < 32 * es; q += 32) {
+            /* the 32 / es mask bytes of this vector of the output */
+            const int first = q / es, per = 32 / es;
+            const unsigned bits = (set >> first) & ((1u << per) - 1);
+            __m256i v = zero;
+            if (bits) {
+                uint64_t m8 = 0; /* (only this vector's bytes: never past the chunk) */
+                memcpy(&m8, mask + i + first, (size_t)per);
+                const __m128i m = _mm_cvtsi64_si128((long long)m8);
+                const __m256i wide = es == 4 ? _mm256_cvtepu8_epi32(m) : _mm256_cvtepu8_epi64(m);
+                const __m256i keep = es == 4 ? _mm256_cmpeq_epi32(wide, zero)
+                                             : _mm256_cmpeq_epi64(wide, zero);
+                v = _mm256_andnot_si256(keep, _mm256_loadu_si256((const __m256i *)(g + q)));
+            }
+            _mm256_storeu_si256((__m256i *)(o + q), v);
         }
     }
 #endif
@@ -303,23 +424,28 @@ static int impl_topk_dense(int dtype, const void *src, int64_t rows, int64_t len
 {
     if (rows == 0 || len == 0) return KWK_OK;
     const size_t es = dtype == KWK_FLOAT32 ? 4 : 8;
-    /* one row's k indices, keys, candidates and k values (in that order:
-     * each part stays aligned for its type) */
-    char *scratch = malloc((size_t)k * (8 + es) + 2 * (size_t)len * es + 8);
+    /* one row's k indices, keys, candidates, block maxima, k values and
+     * candidate positions (in that order: each part stays aligned for its
+     * type) */
+    const size_t nb = (size_t)len / TL_BMAX_BLOCK;
+    char *scratch = malloc((size_t)k * (8 + es) + 2 * (size_t)len * es + nb * es +
+                           (size_t)len * 4 + 8);
     if (!scratch) return KWK_E_NOMEM;
     int64_t *tidx = (int64_t *)(void *)scratch;
     void *keys = scratch + (size_t)k * 8;
     void *cand = (char *)keys + (size_t)len * es;
-    void *tvals = (char *)cand + (size_t)len * es;
+    void *bmax = (char *)cand + (size_t)len * es;
+    void *tvals = (char *)bmax + nb * es;
+    int32_t *cpos = (int32_t *)(void *)((char *)tvals + (size_t)k * es);
     int st = KWK_OK;
     for (int64_t r = 0; r < rows && st == KWK_OK; ++r) {
         const size_t at = (size_t)r * (size_t)len;
         if (dtype == KWK_FLOAT32)
             st = tl_row_f32((const float *)src + at, len, k, mode, (float)fill,
-                            (float *)out + at, mask + at, keys, cand, tvals, tidx);
+                            (float *)out + at, mask + at, keys, cand, bmax, cpos, tvals, tidx);
         else
             st = tl_row_f64((const double *)src + at, len, k, mode, fill,
-                            (double *)out + at, mask + at, keys, cand, tvals, tidx);
+                            (double *)out + at, mask + at, keys, cand, bmax, cpos, tvals, tidx);
     }
     free(scratch);
     return st;

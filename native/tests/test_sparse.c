@@ -126,16 +126,19 @@ static void group_sort(int64_t groups, int64_t g, int descending)
 }
 
 /* kwk_topk_dense_backward: grad where the mask byte is set, +0.0 elsewhere,
- * every length around the vector widths, exact-size buffers. */
-static void dense_backward(int64_t n)
+ * every length around the vector widths, masks of a given density (a top-k
+ * layer's is sparse: the AVX2 pass skips chunks of 32 zero bytes), the mask
+ * and the arrays in exact-size buffers. */
+static void dense_backward(int64_t n, double density)
 {
-    float *g = malloc(sizeof(float) * (size_t)(n + 1)), *o = malloc(sizeof(float) * (size_t)(n + 1));
-    double *g64 = malloc(sizeof(double) * (size_t)(n + 1)), *o64 = malloc(sizeof(double) * (size_t)(n + 1));
-    uint8_t *m = malloc((size_t)(n + 1));
+    const size_t len = (size_t)(n > 0 ? n : 1);
+    float *g = malloc(sizeof(float) * len), *o = malloc(sizeof(float) * len);
+    double *g64 = malloc(sizeof(double) * len), *o64 = malloc(sizeof(double) * len);
+    uint8_t *m = malloc(len);
     for (int64_t i = 0; i < n; ++i) {
         g[i] = uniform() < 0.1 ? -0.0f : value(1);
         g64[i] = g[i];
-        m[i] = (uint8_t)(uniform() < 0.5 ? 0 : (uniform() < 0.9 ? 1 : 7));
+        m[i] = (uint8_t)(uniform() >= density ? 0 : (uniform() < 0.9 ? 1 : 7));
     }
     CHECK(kwk_topk_dense_backward(KWK_FLOAT32, g, m, n, o) == KWK_OK, "dense backward status");
     CHECK(kwk_topk_dense_backward(KWK_FLOAT64, g64, m, n, o64) == KWK_OK, "dense backward status");
@@ -270,7 +273,12 @@ int main(void)
         group_sort(3, 256, 0);
         group_sort(3001, 2, 1); /* past one 4096-byte block of the position check */
         group_sort(1501, 4, 0);
-        for (int64_t n = 0; n <= 40; ++n) dense_backward(n);
+        for (int64_t n = 0; n <= 40; ++n) dense_backward(n, 0.5);
+        for (int64_t n = 60; n <= 100; ++n) {
+            dense_backward(n, 0.02);
+            dense_backward(n, 0.0);
+            dense_backward(n, 1.0);
+        }
         for (int64_t n = 0; n <= 40; ++n) {
             filter_below(3, n, 1);
             filter_below(3, n, 0);
@@ -278,7 +286,8 @@ int main(void)
         filter_below(0, 5, 0);
         filter_below(2, 1001, 1);
         filter_below(2, 1001, 0);
-        dense_backward(1001);
+        dense_backward(1001, 0.5);
+        dense_backward(4099, 0.01);
     }
     kwk_set_target("auto");
     sort_pool(5, 9, 3, 4);
