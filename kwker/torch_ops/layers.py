@@ -149,16 +149,15 @@ def median_pool2d_backward_fake(grad, x, indices, kernel_size, stride, padding, 
 # ------------------------------------------------------------ autograd
 
 class _MedianPool2d(torch.autograd.Function):
+    # forward(ctx, ...) without setup_context: see layers_sparse.py
     @staticmethod
-    def forward(x, kernel_size, stride, padding, padding_mode):
-        return function_kernel(torch.ops.kwker.median_pool2d.default, median_pool2d_cpu, x,
-                               kernel_size, stride, padding, padding_mode)
-
-    @staticmethod
-    def setup_context(ctx, inputs, output):
-        x, *ctx.arguments = inputs
+    def forward(ctx, x, kernel_size, stride, padding, padding_mode):
+        output = function_kernel(torch.ops.kwker.median_pool2d.default, median_pool2d_cpu, x,
+                                 kernel_size, stride, padding, padding_mode)
+        ctx.arguments = [kernel_size, stride, padding, padding_mode]
         ctx.mark_non_differentiable(output[1])
         ctx.save_for_backward(x, output[1])
+        return output
 
     @staticmethod
     @torch.autograd.function.once_differentiable

@@ -73,15 +73,14 @@ def topk_activation_fake(x, k, relu):
 
 
 class _TopKActivation(torch.autograd.Function):
+    # forward(ctx, ...) without setup_context: see layers_sparse.py
     @staticmethod
-    def forward(x, k, relu):
-        return function_kernel(torch.ops.kwker.topk_activation.default, topk_activation_cpu, x, k,
-                               relu)
-
-    @staticmethod
-    def setup_context(ctx, inputs, output):
+    def forward(ctx, x, k, relu):
+        output = function_kernel(torch.ops.kwker.topk_activation.default, topk_activation_cpu,
+                                 x, k, relu)
         ctx.mark_non_differentiable(output[1])
         ctx.save_for_backward(output[1])
+        return output
 
     @staticmethod
     def backward(ctx, grad_out, grad_passes):
