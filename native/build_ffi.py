@@ -104,6 +104,9 @@ int kwk_group_sort_backward_addr(int dtype, uintptr_t grad, uintptr_t perm, int6
                                  int64_t g, uintptr_t grad_input);
 int kwk_sort_pool_addr(int dtype, uintptr_t src, int64_t batch, int64_t nodes, int64_t c,
                        uintptr_t count, int64_t k, uintptr_t out, uintptr_t index);
+int kwk_sort_pool_backward_addr(int dtype, uintptr_t grad, uintptr_t x, uintptr_t index,
+                                uintptr_t output, int64_t batch, int64_t nodes, int64_t c,
+                                int64_t k, uintptr_t grad_input);
 int kwk_topk_dense_addr(int dtype, uintptr_t src, int64_t rows, int64_t len, int64_t k,
                         int mode, double fill, uintptr_t out, uintptr_t mask);
 int kwk_topk_dense_backward_addr(int dtype, uintptr_t grad, uintptr_t mask, int64_t n,
@@ -210,6 +213,13 @@ int kwk_sort_pool_addr(int dtype, uintptr_t src, int64_t batch, int64_t nodes, i
 {
     return kwk_sort_pool(dtype, P(src), batch, nodes, c, (const int64_t *)P(count), k, P(out),
                          (int64_t *)P(index));
+}
+int kwk_sort_pool_backward_addr(int dtype, uintptr_t grad, uintptr_t x, uintptr_t index,
+                                uintptr_t output, int64_t batch, int64_t nodes, int64_t c,
+                                int64_t k, uintptr_t grad_input)
+{
+    return kwk_sort_pool_backward(dtype, P(grad), P(x), (const int64_t *)P(index), P(output),
+                                  batch, nodes, c, k, P(grad_input));
 }
 int kwk_topk_dense_addr(int dtype, uintptr_t src, int64_t rows, int64_t len, int64_t k,
                         int mode, double fill, uintptr_t out, uintptr_t mask)

@@ -246,6 +246,27 @@ def test_sort_pool_equals_the_reference(dtype, target, gen):
             assert torch.equal(index, want_index)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_sort_pool_backward_op_takes_any_index_as_the_reference(dtype, target, gen):
+    """torch.ops.kwker.sort_pool_backward (native for float32/float64): the
+    reference's bits for indices of zero rows other than -1, and its error
+    for an index past the nodes (the kernel refuses it, writing nothing)."""
+    from kwker.torch_ops.layers_sparse import sort_pool_backward_any
+    x = make_values("special", (3, 7, 4), dtype, gen)
+    out, index = K.sort_pool(x, 5)
+    grad = torch.randn(out.shape, generator=gen).to(dtype)
+    index = index.clone()
+    index[1, 2] = -5
+    _assert_same(sort_pool_backward_any(grad, x, index, out),
+                 K.sort_pool_backward(grad, x, index, out))
+    index[2, 0] = 7
+    with pytest.raises(RuntimeError) as want:
+        sort_pool_backward_any(grad, x, index, out)
+    with pytest.raises(RuntimeError) as got:
+        K.sort_pool_backward(grad, x, index, out)
+    assert str(got.value) == str(want.value)
+
+
 def test_sort_pool_pyg_padding_rule(gen):
     """PyG pads with min(x) - 1 and zeroes every entry equal to it: a kept
     -inf (min - 1 = -inf) becomes 0, with no gradient; the kernel defers."""

@@ -4,7 +4,7 @@ kernel defers (the caller then runs the reference)."""
 import torch
 
 from kwker import _native
-from kwker.ops._call import CODES, lib
+from kwker.ops._call import CODES, advise_fresh, lib
 
 DTYPES = frozenset({torch.float32, torch.float64})
 MAX_GROUP = 256  # positions within a group are stored as uint8
@@ -15,6 +15,7 @@ if lib is not None:
     _sparsemax_backward = lib.kwk_sparsemax_backward_addr
     _group_sort_backward = lib.kwk_group_sort_backward_addr
     _sort_pool = lib.kwk_sort_pool_addr
+    _sort_pool_backward = lib.kwk_sort_pool_backward_addr
     _DEFER = lib.KWK_DEFER
     _E_ARG = lib.KWK_E_ARG  # from group_sort_backward: a position outside its group
 
@@ -129,3 +130,28 @@ def sort_pool(x, k, counts):
     if status:
         _native.check(status, "sort_pool")
     return out, index
+
+
+def sort_pool_backward(grad, x, index, output):
+    """kwker.torch_ops' sort_pool_backward_any natively (a copy: the same
+    bits), or None for what the kernel does not take (other dtypes, an
+    index past the nodes: the reference then raises torch's error)."""
+    dtype = x.dtype
+    if (lib is None or dtype not in DTYPES or grad.dtype != dtype or output.dtype != dtype
+            or index.dtype != torch.int64 or x.dim() != 3 or index.dim() != 2):
+        return None
+    batch, nodes, channels = x.shape
+    k = index.shape[1]
+    if index.shape[0] != batch or grad.numel() != batch * k * channels \
+            or output.numel() != grad.numel():
+        return None
+    grad, x = grad.contiguous(), x.contiguous()
+    index, output = index.contiguous(), output.contiguous()
+    grad_input = torch.empty((batch, nodes, channels), dtype=dtype)
+    advise_fresh(grad_input)
+    status = _sort_pool_backward(CODES[dtype], grad.data_ptr(), x.data_ptr(), index.data_ptr(),
+                                 output.data_ptr(), batch, nodes, channels, k,
+                                 grad_input.data_ptr())
+    if status == _E_ARG:
+        return None
+    return _checked(status, "sort_pool_backward", grad_input)

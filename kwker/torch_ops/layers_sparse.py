@@ -357,6 +357,15 @@ def sort_pool_backward_any(grad, x, index, output):
     return grad_input
 
 
+def sort_pool_backward_cpu(grad, x, index, output):
+    if (_takes(x) and all(type(t) is torch.Tensor and t.layout is torch.strided
+                          and not t.is_neg() for t in (grad, index, output))):
+        grad_input = native.sort_pool_backward(grad, x, index, output)
+        if grad_input is not None:
+            return grad_input
+    return sort_pool_backward_any(grad, x, index, output)
+
+
 def sort_pool_fake(x, k, num_nodes=None):
     _pool_check(x, k, num_nodes)
     batch, _, channels = x.shape
@@ -379,7 +388,7 @@ class _SortPool(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad, _):
         x, index, output = ctx.saved_tensors
-        return function_kernel(torch.ops.kwker.sort_pool_backward.default, sort_pool_backward_any,
+        return function_kernel(torch.ops.kwker.sort_pool_backward.default, sort_pool_backward_cpu,
                                grad, x, index, output, below_autograd=False), None, None
 
 
@@ -427,7 +436,7 @@ def _register():
          group_sort_backward_fake,
          _backward_autograd("group_sort_backward", group_sort_backward_any)),
         ("sort_pool", sort_pool_cpu, sort_pool_any, sort_pool_fake, sort_pool_autograd),
-        ("sort_pool_backward", sort_pool_backward_any, sort_pool_backward_any,
+        ("sort_pool_backward", sort_pool_backward_cpu, sort_pool_backward_any,
          sort_pool_backward_fake,
          _backward_autograd("sort_pool_backward", sort_pool_backward_any)),
     )

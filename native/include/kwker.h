@@ -231,6 +231,14 @@ int kwk_group_sort_backward(int dtype, const void *grad, const uint8_t *perm,
  * (float32) / 2^53 (float64) (see sparse_kernels.h). */
 int kwk_sort_pool(int dtype, const void *src, int64_t batch, int64_t nodes, int64_t c,
                   const int64_t *count, int64_t k, void *out, int64_t *index);
+/* The gradient of kwk_sort_pool (as kwker's reference computes it):
+ * grad_input (batch, nodes, c) is +0.0 but at each kept row's node,
+ * index[b, r] >= 0, where it takes grad (batch, k, c) row r, except in the
+ * entries the pooling zeroed (output 0 where x is not 0: +0.0 there).
+ * KWK_E_ARG when an index is >= nodes (a negative one marks a zero row). */
+int kwk_sort_pool_backward(int dtype, const void *grad, const void *x, const int64_t *index,
+                           const void *output, int64_t batch, int64_t nodes, int64_t c,
+                           int64_t k, void *grad_input);
 /* The gradient of kwk_topk_dense's KEEP and RELU outputs: out = grad where
  * mask (its byte non-zero), +0.0 elsewhere, n contiguous float32/float64
  * elements (torch.where(mask, grad, 0)). */

@@ -581,6 +581,25 @@ int kwk_sort_pool(int dtype, const void *src, int64_t batch, int64_t nodes, int6
     return kernels()->sort_pool(dtype, src, batch, nodes, c, count, k, out, index);
 }
 
+int kwk_sort_pool_backward(int dtype, const void *grad, const void *x, const int64_t *index,
+                           const void *output, int64_t batch, int64_t nodes, int64_t c,
+                           int64_t k, void *grad_input)
+{
+    int64_t t;
+    if (!float_dtype(dtype)) return KWK_E_DTYPE;
+    if (batch < 0 || nodes < 0 || c < 1 || k < 0) return KWK_E_ARG;
+    if (!mul_ok(batch, nodes, &t) || !mul_ok(t, c, &t) || !mul_ok(t, 8, &t))
+        return KWK_E_OVERFLOW;
+    if (!mul_ok(batch, k, &t) || !mul_ok(t, c, &t) || !mul_ok(t, 8, &t))
+        return KWK_E_OVERFLOW;
+    if (batch == 0 || nodes == 0) return KWK_OK; /* nothing to write */
+    if (!grad_input || (k > 0 && (!grad || !x || !index || !output))) return KWK_E_ARG;
+    for (int64_t i = 0; i < batch * k; ++i)
+        if (index[i] >= nodes) return KWK_E_ARG;
+    return kernels()->sort_pool_backward(dtype, grad, x, index, output, batch, nodes, c, k,
+                                         grad_input);
+}
+
 /* ---------------------------------------------------------- topk_dense */
 
 int kwk_topk_dense(int dtype, const void *src, int64_t rows, int64_t len, int64_t k,

@@ -52,6 +52,9 @@ typedef struct {
                                int64_t groups, int64_t g, void *grad_input);
     int (*sort_pool)(int dtype, const void *src, int64_t batch, int64_t nodes, int64_t c,
                      const int64_t *count, int64_t k, void *out, int64_t *index);
+    int (*sort_pool_backward)(int dtype, const void *grad, const void *x, const int64_t *index,
+                              const void *output, int64_t batch, int64_t nodes, int64_t c,
+                              int64_t k, void *grad_input);
     int (*topk_dense)(int dtype, const void *src, int64_t rows, int64_t len, int64_t k,
                       int mode, double fill, void *out, uint8_t *mask);
     int (*mask_grad)(int es, const void *grad, const uint8_t *mask, int64_t n, void *out);

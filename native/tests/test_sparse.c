@@ -244,6 +244,52 @@ static void sort_pool(int64_t batch, int64_t nodes, int64_t c, int64_t k)
     free(x); free(out); free(count); free(index);
 }
 
+/* kwk_sort_pool_backward against its definition: +0.0 everywhere but at
+ * the kept rows' nodes, which take their gradient row except where the
+ * pooling zeroed an entry (output 0, x not 0); negative indices are zero
+ * rows; an index past the nodes is refused before anything is written.
+ * Exact-size buffers. */
+static void sort_pool_backward(int64_t batch, int64_t nodes, int64_t c, int64_t k)
+{
+    const size_t nx = (size_t)(batch * nodes * c), ng = (size_t)(batch * k * c);
+    double *x = malloc(sizeof(double) * (nx ? nx : 1)), *gi = malloc(sizeof(double) * (nx ? nx : 1));
+    double *grad = malloc(sizeof(double) * (ng ? ng : 1)), *out = malloc(sizeof(double) * (ng ? ng : 1));
+    int64_t *index = malloc(sizeof(int64_t) * (size_t)(batch * k > 0 ? batch * k : 1));
+    for (size_t i = 0; i < nx; ++i) x[i] = uniform() < 0.2 ? 0.0 : value(1);
+    for (int64_t b = 0; b < batch; ++b)
+        for (int64_t r = 0; r < k; ++r) { /* distinct nodes, some zero rows */
+            const int64_t node = (r * 7 + b) % (nodes > 0 ? nodes : 1);
+            index[b * k + r] = r >= nodes || uniform() < 0.2 ? (uniform() < 0.5 ? -1 : -5) : node;
+        }
+    for (size_t i = 0; i < ng; ++i) {
+        grad[i] = uniform() < 0.1 ? -0.0 : value(1);
+        out[i] = uniform() < 0.3 ? 0.0 : value(1); /* zeroed by the pooling, or kept */
+    }
+    int status = kwk_sort_pool_backward(KWK_FLOAT64, grad, x, index, out, batch, nodes, c, k, gi);
+    CHECK(status == KWK_OK, "sort_pool_backward status %d", status);
+    for (int64_t b = 0; b < batch && status == KWK_OK; ++b)
+        for (int64_t j = 0; j < nodes; ++j)
+            for (int64_t q = 0; q < c; ++q) {
+                double want = 0.0;
+                for (int64_t r = 0; r < k; ++r)
+                    if (index[b * k + r] == j) {
+                        const size_t at = (size_t)((b * k + r) * c + q);
+                        want = out[at] == 0 && x[(b * nodes + j) * c + q] != 0 ? 0.0 : grad[at];
+                    }
+                CHECK(memcmp(&gi[(b * nodes + j) * c + q], &want, sizeof want) == 0,
+                      "sort_pool_backward %lld,%lld,%lld", (long long)b, (long long)j,
+                      (long long)q);
+            }
+    if (batch * k > 0 && nodes > 0) {
+        index[batch * k - 1] = nodes;
+        CHECK(kwk_sort_pool_backward(KWK_FLOAT64, grad, x, index, out, batch, nodes, c, k, gi) ==
+                  KWK_E_ARG, "sort_pool_backward index past the nodes");
+    }
+    CHECK(kwk_sort_pool_backward(KWK_INT32, grad, x, index, out, batch, nodes, c, k, gi) ==
+              KWK_E_DTYPE, "sort_pool_backward dtype");
+    free(x); free(gi); free(grad); free(out); free(index);
+}
+
 int main(void)
 {
     const char *const *targets = KWK_TEST_TARGET_NAMES;
@@ -288,6 +334,9 @@ int main(void)
         filter_below(2, 1001, 0);
         dense_backward(1001, 0.5);
         dense_backward(4099, 0.01);
+        sort_pool_backward(4, 9, 3, 5);
+        sort_pool_backward(3, 4, 1, 6); /* k > nodes: zero rows */
+        sort_pool_backward(2, 30, 97, 30);
     }
     kwk_set_target("auto");
     sort_pool(5, 9, 3, 4);
