@@ -564,8 +564,9 @@ int kwk_group_sort_backward(int dtype, const void *grad, const uint8_t *perm,
     return kernels()->group_sort_backward(dtype, grad, perm, groups, g, grad_input);
 }
 
-int kwk_sort_pool(int dtype, const void *src, int64_t batch, int64_t nodes, int64_t c,
-                  const int64_t *count, int64_t k, void *out, int64_t *index)
+/* The shapes SortPooling's forward and backward share: x (batch, nodes, c)
+ * and the kept rows (batch, k, c) of a float dtype, byte sizes in range. */
+static int check_sort_pool(int dtype, int64_t batch, int64_t nodes, int64_t c, int64_t k)
 {
     int64_t t;
     if (!float_dtype(dtype)) return KWK_E_DTYPE;
@@ -574,6 +575,14 @@ int kwk_sort_pool(int dtype, const void *src, int64_t batch, int64_t nodes, int6
         return KWK_E_OVERFLOW;
     if (!mul_ok(batch, k, &t) || !mul_ok(t, c, &t) || !mul_ok(t, 8, &t))
         return KWK_E_OVERFLOW;
+    return KWK_OK;
+}
+
+int kwk_sort_pool(int dtype, const void *src, int64_t batch, int64_t nodes, int64_t c,
+                  const int64_t *count, int64_t k, void *out, int64_t *index)
+{
+    const int status = check_sort_pool(dtype, batch, nodes, c, k);
+    if (status != KWK_OK) return status;
     if (batch == 0 || k == 0) return KWK_OK;
     if (!count || !out || !index || (nodes > 0 && !src)) return KWK_E_ARG;
     for (int64_t b = 0; b < batch; ++b)
@@ -585,13 +594,8 @@ int kwk_sort_pool_backward(int dtype, const void *grad, const void *x, const int
                            const void *output, int64_t batch, int64_t nodes, int64_t c,
                            int64_t k, void *grad_input)
 {
-    int64_t t;
-    if (!float_dtype(dtype)) return KWK_E_DTYPE;
-    if (batch < 0 || nodes < 0 || c < 1 || k < 0) return KWK_E_ARG;
-    if (!mul_ok(batch, nodes, &t) || !mul_ok(t, c, &t) || !mul_ok(t, 8, &t))
-        return KWK_E_OVERFLOW;
-    if (!mul_ok(batch, k, &t) || !mul_ok(t, c, &t) || !mul_ok(t, 8, &t))
-        return KWK_E_OVERFLOW;
+    const int status = check_sort_pool(dtype, batch, nodes, c, k);
+    if (status != KWK_OK) return status;
     if (batch == 0 || nodes == 0) return KWK_OK; /* nothing to write */
     if (!grad_input || (k > 0 && (!grad || !x || !index || !output))) return KWK_E_ARG;
     for (int64_t i = 0; i < batch * k; ++i)
