@@ -65,6 +65,15 @@ static inline __m256i kwk_keys8_f32(__m256i b)
     const __m256i k = _mm256_xor_si256(v, _mm256_or_si256(_mm256_srai_epi32(v, 31), sign));
     return _mm256_or_si256(k, _mm256_cmpgt_epi32(a, _mm256_set1_epi32(0x7F800000)));
 }
+
+/* The largest of eight floats holding no NaN (callers test for NaN apart;
+ * of two equal zeros either may come back). */
+static inline float kwk_hmax8_ps(__m256 m)
+{
+    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
+    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
+    return _mm_cvtss_f32(_mm_max_ss(h, _mm_movehdup_ps(h)));
+}
 #endif
 
 /* The key of element `p` of type `dtype` (unaligned-safe loads). */

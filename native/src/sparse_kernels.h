@@ -126,6 +126,7 @@ SP_DEFINE_SCANS(double, f64)
 
 #if defined(__AVX2__)
 #include "compress_lut.h"
+#include "keys.h"
 static float sp_max_f32(const float *x, int64_t n, int *bad)
 {
     if (n < 8) return sp_max_scalar_f32(x, n, bad);
@@ -141,11 +142,8 @@ static float sp_max_f32(const float *x, int64_t n, int *bad)
         nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
         m = _mm256_max_ps(m, v);
     }
-    __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-    h = _mm_max_ps(h, _mm_movehl_ps(h, h));
-    h = _mm_max_ss(h, _mm_movehdup_ps(h));
     *bad = _mm256_movemask_ps(nan) != 0;
-    return _mm_cvtss_f32(h);
+    return kwk_hmax8_ps(m);
 }
 /* cand needs room for n + 7 (whole vectors are stored) */
 static int64_t sp_collect_f32(const float *x, int64_t n, float mx, int entmax, float cut,

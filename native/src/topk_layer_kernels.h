@@ -292,12 +292,9 @@ static void tl_block_max_f32(const float *x, int64_t nb, uint32_t *bmax)
         const __m256 v2 = _mm256_loadu_ps(p + 16), v3 = _mm256_loadu_ps(p + 24);
         const __m256 nan = _mm256_or_ps(_mm256_cmp_ps(v0, v1, _CMP_UNORD_Q),
                                         _mm256_cmp_ps(v2, v3, _CMP_UNORD_Q));
-        __m256 m = _mm256_max_ps(_mm256_max_ps(v0, v1), _mm256_max_ps(v2, v3));
-        __m128 h = _mm_max_ps(_mm256_castps256_ps128(m), _mm256_extractf128_ps(m, 1));
-        h = _mm_max_ps(h, _mm_movehl_ps(h, h));
-        h = _mm_max_ss(h, _mm_movehdup_ps(h));
+        const __m256 m = _mm256_max_ps(_mm256_max_ps(v0, v1), _mm256_max_ps(v2, v3));
         bmax[b] = _mm256_movemask_ps(nan) ? UINT32_MAX
-                                          : kwk_key_f32(tl_bits_f32(_mm_cvtss_f32(h)));
+                                          : kwk_key_f32(tl_bits_f32(kwk_hmax8_ps(m)));
     }
 #endif
     for (; b < nb; ++b) {
