@@ -44,9 +44,11 @@
 #include <string.h>
 #include "values_sort.h"
 
-/* Candidates up to SP_INSERTION_MAX are sorted by buckets and insertion
- * (the radix passes' fixed costs dominate there), more by values_sort.h's
- * radix sort; up to SP_BUCKET_MIN by insertion alone. */
+/* Up to SP_BUCKET_MIN candidates are sorted by insertion alone.  More go to
+ * the vectorised quicksort where one is compiled (below; float64 only up
+ * to its row cap); otherwise (and for float64 past the cap) up to
+ * SP_INSERTION_MAX by buckets and insertion (the radix passes' fixed costs
+ * dominate there), more by values_sort.h's radix sort. */
 enum { SP_INSERTION_MAX = 160, SP_BUCKET_MIN = 12 };
 
 /* What kwk_sparse_simplex computes (kwker.h). */
