@@ -99,16 +99,37 @@ static inline uint64_t kwk_key_at(int dtype, const char *p)
 
 /* Fill keys[j] for j < len from a strided row, flipped by `flip` (0 for
  * ascending, the width mask for descending).  Returns min and max keys.  The
- * switch sits outside the loops so each loop is specialised (and vectorised
- * by the compiler in the AVX2 build). */
-#define KWK_GATHER_LOOP(LOAD)                                                 \
+ * switch sits outside the loops so each loop is specialised: the minimum and
+ * maximum run in the key's own width (KT), and contiguous rows get a loop of
+ * their own with a constant step, so that the AVX2 build vectorises them
+ * (with 64-bit accumulators for every width, the loops stayed scalar:
+ * 1.7-2.5 ns an element for float32 and bfloat16 rows, against 0.2-0.4). */
+#define KWK_GATHER_BODY(KT, ES, LOAD)                                         \
     for (int64_t j = 0; j < len; ++j) {                                       \
-        const char *p = row + j * step;                                       \
-        uint64_t k = (uint64_t)(LOAD) ^ flip;                                 \
+        const char *p = row + j * (ES);                                       \
+        const KT k = (KT)((KT)(LOAD) ^ fl);                                   \
         keys[j] = k;                                                          \
-        lo = k < lo ? k : lo;                                                 \
-        hi = k > hi ? k : hi;                                                 \
+        l = k < l ? k : l;                                                    \
+        h = k > h ? k : h;                                                    \
     }
+#define KWK_GATHER_LOOP(KT, LOAD)                                             \
+    do {                                                                      \
+        const KT fl = (KT)flip;                                               \
+        KT l = (KT)~(KT)0, h = 0;                                             \
+        if (step == (int64_t)KWK_DTYPES[dtype].elem_size) {                   \
+            const int64_t es_ = KWK_DTYPES[dtype].elem_size;                  \
+            switch (es_) {                                                    \
+            case 1: KWK_GATHER_BODY(KT, 1, LOAD) break;                       \
+            case 2: KWK_GATHER_BODY(KT, 2, LOAD) break;                       \
+            case 4: KWK_GATHER_BODY(KT, 4, LOAD) break;                       \
+            default: KWK_GATHER_BODY(KT, 8, LOAD) break;                      \
+            }                                                                 \
+        } else {                                                              \
+            KWK_GATHER_BODY(KT, step, LOAD)                                   \
+        }                                                                     \
+        lo = l;                                                               \
+        hi = h;                                                               \
+    } while (0)
 
 static inline void kwk_gather_keys(int dtype, const char *row, int64_t len,
                                    int64_t step, uint64_t flip, uint64_t *keys,
@@ -116,25 +137,26 @@ static inline void kwk_gather_keys(int dtype, const char *row, int64_t len,
 {
     uint64_t lo = ~(uint64_t)0, hi = 0;
     switch (dtype) {
-    case KWK_BOOL: KWK_GATHER_LOOP(*(const uint8_t *)p != 0); break;
-    case KWK_UINT8: KWK_GATHER_LOOP(*(const uint8_t *)p); break;
-    case KWK_INT8: KWK_GATHER_LOOP((uint8_t)(*(const uint8_t *)p ^ 0x80u)); break;
-    case KWK_INT16: KWK_GATHER_LOOP(kwk_key_at(KWK_INT16, p)); break;
-    case KWK_UINT16: KWK_GATHER_LOOP(kwk_key_at(KWK_UINT16, p)); break;
-    case KWK_FLOAT16: KWK_GATHER_LOOP(kwk_key_at(KWK_FLOAT16, p)); break;
-    case KWK_BFLOAT16: KWK_GATHER_LOOP(kwk_key_at(KWK_BFLOAT16, p)); break;
-    case KWK_INT32: KWK_GATHER_LOOP(kwk_key_at(KWK_INT32, p)); break;
-    case KWK_UINT32: KWK_GATHER_LOOP(kwk_key_at(KWK_UINT32, p)); break;
-    case KWK_FLOAT32: KWK_GATHER_LOOP(kwk_key_at(KWK_FLOAT32, p)); break;
-    case KWK_INT64: KWK_GATHER_LOOP(kwk_key_at(KWK_INT64, p)); break;
-    case KWK_UINT64: KWK_GATHER_LOOP(kwk_key_at(KWK_UINT64, p)); break;
-    case KWK_FLOAT64: KWK_GATHER_LOOP(kwk_key_at(KWK_FLOAT64, p)); break;
+    case KWK_BOOL: KWK_GATHER_LOOP(uint8_t, *(const uint8_t *)p != 0); break;
+    case KWK_UINT8: KWK_GATHER_LOOP(uint8_t, *(const uint8_t *)p); break;
+    case KWK_INT8: KWK_GATHER_LOOP(uint8_t, *(const uint8_t *)p ^ 0x80u); break;
+    case KWK_INT16: KWK_GATHER_LOOP(uint16_t, kwk_key_at(KWK_INT16, p)); break;
+    case KWK_UINT16: KWK_GATHER_LOOP(uint16_t, kwk_key_at(KWK_UINT16, p)); break;
+    case KWK_FLOAT16: KWK_GATHER_LOOP(uint16_t, kwk_key_at(KWK_FLOAT16, p)); break;
+    case KWK_BFLOAT16: KWK_GATHER_LOOP(uint16_t, kwk_key_at(KWK_BFLOAT16, p)); break;
+    case KWK_INT32: KWK_GATHER_LOOP(uint32_t, kwk_key_at(KWK_INT32, p)); break;
+    case KWK_UINT32: KWK_GATHER_LOOP(uint32_t, kwk_key_at(KWK_UINT32, p)); break;
+    case KWK_FLOAT32: KWK_GATHER_LOOP(uint32_t, kwk_key_at(KWK_FLOAT32, p)); break;
+    case KWK_INT64: KWK_GATHER_LOOP(uint64_t, kwk_key_at(KWK_INT64, p)); break;
+    case KWK_UINT64: KWK_GATHER_LOOP(uint64_t, kwk_key_at(KWK_UINT64, p)); break;
+    case KWK_FLOAT64: KWK_GATHER_LOOP(uint64_t, kwk_key_at(KWK_FLOAT64, p)); break;
     default: break;
     }
     *min_key = lo;
     *max_key = hi;
 }
 #undef KWK_GATHER_LOOP
+#undef KWK_GATHER_BODY
 
 /* Copy one element's bytes. */
 static inline void kwk_copy_elem(char *dst, const char *src, int size)
