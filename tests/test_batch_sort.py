@@ -12,7 +12,7 @@ emulation), and calls whose rows mostly tie (batching stops after a probe).
 import pytest
 import torch
 
-from kwker_testing import SORT_DTYPES, compare, layout, make_values
+from kwker_testing import ORIG, SORT_DTYPES, assert_tensor_same, compare, layout, make_values
 
 BATCH_DTYPES = tuple(d for d in SORT_DTYPES if d.itemsize <= 4)
 BATCH_DTYPES_64 = (torch.int64, torch.uint64)
@@ -92,6 +92,25 @@ def test_batch_msort_and_outputs(kw, gen):
     vals = torch.empty(0)
     idx = torch.empty(0, dtype=torch.long)
     compare("sort", x, dim=-1, out=(vals, idx), fast=None)
+
+
+@pytest.mark.parametrize("dtype", (torch.float32, torch.float64, torch.int64, torch.uint64,
+                                   torch.int32, torch.bfloat16), ids=str)
+def test_values_only_contiguous_rows(kw, gen, dtype):
+    """Values only along contiguous rows, enough of them to batch: msort of
+    x.t() (its dim 0 runs along x's rows) and torch.ops.kwker.sort_values.
+    float32 and 64-bit rows take the bare-key sort there instead of the
+    batch (sort_kernels.h: bare_values); rows holding both zeros, or NaNs
+    of several payloads, the indexed sort, whose order then shows in the
+    bits."""
+    import kwker.torch_ops  # noqa: F401  (registers torch.ops.kwker)
+    for n in (17, 64, 255, 256, 257, 512, 700):
+        for name, x in _inputs(n, dtype, gen):
+            compare("msort", x.t())
+            for descending in (False, True):
+                ref = ORIG["sort"](x, dim=-1, descending=descending, stable=True).values
+                assert_tensor_same(ref, torch.ops.kwker.sort_values(x, -1, descending),
+                                   f"sort_values {name} n={n} descending={descending}")
 
 
 def test_batch_sort_inner_dim(kw, gen):

@@ -134,7 +134,7 @@ def sort_values_cpu(x, dim=-1, descending=False):
     d = _native_rows(x, dim, _SORTABLE)
     if d is None:
         return sort_composite(x, dim, descending)[0]
-    return sorting.sort(x, d, descending, _STABLE)[0]
+    return sorting.sort(x, d, descending, _STABLE, want_indices=False)[0]
 
 
 def argsort_cpu(x, dim=-1, descending=False):

@@ -1136,9 +1136,16 @@ static int sort_rows_any(int dtype, const void *src, int64_t outer, int64_t len,
 #if defined(KWK_HAVE_BATCH_SORT)
     /* values-only rows past 512 keep the bare-key sort (measured, msort
      * of float32 rows along dim 0, ns/el batch vs bare keys: 256 7.5 vs
-     * 14.3, 512 8.7 vs 19.1, 1000 17.7 vs 13.9) */
-    if (status == KWK_OK && batch_sort_applies(dtype, len, rows) &&
-        !(c.values_only && len > KWK_BATCH_VALUES_MAX) &&
+     * 14.3, 512 8.7 vs 19.1, 1000 17.7 vs 13.9), and so do contiguous
+     * float32 and 64-bit rows, whose bare keys sort faster there (native,
+     * values only, ns/el batch vs bare keys, min of 5 interleaved runs:
+     * float32 4096x256 4.7 vs 3.5, 2048x512 5.6 vs 3.9; int64 of 21 bits
+     * 16384x64 5.2 vs 2.4, 8192x128 5.8 vs 3.8, 4096x256 6.7 vs 4.1; but
+     * int32 and int16 4096x256 4.7-9.1 vs 8.9-12.5, which stay batched) */
+    const int bare_values = c.values_only && (len > KWK_BATCH_VALUES_MAX ||
+                                              (src_sl == 1 && (dtype == KWK_FLOAT32 ||
+                                                               info.elem_size == 8)));
+    if (status == KWK_OK && batch_sort_applies(dtype, len, rows) && !bare_values &&
         !h16_sort_takes(dtype, len, c.torch_ties, indices != NULL))
         r = sort_rows_batched(&c, &g, rows, &ws, &keys, &status);
 #endif
