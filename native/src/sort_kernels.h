@@ -1125,7 +1125,7 @@ static int sort_rows_any(int dtype, const void *src, int64_t outer, int64_t len,
      * and contiguous float32 rows from VS_F32_MIN_LEN (values_sort.h) */
     c.values_only = indices == NULL &&
                     (len >= VS_MIN_LEN || (VS_QSORT64 && info.elem_size == 8 && len > 16) ||
-                     (VS_QSORT64 && dtype == KWK_FLOAT32 && src_sl == 1 && len >= VS_F32_MIN_LEN));
+                     (dtype == KWK_FLOAT32 && src_sl == 1 && len >= VS_F32_MIN_LEN));
     c.no_indices = indices == NULL;
     const sort_layout g = {(const char *)src, (char *)values, indices, inner, src_so, src_sl,
                            src_si, dst_so, dst_sl, dst_si, info.elem_size};

@@ -19,13 +19,18 @@
 #endif
 
 /* Rows shorter than this take the indexed sort: the radix histograms cost
- * more than they save there.  Where the vector quicksort is compiled,
- * contiguous float32 rows sort their bare keys from VS_F32_MIN_LEN
- * (vs_row_f32_contig: no histograms; native, values only, ns/el indexed
- * batch vs bare keys, min of 5 interleaved runs: 24 4.2 vs 5.7, 32 4.0 vs
- * 3.8, 48 3.2 vs 2.2, 64 3.3 vs 1.7-2.6, 96 4.1 vs 3.0, 160 4.8 vs 3.5,
- * 255 6.7 vs 3.7). */
-enum { VS_MIN_LEN = 256, VS_F32_MIN_LEN = 48 };
+ * more than they save there. */
+enum { VS_MIN_LEN = 256 };
+/* Contiguous float32 rows from this length, where the vector quicksort is
+ * compiled (vs_row_f32_contig: no histograms; native, values only, ns/el
+ * indexed batch vs bare keys, min of 5 interleaved runs: 24 4.2 vs 5.7,
+ * 32 4.0 vs 3.8, 48 3.2 vs 2.2, 64 3.3 vs 1.7-2.6, 96 4.1 vs 3.0, 160 4.8
+ * vs 3.5, 255 6.7 vs 3.7). */
+#if defined(KWK_HAVE_SIMD_QSORT)
+enum { VS_F32_MIN_LEN = 48 };
+#else
+enum { VS_F32_MIN_LEN = VS_MIN_LEN };
+#endif
 
 /* Sort 32-bit keys a[0..n) (all in [lo, lo + 2^bits)); tmp holds n keys.
  * Where a quicksort is compiled (simd_qsort.h: AVX-512 or AVX2) it takes keys of
