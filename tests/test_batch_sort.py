@@ -95,7 +95,7 @@ def test_batch_msort_and_outputs(kw, gen):
 
 
 @pytest.mark.parametrize("dtype", (torch.float32, torch.float64, torch.int64, torch.uint64,
-                                   torch.int32, torch.bfloat16), ids=str)
+                                   torch.int32, torch.uint32, torch.bfloat16), ids=str)
 def test_values_only_contiguous_rows(kw, gen, dtype):
     """Values only along contiguous rows, enough of them to batch: msort of
     x.t() (its dim 0 runs along x's rows) and torch.ops.kwker.sort_values.
@@ -111,6 +111,40 @@ def test_values_only_contiguous_rows(kw, gen, dtype):
                 ref = ORIG["sort"](x, dim=-1, descending=descending, stable=True).values
                 assert_tensor_same(ref, torch.ops.kwker.sort_values(x, -1, descending),
                                    f"sort_values {name} n={n} descending={descending}")
+
+
+def _offset_rows(span, base, dtype):
+    """base + span as dtype: added as int64 bit patterns (wrapping) and
+    viewed as uint64 for that dtype, whose own arithmetic torch lacks."""
+    as_int64 = base - (1 << 64) if base >= 1 << 63 else base
+    x = span + as_int64
+    return x if dtype is torch.int64 else x.view(torch.uint64)
+
+
+@pytest.mark.parametrize("dtype", (torch.int64, torch.uint64), ids=str)
+def test_values_only_64bit_spans(kw, gen, dtype):
+    """Values-only 64-bit integer rows by the span of their keys, which picks
+    the bare-key sort's method (values_sort.h): up to 32 bits as offsets
+    from the row's smallest (here near both ends of the range), 33..40 bits
+    by the radix sort of offsets, wider by the quicksort, and past 2^15
+    elements the indexed sort; lengths with a partial last vector."""
+    import kwker.torch_ops  # noqa: F401  (registers torch.ops.kwker)
+    top = (1 << 63) - 1 if dtype is torch.int64 else (1 << 64) - 1
+    bottom = -(1 << 63) if dtype is torch.int64 else 0
+    for n in (17, 64, 255, 1001, 40000):
+        rows = _rows_for(n, 13)
+        for bits in (20, 32, 33, 40, 41, 62):
+            span = torch.randint(0, 1 << bits, (rows, n), generator=gen)
+            for base in (bottom, top - (1 << bits) + 1, -(1 << (bits - 1))):
+                if dtype is torch.uint64 and base < 0:
+                    continue
+                x = _offset_rows(span, base, dtype)
+                compare("msort", x.t())
+                for descending in (False, True):
+                    ref = ORIG["sort"](x, dim=-1, descending=descending, stable=True).values
+                    assert_tensor_same(ref, torch.ops.kwker.sort_values(x, -1, descending),
+                                       f"sort_values bits={bits} base={base} n={n} "
+                                       f"descending={descending}")
 
 
 def test_batch_sort_inner_dim(kw, gen):

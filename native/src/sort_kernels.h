@@ -1122,10 +1122,11 @@ static int sort_rows_any(int dtype, const void *src, int64_t outer, int64_t len,
     /* 64-bit keys from 17 elements where the vector quicksort is compiled
      * (values_sort.h; the wide keys' indexed sort carries an index per key:
      * values only, 4096x64 float64 14.6 -> 9.8 ns/el, int64 14.7 -> 7.6),
-     * and contiguous float32 rows from VS_F32_MIN_LEN (values_sort.h) */
+     * contiguous ones from VS_B64_MIN_LEN, and contiguous float32 (int32,
+     * uint32 on AVX2) rows from VS_F32_MIN_LEN (values_sort.h) */
     c.values_only = indices == NULL &&
-                    (len >= VS_MIN_LEN || (VS_QSORT64 && info.elem_size == 8 && len > 16) ||
-                     (dtype == KWK_FLOAT32 && src_sl == 1 && len >= VS_F32_MIN_LEN));
+                    (len >= VS_MIN_LEN || (VS_QSORT64 && info.elem_size == 8 && (len > 16 || (src_sl == 1 && len >= VS_B64_MIN_LEN))) ||
+                     (vs_contig32_takes(dtype) && src_sl == 1 && len >= VS_F32_MIN_LEN));
     c.no_indices = indices == NULL;
     const sort_layout g = {(const char *)src, (char *)values, indices, inner, src_so, src_sl,
                            src_si, dst_so, dst_sl, dst_si, info.elem_size};
@@ -1145,7 +1146,7 @@ static int sort_rows_any(int dtype, const void *src, int64_t outer, int64_t len,
      * 16384x64 5.2 vs 2.4, 8192x128 5.8 vs 3.8, 4096x256 6.7 vs 4.1; but
      * int32 and int16 4096x256 4.7-9.1 vs 8.9-12.5, which stay batched) */
     const int bare_values = c.values_only && (len > KWK_BATCH_VALUES_MAX ||
-                                              (src_sl == 1 && (dtype == KWK_FLOAT32 ||
+                                              (src_sl == 1 && (vs_contig32_takes(dtype) ||
                                                                info.elem_size == 8)));
     if (status == KWK_OK && batch_sort_applies(dtype, len, rows) && !bare_values &&
         !h16_sort_takes(dtype, len, c.torch_ties, indices != NULL))

@@ -32,6 +32,18 @@ enum { VS_F32_MIN_LEN = 48 };
 enum { VS_F32_MIN_LEN = VS_MIN_LEN };
 #endif
 
+/* The 4-byte dtypes whose contiguous rows take the bare-key sort from
+ * VS_F32_MIN_LEN: float32, and where AVX2's vs_row_b32_contig is compiled
+ * int32 and uint32. */
+static inline int vs_contig32_takes(int dtype)
+{
+#if defined(KWK_HAVE_SIMD_QSORT) && defined(__AVX2__) && !defined(__AVX512F__)
+    return dtype == KWK_FLOAT32 || dtype == KWK_INT32 || dtype == KWK_UINT32;
+#else
+    return dtype == KWK_FLOAT32;
+#endif
+}
+
 /* Sort 32-bit keys a[0..n) (all in [lo, lo + 2^bits)); tmp holds n keys.
  * Where a quicksort is compiled (simd_qsort.h: AVX-512 or AVX2) it takes keys of
  * more than VS_QSORT_MIN_BITS bits (three or more radix passes); fewer
@@ -62,6 +74,20 @@ static void vs_qsort_u64(uint64_t *a, int64_t n) { simd_qsort_64(a, n); }
 #else
 #define VS_QSORT64 0
 static void vs_qsort_u64(uint64_t *a, int64_t n) { (void)a; (void)n; }
+#endif
+
+/* Contiguous 64-bit rows of 8..16 elements too take the bare keys where
+ * AVX2's vs_row_b64_contig is compiled: their indexed sort (the stable
+ * ranks of sort_short_wide_row, n^2 compares) costs more from 8 (native,
+ * values only, full-range int64 / float64 of randn, ns/el, ranks -> bare
+ * keys, two runs: 4096x8 13.0 -> 6.7-11.0 / 13.6-14.4 -> 12.7-13.3, 4096x12
+ * 12.1 -> 9.6-9.9 / 10.4-14.1 -> 10.6-11.3, 4096x16 13.1-13.8 -> 5.7-7.5 /
+ * 14.1-14.6 -> 8.0-8.7); shorter rows less (4096x5 14.5 -> 18.5, 4096x2
+ * 15 -> 45: the quicksort's setup for a row of a vector or two). */
+#if defined(KWK_HAVE_SIMD_QSORT) && defined(__AVX2__) && !defined(__AVX512F__)
+enum { VS_B64_MIN_LEN = 8 };
+#else
+enum { VS_B64_MIN_LEN = 17 };
 #endif
 
 /* On AVX2 (four 64-bit lanes a vector) the quicksort of wide 64-bit keys
@@ -424,6 +450,190 @@ static int vs_row_h16_contig(const uint16_t *src, int64_t n, uint16_t *dst, int 
 }
 #endif
 
+#if defined(__AVX2__) && !defined(__AVX512F__)
+/* Where the biased keys of a contiguous row go: dst itself when it does not
+ * overlap the row (sorted there, mapped back in place: no workspace pass),
+ * else the workspace. */
+static void *vs_key_home(const void *src, void *dst, int64_t bytes, void *key)
+{
+    const uintptr_t s0 = (uintptr_t)src, d0 = (uintptr_t)dst, b = (uintptr_t)bytes;
+    return d0 + b <= s0 || s0 + b <= d0 ? dst : key;
+}
+
+/* vs_row_i32 / vs_row_u32 for contiguous rows on AVX2.  An int32's bits
+ * are already a key the quicksort's signed compares order (a uint32's
+ * after flipping its top bit, a descending row's after flipping all bits),
+ * so the row is one xor pass in, the sort, one xor pass out; vs_row_i32's
+ * scalar passes, and the unbiased keys' two bias passes, are gone (native,
+ * values only, int32 of full range, ns/el before -> after: see
+ * VS_I32_MIN_LEN). */
+static int vs_row_b32_contig(const uint32_t *src, int64_t n, uint32_t *dst, int descending,
+                             uint32_t top, uint32_t *key, uint32_t *tmp)
+{
+    const uint32_t bias = top ^ (descending ? 0xFFFFFFFFu : 0u);
+    const __m256i bv = _mm256_set1_epi32((int)bias);
+    uint32_t *kd = (uint32_t *)vs_key_home(src, dst, n * 4, key);
+    __m256i lo = _mm256_set1_epi32(INT32_MAX), hi = _mm256_set1_epi32(INT32_MIN);
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        const __m256i k = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(src + j)), bv);
+        _mm256_storeu_si256((__m256i *)(kd + j), k);
+        lo = _mm256_min_epi32(lo, k);
+        hi = _mm256_max_epi32(hi, k);
+    }
+    int32_t lov[8], hiv[8], klo = INT32_MAX, khi = INT32_MIN;
+    _mm256_storeu_si256((__m256i *)lov, lo);
+    _mm256_storeu_si256((__m256i *)hiv, hi);
+    for (int l = 0; l < 8; ++l) {
+        klo = lov[l] < klo ? lov[l] : klo;
+        khi = hiv[l] > khi ? hiv[l] : khi;
+    }
+    for (; j < n; ++j) {
+        const int32_t k = (int32_t)(src[j] ^ bias);
+        kd[j] = (uint32_t)k;
+        klo = k < klo ? k : klo;
+        khi = k > khi ? k : khi;
+    }
+    vs_sort_u32_biased(kd, tmp, n, (uint32_t)klo, kwk_bits_for((uint64_t)(uint32_t)((uint32_t)khi - (uint32_t)klo)));
+    for (j = 0; j + 8 <= n; j += 8)
+        _mm256_storeu_si256((__m256i *)(dst + j),
+                            _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(kd + j)), bv));
+    for (; j < n; ++j) dst[j] = kd[j] ^ bias;
+    return 1;
+}
+
+/* vs_row_i64 / u64 / f64 for contiguous rows on AVX2, four keys a vector:
+ * keys made biased (signed 64-bit compares order them; a float's is its
+ * bits with the 63 low bits flipped when negative, -0.0 as +0.0, NaN the
+ * largest) in one pass that also finds the range, both zeros and the NaN
+ * bits; then the same choice as VS_DEFINE's: 32-bit offsets where the
+ * range fits, the indexed sort (-1) for the lengths where AVX2's
+ * quicksort of wide keys loses, the quicksort of the biased keys past 40
+ * bits, the radix sort of offsets between; one pass maps keys back.  The
+ * scalar passes (and the quicksort's own two bias passes) were half of a
+ * 4096x64 float64 sort (native, values only, ns/el before -> after: see
+ * the call in vs_sort_values). */
+static inline __m256i vs_min64(__m256i a, __m256i b) { return _mm256_blendv_epi8(a, b, _mm256_cmpgt_epi64(a, b)); }
+static inline __m256i vs_max64(__m256i a, __m256i b) { return _mm256_blendv_epi8(b, a, _mm256_cmpgt_epi64(a, b)); }
+
+static int vs_row_b64_contig(int dtype, const uint64_t *src, int64_t n, uint64_t *dst, int descending,
+                             uint64_t *key, uint64_t *tmp)
+{
+    const int is_float = dtype == KWK_FLOAT64;
+    const uint64_t sign = 0x8000000000000000ull, low63 = ~sign, flip = descending ? ~(uint64_t)0 : 0;
+    /* integers: key ^ bias; floats: (canonical bits ^ negative-mask & low63) ^ flip */
+    const uint64_t bias = (dtype == KWK_UINT64 ? sign : 0) ^ flip;
+    const __m256i zero = _mm256_setzero_si256(), lowv = _mm256_set1_epi64x((long long)low63);
+    const __m256i bv = _mm256_set1_epi64x((long long)bias), signv = _mm256_set1_epi64x((long long)sign);
+    const __m256i inf = _mm256_set1_epi64x(0x7FF0000000000000ll);
+    uint64_t *kd = (uint64_t *)vs_key_home(src, dst, n * 8, key);
+    __m256i lo = _mm256_set1_epi64x(INT64_MAX), hi = _mm256_set1_epi64x(INT64_MIN);
+    __m256i pz = zero, nz = zero, anynan = zero;
+    int64_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+        const __m256i b = _mm256_loadu_si256((const __m256i *)(src + j));
+        __m256i k;
+        if (is_float) {
+            const __m256i a = _mm256_and_si256(b, lowv);
+            const __m256i nan = _mm256_cmpgt_epi64(a, inf);
+            const __m256i isz = _mm256_cmpeq_epi64(a, zero);
+            pz = _mm256_or_si256(pz, _mm256_cmpeq_epi64(b, zero));
+            nz = _mm256_or_si256(nz, _mm256_cmpeq_epi64(b, signv));
+            anynan = _mm256_or_si256(anynan, nan);
+            const __m256i v = _mm256_andnot_si256(isz, b); /* -0 -> +0 */
+            k = _mm256_xor_si256(v, _mm256_and_si256(_mm256_cmpgt_epi64(zero, v), lowv));
+            k = _mm256_blendv_epi8(k, lowv, nan); /* NaN: INT64_MAX, the largest */
+            k = _mm256_xor_si256(k, bv);
+        } else {
+            k = _mm256_xor_si256(b, bv);
+        }
+        _mm256_storeu_si256((__m256i *)(kd + j), k);
+        lo = vs_min64(lo, k);
+        hi = vs_max64(hi, k);
+    }
+    int64_t lov[4], hiv[4], klo = INT64_MAX, khi = INT64_MIN;
+    _mm256_storeu_si256((__m256i *)lov, lo);
+    _mm256_storeu_si256((__m256i *)hiv, hi);
+    for (int l = 0; l < 4; ++l) {
+        klo = lov[l] < klo ? lov[l] : klo;
+        khi = hiv[l] > khi ? hiv[l] : khi;
+    }
+    int spz = !_mm256_testz_si256(pz, pz), snz = !_mm256_testz_si256(nz, nz);
+    int have_nan = 0, nan_mixed = 0;
+    uint64_t nan_bits = 0;
+    if (is_float && !_mm256_testz_si256(anynan, anynan)) { /* rare: which NaN bits */
+        for (int64_t i = 0; i < j; ++i)
+            if ((src[i] & low63) > 0x7FF0000000000000ull) {
+                nan_mixed |= have_nan && src[i] != nan_bits;
+                nan_bits = src[i];
+                have_nan = 1;
+            }
+    }
+    for (; j < n; ++j) { /* the last few */
+        const uint64_t b = src[j];
+        int64_t k;
+        if (is_float) {
+            spz |= b == 0;
+            snz |= b == sign;
+            if ((b & low63) > 0x7FF0000000000000ull) {
+                nan_mixed |= have_nan && b != nan_bits;
+                nan_bits = b;
+                have_nan = 1;
+                k = INT64_MAX;
+            } else {
+                const uint64_t v = (b & low63) ? b : 0;
+                k = (int64_t)(v & sign ? v ^ low63 : v);
+            }
+            k = (int64_t)((uint64_t)k ^ bias);
+        } else {
+            k = (int64_t)(b ^ bias);
+        }
+        kd[j] = (uint64_t)k;
+        klo = k < klo ? k : klo;
+        khi = k > khi ? k : khi;
+    }
+    if (is_float && ((spz && snz) || nan_mixed)) return 0;
+    const uint64_t span = (uint64_t)khi - (uint64_t)klo;
+    const int bits = kwk_bits_for(span);
+    if (bits > 40 && n > VS_QSORT64_MAX_N && n <= VS_INDEXED64_MAX_N) return -1;
+    if (bits <= 32) {
+        /* offsets from the smallest, sorted as 32-bit keys */
+        /* both halves of tmp: the offsets and the radix sort's n keys of scratch */
+        uint32_t *k32 = (uint32_t *)(void *)tmp, *t32 = k32 + n;
+        for (int64_t i = 0; i < n; ++i) k32[i] = (uint32_t)((uint64_t)kd[i] - (uint64_t)klo);
+        vs_sort_u32(k32, t32, n, 0, bits);
+        for (int64_t i = 0; i < n; ++i) kd[i] = (uint64_t)klo + k32[i];
+    } else if (bits > 40) {
+        simd_qsort_64_biased(kd, n);
+    } else {
+        for (int64_t i = 0; i < n; ++i) kd[i] -= (uint64_t)klo;
+        key_radix_u64(kd, tmp, n, 0, bits);
+        for (int64_t i = 0; i < n; ++i) kd[i] += (uint64_t)klo;
+    }
+    if (!is_float) {
+        for (j = 0; j + 4 <= n; j += 4)
+            _mm256_storeu_si256((__m256i *)(dst + j),
+                                _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(kd + j)), bv));
+        for (; j < n; ++j) dst[j] = kd[j] ^ bias;
+        return 1;
+    }
+    const uint64_t zb = snz ? sign : 0;
+    const __m256i zbits = _mm256_set1_epi64x((long long)zb), nbits = _mm256_set1_epi64x((long long)nan_bits);
+    for (j = 0; j + 4 <= n; j += 4) {
+        const __m256i c = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(kd + j)), bv);
+        __m256i b = _mm256_xor_si256(c, _mm256_and_si256(_mm256_cmpgt_epi64(zero, c), lowv));
+        b = _mm256_blendv_epi8(b, zbits, _mm256_cmpeq_epi64(c, zero));
+        b = _mm256_blendv_epi8(b, nbits, _mm256_cmpeq_epi64(c, lowv));
+        _mm256_storeu_si256((__m256i *)(dst + j), b);
+    }
+    for (; j < n; ++j) {
+        const uint64_t c = kd[j] ^ bias;
+        dst[j] = c == low63 ? nan_bits : c == 0 ? zb : (c & sign) ? c ^ low63 : c;
+    }
+    return 1;
+}
+#endif
+
 /* Sort one row's values into dst (step in bytes) if vs_row can do it
  * exactly; returns 1 when done, 0 to use the indexed sort, -1 to use the
  * indexed sort in any order of equal keys (their elements have one bit
@@ -451,8 +661,15 @@ static int vs_sort_values(int dtype, const char *row, int64_t step, int64_t n, c
     case KWK_FLOAT16: return vs_row_f16(row, step, n, dst, dstep, descending, key, tmp);
     case KWK_BFLOAT16: return vs_row_bf16(row, step, n, dst, dstep, descending, key, tmp);
 #endif
-    case KWK_UINT32: return vs_row_u32(row, step, n, dst, dstep, descending, key, tmp);
-    case KWK_INT32: return vs_row_i32(row, step, n, dst, dstep, descending, key, tmp);
+    case KWK_UINT32:
+    case KWK_INT32:
+#if defined(__AVX2__) && !defined(__AVX512F__)
+        if (step == 4 && dstep == 4)
+            return vs_row_b32_contig((const uint32_t *)(const void *)row, n, (uint32_t *)(void *)dst,
+                                     descending, dtype == KWK_UINT32 ? 0x80000000u : 0u, key, tmp);
+#endif
+        return dtype == KWK_UINT32 ? vs_row_u32(row, step, n, dst, dstep, descending, key, tmp)
+                                   : vs_row_i32(row, step, n, dst, dstep, descending, key, tmp);
     case KWK_FLOAT32:
 #if (defined(KWK_HAVE_SIMD_QSORT) && defined(__AVX512F__)) || defined(__AVX2__)
         if (step == 4 && dstep == 4)
@@ -460,9 +677,17 @@ static int vs_sort_values(int dtype, const char *row, int64_t step, int64_t n, c
                                      descending, key, tmp);
 #endif
         return vs_row_f32(row, step, n, dst, dstep, descending, key, tmp);
-    case KWK_UINT64: return vs_row_u64(row, step, n, dst, dstep, descending, key, tmp);
-    case KWK_INT64: return vs_row_i64(row, step, n, dst, dstep, descending, key, tmp);
-    case KWK_FLOAT64: return vs_row_f64(row, step, n, dst, dstep, descending, key, tmp);
+    case KWK_UINT64:
+    case KWK_INT64:
+    case KWK_FLOAT64:
+#if defined(__AVX2__) && !defined(__AVX512F__)
+        if (step == 8 && dstep == 8)
+            return vs_row_b64_contig(dtype, (const uint64_t *)(const void *)row, n,
+                                     (uint64_t *)(void *)dst, descending, key, tmp);
+#endif
+        return dtype == KWK_UINT64  ? vs_row_u64(row, step, n, dst, dstep, descending, key, tmp)
+               : dtype == KWK_INT64 ? vs_row_i64(row, step, n, dst, dstep, descending, key, tmp)
+                                    : vs_row_f64(row, step, n, dst, dstep, descending, key, tmp);
     default: return 0;
     }
 }
