@@ -1123,10 +1123,8 @@ static int sort_rows_any(int dtype, const void *src, int64_t outer, int64_t len,
      * (values_sort.h; the wide keys' indexed sort carries an index per key:
      * values only, 4096x64 float64 14.6 -> 9.8 ns/el, int64 14.7 -> 7.6),
      * contiguous ones from VS_B64_MIN_LEN, and contiguous float32 (int32,
-     * uint32 on AVX2) rows from VS_F32_MIN_LEN (values_sort.h) */
-    c.values_only = indices == NULL &&
-                    (len >= VS_MIN_LEN || (VS_QSORT64 && info.elem_size == 8 && (len > 16 || (src_sl == 1 && len >= VS_B64_MIN_LEN))) ||
-                     (vs_contig32_takes(dtype) && src_sl == 1 && len >= VS_F32_MIN_LEN));
+     * uint32 on AVX2) rows from VS_F32_MIN_LEN: vs_takes */
+    c.values_only = indices == NULL && vs_takes(dtype, len, src_sl);
     c.no_indices = indices == NULL;
     const sort_layout g = {(const char *)src, (char *)values, indices, inner, src_so, src_sl,
                            src_si, dst_so, dst_sl, dst_si, info.elem_size};

@@ -34,7 +34,10 @@ enum { VS_F32_MIN_LEN = VS_MIN_LEN };
 
 /* The 4-byte dtypes whose contiguous rows take the bare-key sort from
  * VS_F32_MIN_LEN: float32, and where AVX2's vs_row_b32_contig is compiled
- * int32 and uint32. */
+ * int32 and uint32 (native, values only, int32 of full range, ns/el,
+ * batched network -> bare keys, min of 9: 4096x48 5.8 -> 3.0, 4096x64 5.1
+ * -> 2.7, 4096x128 7.7 -> 4.6, 4096x256 8.7 -> 4.9, 2048x512 11.1 -> 6.8;
+ * 4096x32 5.3 -> 4.8 is below the length, as for float32). */
 static inline int vs_contig32_takes(int dtype)
 {
 #if defined(KWK_HAVE_SIMD_QSORT) && defined(__AVX2__) && !defined(__AVX512F__)
@@ -465,8 +468,9 @@ static void *vs_key_home(const void *src, void *dst, int64_t bytes, void *key)
  * after flipping its top bit, a descending row's after flipping all bits),
  * so the row is one xor pass in, the sort, one xor pass out; vs_row_i32's
  * scalar passes, and the unbiased keys' two bias passes, are gone (native,
- * values only, int32 of full range, ns/el before -> after: see
- * VS_I32_MIN_LEN). */
+ * values only, int32 of full range, ns/el before -> after, min of 9: 64x1000
+ * 4.5-7.0 -> 5.0-5.5, 64x4096 8.8 -> 6.2, 1M 12.9 -> 11.9; uint32 alike;
+ * rows of 48..512, batched before, see vs_contig32_takes). */
 static int vs_row_b32_contig(const uint32_t *src, int64_t n, uint32_t *dst, int descending,
                              uint32_t top, uint32_t *key, uint32_t *tmp)
 {
@@ -511,8 +515,11 @@ static int vs_row_b32_contig(const uint32_t *src, int64_t n, uint32_t *dst, int 
  * quicksort of wide keys loses, the quicksort of the biased keys past 40
  * bits, the radix sort of offsets between; one pass maps keys back.  The
  * scalar passes (and the quicksort's own two bias passes) were half of a
- * 4096x64 float64 sort (native, values only, ns/el before -> after: see
- * the call in vs_sort_values). */
+ * 4096x64 float64 sort (native, values only, ns/el before -> after, two
+ * runs, min of 7: float64 of randn 4096x64 13.3-15.1 -> 10.2-10.3, 64x1000
+ * 17.0-17.5 -> 11.4-12.9, 64x4096 19.0-19.6 -> 14.5-14.9; int64 of full
+ * range 1M 27.3-27.6 -> 22.8-23.2; int64 of a 20-bit span 4096x64 4.2 ->
+ * 3.1-3.2). */
 static inline __m256i vs_min64(__m256i a, __m256i b) { return _mm256_blendv_epi8(a, b, _mm256_cmpgt_epi64(a, b)); }
 static inline __m256i vs_max64(__m256i a, __m256i b) { return _mm256_blendv_epi8(b, a, _mm256_cmpgt_epi64(a, b)); }
 
@@ -633,6 +640,17 @@ static int vs_row_b64_contig(int dtype, const uint64_t *src, int64_t n, uint64_t
     return 1;
 }
 #endif
+
+/* Whether a values-only row of this dtype and length (src_sl: its
+ * element step, 1 when contiguous) takes the bare-key sort at all; the
+ * others keep the indexed sort from the start. */
+static int vs_takes(int dtype, int64_t len, int64_t src_sl)
+{
+    if (len >= VS_MIN_LEN) return 1;
+    if (KWK_DTYPES[dtype].elem_size == 8)
+        return VS_QSORT64 && (len > 16 || (src_sl == 1 && len >= VS_B64_MIN_LEN));
+    return src_sl == 1 && vs_contig32_takes(dtype) && len >= VS_F32_MIN_LEN;
+}
 
 /* Sort one row's values into dst (step in bytes) if vs_row can do it
  * exactly; returns 1 when done, 0 to use the indexed sort, -1 to use the
