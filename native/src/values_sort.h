@@ -240,13 +240,15 @@ static int vs_row_f32_contig(const uint32_t *src, int64_t n, uint32_t *dst, int 
     return 1;
 }
 #elif defined(__AVX2__)
-/* The same for AVX2, 8 keys a vector (the scalar loops were a fifth of a
- * 100k-element values-only sort); the last partial vector through
- * maskload/maskstore, its lanes kept out of the zero test and the range.
- * The keys are made biased (key ^ the sign bit, signed compares order them:
- * simd_qsort_avx2.h) and, when dst does not overlap the row, in dst itself,
- * sorted there and mapped back in place: no bias passes and no workspace
- * touched (128256 float32 keys, native: 8.1 -> 6.2 ns/element). */
+/* Where the biased keys of a contiguous row go: dst itself when it does not
+ * overlap the row (sorted there, mapped back in place: no workspace pass),
+ * else the workspace. */
+static void *vs_key_home(const void *src, void *dst, int64_t bytes, void *key)
+{
+    const uintptr_t s0 = (uintptr_t)src, d0 = (uintptr_t)dst, b = (uintptr_t)bytes;
+    return d0 + b <= s0 || s0 + b <= d0 ? dst : key;
+}
+
 /* The smallest of lo's lanes and the largest of hi's, as signed 32-bit
  * (64-bit) integers: a row's key range from its running lane extremes. */
 static void vs_hminmax32(__m256i lo, __m256i hi, int32_t *klo, int32_t *khi)
@@ -274,6 +276,13 @@ static void vs_hminmax64(__m256i lo, __m256i hi, int64_t *klo, int64_t *khi)
     }
 }
 
+/* vs_row_f32_contig for AVX2, 8 keys a vector (the scalar loops were a fifth of a
+ * 100k-element values-only sort); the last partial vector through
+ * maskload/maskstore, its lanes kept out of the zero test and the range.
+ * The keys are made biased (key ^ the sign bit, signed compares order them:
+ * simd_qsort_avx2.h) and, when dst does not overlap the row, in dst itself,
+ * sorted there and mapped back in place: no bias passes and no workspace
+ * touched (128256 float32 keys, native: 8.1 -> 6.2 ns/element). */
 static void vs_sort_u32_biased(uint32_t *a, uint32_t *tmp, int64_t n, uint32_t lo, int bits)
 {
     if (bits > VS_QSORT_MIN_BITS) {
@@ -293,8 +302,7 @@ static int vs_row_f32_contig(const uint32_t *src, int64_t n, uint32_t *dst, int 
     const __m256i imax = _mm256_set1_epi32(INT32_MAX), imin = _mm256_set1_epi32(INT32_MIN);
     /* what turns an order key into a biased one and back */
     const __m256i bias = _mm256_xor_si256(flip, sign);
-    const uintptr_t s0 = (uintptr_t)src, d0 = (uintptr_t)dst, bytes = (uintptr_t)n * 4;
-    uint32_t *kd = d0 + bytes <= s0 || s0 + bytes <= d0 ? dst : key;
+    uint32_t *kd = (uint32_t *)vs_key_home(src, dst, n * 4, key);
     __m256i lo = imax, hi = imin, pz = zero, nz = zero;
     uint32_t nan_bits = 0;
     int have_nan = 0, nan_mixed = 0;
@@ -476,15 +484,6 @@ static int vs_row_h16_contig(const uint16_t *src, int64_t n, uint16_t *dst, int 
 #endif
 
 #if defined(__AVX2__) && !defined(__AVX512F__)
-/* Where the biased keys of a contiguous row go: dst itself when it does not
- * overlap the row (sorted there, mapped back in place: no workspace pass),
- * else the workspace. */
-static void *vs_key_home(const void *src, void *dst, int64_t bytes, void *key)
-{
-    const uintptr_t s0 = (uintptr_t)src, d0 = (uintptr_t)dst, b = (uintptr_t)bytes;
-    return d0 + b <= s0 || s0 + b <= d0 ? dst : key;
-}
-
 /* vs_row_i32 / vs_row_u32 for contiguous rows on AVX2.  An int32's bits
  * are already a key the quicksort's signed compares order (a uint32's
  * after flipping its top bit, a descending row's after flipping all bits),
