@@ -587,25 +587,20 @@ static int vs_row_b64_contig(int dtype, const uint64_t *src, int64_t n, uint64_t
                 have_nan = 1;
             }
     }
-    for (; j < n; ++j) { /* the last few */
+    for (; j < n; ++j) { /* the last few, through keys.h's one definition */
         const uint64_t b = src[j];
-        int64_t k;
+        uint64_t ok = b;
         if (is_float) {
             spz |= b == 0;
             snz |= b == sign;
-            if ((b & low63) > 0x7FF0000000000000ull) {
+            ok = kwk_key_f64(b) ^ sign; /* the order key, biased */
+            if (ok == low63) { /* NaN */
                 nan_mixed |= have_nan && b != nan_bits;
                 nan_bits = b;
                 have_nan = 1;
-                k = INT64_MAX;
-            } else {
-                const uint64_t v = (b & low63) ? b : 0;
-                k = (int64_t)(v & sign ? v ^ low63 : v);
             }
-            k = (int64_t)((uint64_t)k ^ bias);
-        } else {
-            k = (int64_t)(b ^ bias);
         }
+        const int64_t k = (int64_t)(ok ^ bias);
         kd[j] = (uint64_t)k;
         klo = k < klo ? k : klo;
         khi = k > khi ? k : khi;
@@ -615,8 +610,8 @@ static int vs_row_b64_contig(int dtype, const uint64_t *src, int64_t n, uint64_t
     const int bits = kwk_bits_for(span);
     if (bits > 40 && n > VS_QSORT64_MAX_N && n <= VS_INDEXED64_MAX_N) return -1;
     if (bits <= 32) {
-        /* offsets from the smallest, sorted as 32-bit keys */
-        /* both halves of tmp: the offsets and the radix sort's n keys of scratch */
+        /* offsets from the smallest, sorted as 32-bit keys: the offsets in
+         * tmp's first half, the radix sort's n keys of scratch in its second */
         uint32_t *k32 = (uint32_t *)(void *)tmp, *t32 = k32 + n;
         for (int64_t i = 0; i < n; ++i) k32[i] = (uint32_t)((uint64_t)kd[i] - (uint64_t)klo);
         vs_sort_u32(k32, t32, n, 0, bits);
