@@ -42,6 +42,20 @@ static uint64_t load_bits(const unsigned char *p, int es)
     return v;
 }
 
+/* a == b for elements of es bytes (the check's inner loop: memcmp there
+ * was a call per element) */
+static int same_bits(const unsigned char *a, const unsigned char *b, int es)
+{
+    uint64_t x = 0, y = 0;
+    switch (es) { /* fixed sizes: loads, not memcpy calls */
+    case 1: return *a == *b;
+    case 2: memcpy(&x, a, 2); memcpy(&y, b, 2); break;
+    case 4: memcpy(&x, a, 4); memcpy(&y, b, 4); break;
+    default: memcpy(&x, a, 8); memcpy(&y, b, 8); break;
+    }
+    return x == y;
+}
+
 static double half_to_double(uint16_t h)
 {
     int e = (h >> 10) & 31, m = h & 1023;
@@ -69,34 +83,63 @@ static cval cval_of(int dt, uint64_t b)
     if (is_float(dt) && isnan(c.d)) c.nan = 1;
     return c;
 }
+#define CMP_FLOAT(a, b) (((a).nan || (b).nan) ? (a).nan - (b).nan : ((a).d > (b).d) - ((a).d < (b).d))
+#define CMP_SIGNED(a, b) (((a).s > (b).s) - ((a).s < (b).s))
+#define CMP_UNSIGNED(a, b) (((a).u > (b).u) - ((a).u < (b).u))
+static int is_signed_int(int dt) { return dt == KWK_INT8 || dt == KWK_INT16 || dt == KWK_INT32 || dt == KWK_INT64; }
 static int ccmp(int dt, cval a, cval b)
 {
-    if (is_float(dt)) {
-        if (a.nan || b.nan) return a.nan - b.nan;
-        return (a.d > b.d) - (a.d < b.d);
-    }
-    if (dt == KWK_INT8 || dt == KWK_INT16 || dt == KWK_INT32 || dt == KWK_INT64) return (a.s > b.s) - (a.s < b.s);
-    return (a.u > b.u) - (a.u < b.u);
+    if (is_float(dt)) return CMP_FLOAT(a, b);
+    if (is_signed_int(dt)) return CMP_SIGNED(a, b);
+    return CMP_UNSIGNED(a, b);
 }
 
-/* stable merge sort of idx[0..n) by cv[] under direction */
+/* stable merge sort of idx[0..n) by cv[] under direction.  The reference
+ * costs more than the sorts it checks, so the comparison's class (float,
+ * signed, unsigned: ccmp's branches) is chosen once per sort, not per
+ * comparison (the same CMP_* macros as ccmp). */
 static cval *g_cv; static int g_dt, g_desc;
 static int before(int64_t x, int64_t y) /* strict: x goes before y */
 {
     int c = ccmp(g_dt, g_cv[x], g_cv[y]);
     return g_desc ? c > 0 : c < 0;
 }
+/* sorts a[0..n) using t[0..n); insertion sort below 16 elements */
+#define DEFINE_MERGE_SORT(name, CMP)                                                           \
+    static void name(int64_t *a, int64_t *t, int64_t n, const cval *cv, int desc)               \
+    {                                                                                           \
+        if (n <= 16) {                                                                          \
+            for (int64_t i = 1; i < n; ++i) {                                                   \
+                const int64_t v = a[i];                                                         \
+                int64_t j = i;                                                                  \
+                for (; j > 0; --j) {                                                            \
+                    const int c = CMP(cv[v], cv[a[j - 1]]);                                     \
+                    if (!(desc ? c > 0 : c < 0)) break;                                         \
+                    a[j] = a[j - 1];                                                            \
+                }                                                                               \
+                a[j] = v;                                                                       \
+            }                                                                                   \
+            return;                                                                             \
+        }                                                                                       \
+        const int64_t h = n / 2;                                                                \
+        name(a, t, h, cv, desc);                                                                \
+        name(a + h, t, n - h, cv, desc);                                                        \
+        int64_t i = 0, j = h, k = 0;                                                            \
+        while (i < h && j < n) {                                                                \
+            const int c = CMP(cv[a[j]], cv[a[i]]);                                              \
+            t[k++] = (desc ? c > 0 : c < 0) ? a[j++] : a[i++];                                  \
+        }                                                                                       \
+        while (i < h) t[k++] = a[i++];                                                          \
+        memcpy(a, t, (size_t)j * sizeof(int64_t)); /* a[j..n) is already in place */            \
+    }
+DEFINE_MERGE_SORT(merge_sort_float, CMP_FLOAT)
+DEFINE_MERGE_SORT(merge_sort_signed, CMP_SIGNED)
+DEFINE_MERGE_SORT(merge_sort_unsigned, CMP_UNSIGNED)
 static void merge_sort(int64_t *a, int64_t *t, int64_t n)
 {
-    if (n < 2) return;
-    int64_t h = n / 2;
-    merge_sort(a, t, h);
-    merge_sort(a + h, t, n - h);
-    int64_t i = 0, j = h, k = 0;
-    while (i < h && j < n) t[k++] = before(a[j], a[i]) ? a[j++] : a[i++];
-    while (i < h) t[k++] = a[i++];
-    while (j < n) t[k++] = a[j++];
-    memcpy(a, t, (size_t)n * sizeof(int64_t));
+    if (is_float(g_dt)) merge_sort_float(a, t, n, g_cv, g_desc);
+    else if (is_signed_int(g_dt)) merge_sort_signed(a, t, n, g_cv, g_desc);
+    else merge_sort_unsigned(a, t, n, g_cv, g_desc);
 }
 
 /* value bits for a numeric level in the dtype */
@@ -285,7 +328,7 @@ static void check_case(int dt, int kind, int64_t n)
                 for (int64_t i = 0; i < n; ++i) {
                     if (oi[i] != expect[i]) bad_idx = 1;
                     if (oi[i] < 0 || oi[i] >= n) { bad_idx = 1; break; }
-                    if (memcmp(ov + i * es, x + oi[i] * es, (size_t)es) != 0) bad_val = 1;
+                    if (!same_bits(ov + i * es, x + oi[i] * es, es)) bad_val = 1;
                 }
                 if (bad_idx) fail("indices", dt, kind, n, desc, order);
                 if (bad_val) fail("values", dt, kind, n, desc, order);
