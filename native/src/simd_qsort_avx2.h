@@ -240,6 +240,25 @@ QA_INLINE __m256i qa32_sort_vec(__m256i v)
 }
 #undef QA_CX
 
+/* v[i] against v[j], lane by lane: the smaller key to v[i] */
+#define QA_VCE(S, i, j)                                                       \
+    do {                                                                      \
+        const __m256i lo_ = qa##S##_min(v[i], v[j]);                          \
+        v[j] = qa##S##_max(v[i], v[j]);                                       \
+        v[i] = lo_;                                                           \
+    } while (0)
+/* an 8-input sorting network (19 comparators) over v[0..7]
+ * (qa32_sort_vecs8, qa64_presort) */
+#define QA_NETWORK8(S)                                                        \
+    do {                                                                      \
+        QA_VCE(S, 0, 2); QA_VCE(S, 1, 3); QA_VCE(S, 4, 6); QA_VCE(S, 5, 7);   \
+        QA_VCE(S, 0, 4); QA_VCE(S, 1, 5); QA_VCE(S, 2, 6); QA_VCE(S, 3, 7);   \
+        QA_VCE(S, 0, 1); QA_VCE(S, 2, 3); QA_VCE(S, 4, 5); QA_VCE(S, 6, 7);   \
+        QA_VCE(S, 2, 4); QA_VCE(S, 3, 5);                                     \
+        QA_VCE(S, 1, 4); QA_VCE(S, 3, 6);                                     \
+        QA_VCE(S, 1, 2); QA_VCE(S, 3, 4); QA_VCE(S, 5, 6);                    \
+    } while (0)
+
 /* Eight vectors of 8 x i32, each made ascending, as an 8 x 8 matrix: its
  * columns sorted by
  * an 8-input network of whole-vector min/max (19 comparators), then the
@@ -248,19 +267,7 @@ QA_INLINE __m256i qa32_sort_vec(__m256i v)
  * shuffle, compare and blend each). */
 QA_INLINE void qa32_sort_vecs8(__m256i *v)
 {
-#define QA_CE(i, j)                                                           \
-    do {                                                                      \
-        const __m256i lo_ = _mm256_min_epi32(v[i], v[j]);                     \
-        v[j] = _mm256_max_epi32(v[i], v[j]);                                  \
-        v[i] = lo_;                                                           \
-    } while (0)
-    QA_CE(0, 2); QA_CE(1, 3); QA_CE(4, 6); QA_CE(5, 7);
-    QA_CE(0, 4); QA_CE(1, 5); QA_CE(2, 6); QA_CE(3, 7);
-    QA_CE(0, 1); QA_CE(2, 3); QA_CE(4, 5); QA_CE(6, 7);
-    QA_CE(2, 4); QA_CE(3, 5);
-    QA_CE(1, 4); QA_CE(3, 6);
-    QA_CE(1, 2); QA_CE(3, 4); QA_CE(5, 6);
-#undef QA_CE
+    QA_NETWORK8(32);
     kwk_transpose8_epi32(v);
 }
 
@@ -341,24 +348,13 @@ QA_INLINE void qa64_transpose4(__m256i *r)
  * 8 x i32, NV 8: the whole sort (qa32_sort_vecs8 and qa32_merge8). */
 QA_INLINE int qa64_presort(__m256i *v, const int NV)
 {
-#define QA64_CE(i, j)                                                         \
-    do {                                                                      \
-        const __m256i lo_ = qa64_min(v[i], v[j]);                             \
-        v[j] = qa64_max(v[i], v[j]);                                          \
-        v[i] = lo_;                                                           \
-    } while (0)
     if (NV == 4) {
-        QA64_CE(0, 1); QA64_CE(2, 3); QA64_CE(0, 2); QA64_CE(1, 3); QA64_CE(1, 2);
+        QA_VCE(64, 0, 1); QA_VCE(64, 2, 3); QA_VCE(64, 0, 2); QA_VCE(64, 1, 3); QA_VCE(64, 1, 2);
         qa64_transpose4(v);
         return 1;
     }
     if (NV == 8) {
-        QA64_CE(0, 2); QA64_CE(1, 3); QA64_CE(4, 6); QA64_CE(5, 7);
-        QA64_CE(0, 4); QA64_CE(1, 5); QA64_CE(2, 6); QA64_CE(3, 7);
-        QA64_CE(0, 1); QA64_CE(2, 3); QA64_CE(4, 5); QA64_CE(6, 7);
-        QA64_CE(2, 4); QA64_CE(3, 5);
-        QA64_CE(1, 4); QA64_CE(3, 6);
-        QA64_CE(1, 2); QA64_CE(3, 4); QA64_CE(5, 6);
+        QA_NETWORK8(64);
         qa64_transpose4(v);
         qa64_transpose4(v + 4);
         /* column c: rows 0-3 in v[c], rows 4-7 in v[4 + c]; runs of two */
@@ -368,7 +364,6 @@ QA_INLINE int qa64_presort(__m256i *v, const int NV)
         v[4] = c2; v[5] = d2; v[6] = c3; v[7] = d3;
         return 2;
     }
-#undef QA64_CE
     return 0;
 }
 QA_INLINE int qa32_presort(__m256i *v, const int NV)
@@ -378,6 +373,8 @@ QA_INLINE int qa32_presort(__m256i *v, const int NV)
     qa32_merge8(v);
     return 8;
 }
+#undef QA_NETWORK8
+#undef QA_VCE
 
 /* ---- the generic parts ------------------------------------------------- */
 
