@@ -86,8 +86,8 @@ enum {
         int64_t m = torch ? (k < len ? k + 1 : len) : k;                      \
         /* contiguous float rows: the streamed selections skip blocks on raw \
          * values, faster than CAND's three passes over gathered keys */     \
-        const sw_skip_fn_##SUF skip = sw_skip_for_##SUF(dtype, src_sl * es);  \
-        const int stream_skip = skip && len >= SW_SKIP_STREAM_MIN && (heap_path || !torch); \
+        const sw_beats_fn_##SUF beats = sw_beats_for_##SUF(dtype, src_sl * es);  \
+        const int stream_skip = beats && len >= SW_SKIP_STREAM_MIN && (heap_path || !torch); \
         const int raw = tn_raw_ok(dtype, src_sl * es);                        \
         int mode;                                                             \
         if (torch && !sorted && !heap_path) mode = TK_EMULATE;                \
@@ -139,20 +139,20 @@ enum {
                         for (int64_t j = 1; j < m; ++j) tie |= h[j].key == h[j - 1].key; \
                         if (tie && heap_path) {                               \
                             /* exact partial_sort, streamed */                \
-                            sw_heap_torch_##SUF(g, out.row, out.step, len, k, flip, h, buf, skip); \
+                            sw_heap_torch_##SUF(g, out.row, out.step, len, k, flip, h, buf, beats); \
                         } else {                                              \
                             emulate = tie;                                    \
                         }                                                     \
                     }                                                         \
                 } else if (mode == TK_HEAP_TORCH) {                           \
-                    sw_heap_torch_##SUF(g, out.row, out.step, len, k, flip, h, buf, skip); \
+                    sw_heap_torch_##SUF(g, out.row, out.step, len, k, flip, h, buf, beats); \
                 } else if (mode == TK_LIST) {                                 \
-                    sw_list_stable_##SUF(g, out.row, out.step, len, m, flip, h, buf, skip); \
+                    sw_list_stable_##SUF(g, out.row, out.step, len, m, flip, h, buf, beats); \
                     if (torch)                                                \
                         for (int64_t j = 1; j < m; ++j)                       \
                             emulate |= h[j].key == h[j - 1].key;              \
                 } else if (mode == TK_HEAP_STABLE) {                          \
-                    sw_heap_stable_##SUF(g, out.row, out.step, len, m, flip, h, buf, skip); \
+                    sw_heap_stable_##SUF(g, out.row, out.step, len, m, flip, h, buf, beats); \
                     sw_sort_heap_ki(h, m);                                    \
                 } else if (mode == TK_NTH) {                                  \
                     /* torch's nth_element branch with sorted=0 shows its  \
@@ -164,7 +164,7 @@ enum {
                         tn_smallest_##SUF(&r, mn, torch, nw, ntmp)) {         \
                         for (int64_t j = 0; j < k; ++j) emit(&out, j, (int64_t)(nw[j] & imask)); \
                     } else if (heap_path) {                                   \
-                        sw_heap_torch_##SUF(g, out.row, out.step, len, k, flip, h, buf, skip); \
+                        sw_heap_torch_##SUF(g, out.row, out.step, len, k, flip, h, buf, beats); \
                         for (int64_t j = 0; j < k; ++j) emit(&out, j, h[j].idx); \
                     } else {                                                  \
                         tn_emulate_##SUF(&r, k, sorted, nw);                  \

@@ -212,29 +212,36 @@ static void sw_smallest_words(const uint64_t *w, int64_t n, int64_t m, kwk_kv *h
 
 /* ------------------------------------------------- raw-value block skip */
 
-/* For the streaming selections over contiguous float rows: 1 when a block
- * of n elements surely holds no element whose flipped key is below thr,
- * decided on the raw values against the threshold's value (no key gather,
- * which costs several times the compare).  The float compares agree with
- * the key order (NaN largest, -0 == +0): for the largest (flip set) an
- * element can enter when !(v <= t), i.e. v > t or v is NaN; for the
- * smallest when v < t.  A NaN threshold is not skipped on (returns 0). */
-#define SW_DEFINE_SKIP(NAME, UT, FT, SIGN, LOAD)                              \
-    static int NAME(const char *row, int64_t n, UT thr, UT flip)              \
+/* For the streaming selections over contiguous float rows: the elements of
+ * a block (bit i: element i; n <= SW_BLOCK) whose flipped key may be below
+ * thr, decided on the raw values against the threshold's value (no key
+ * gather, which costs several times the compare; the caller gathers the
+ * keys of the few it returns).  The float compares agree with the key order
+ * (NaN largest, -0 == +0): for the largest (flip set) an element can enter
+ * when !(v <= t), i.e. v > t or v is NaN; for the smallest when v < t.  A
+ * NaN threshold returns every element (the caller compares their keys).
+ * AVX2 compares whole vectors: a call that returned a yes/no and then
+ * gathered the 64 keys of every block it could not skip, to find the few
+ * below thr, spent a third of the streamed heap select's time there
+ * (256x32768 float32, k = 32). */
+#define SW_DEFINE_BEATS(NAME, UT, FT, SIGN, LOAD, SIMD)                       \
+    static uint64_t NAME(const char *row, int64_t n, UT thr, UT flip)         \
     {                                                                         \
+        const uint64_t every = n >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << n) - 1); \
         const UT k = (UT)(thr ^ flip);                                        \
-        if (k == (UT)~(UT)0) return 0;                                        \
+        if (k == (UT)~(UT)0) return every;                                    \
         const UT tb = (k & (UT)(SIGN)) ? (UT)(k ^ (UT)(SIGN)) : (UT)~k;       \
         const FT t = LOAD(&tb);                                               \
-        int hit = 0;                                                          \
+        SIMD                                                                  \
+        uint64_t m = 0;                                                       \
         if (flip) {                                                           \
             for (int64_t j = 0; j < n; ++j)                                   \
-                hit |= !(LOAD(row + j * (int64_t)sizeof(UT)) <= t);           \
+                m |= (uint64_t)!(LOAD(row + j * (int64_t)sizeof(UT)) <= t) << j; \
         } else {                                                              \
             for (int64_t j = 0; j < n; ++j)                                   \
-                hit |= LOAD(row + j * (int64_t)sizeof(UT)) < t;               \
+                m |= (uint64_t)(LOAD(row + j * (int64_t)sizeof(UT)) < t) << j; \
         }                                                                     \
-        return !hit;                                                          \
+        return m;                                                             \
     }
 
 static inline float sw_load_f32(const void *p) { float v; memcpy(&v, p, 4); return v; }
@@ -248,35 +255,76 @@ static inline float sw_load_bf16(const void *p)
     memcpy(&v, &w, 4);
     return v;
 }
-SW_DEFINE_SKIP(sw_skip_f32, uint32_t, float, 0x80000000u, sw_load_f32)
-SW_DEFINE_SKIP(sw_skip_f64, uint64_t, double, 0x8000000000000000ull, sw_load_f64)
-SW_DEFINE_SKIP(sw_skip_bf16, uint16_t, float, 0x8000u, sw_load_bf16)
-#undef SW_DEFINE_SKIP
 
-typedef int (*sw_skip_fn_u8)(const char *, int64_t, uint8_t, uint8_t);
-typedef int (*sw_skip_fn_u16)(const char *, int64_t, uint16_t, uint16_t);
-typedef int (*sw_skip_fn_u32)(const char *, int64_t, uint32_t, uint32_t);
-typedef int (*sw_skip_fn_u64)(const char *, int64_t, uint64_t, uint64_t);
+#if defined(__AVX2__)
+#include <immintrin.h>
+/* A whole block: LANES elements per vector v = LOADV(row, i) compared with
+ * CMP against the threshold vector (v > t or unordered for the largest,
+ * v < t ordered for the smallest). */
+#define SW_BEATS_SIMD(LANES, SET1, CMP, MOVEMASK, LOADV)                      \
+    if (n == SW_BLOCK) {                                                      \
+        const int pred_largest = flip != 0;                                   \
+        const __typeof__(SET1(t)) tv = SET1(t);                               \
+        uint64_t m = 0;                                                       \
+        if (pred_largest) {                                                   \
+            for (int i = 0; i < SW_BLOCK; i += LANES)                         \
+                m |= (uint64_t)(unsigned)MOVEMASK(CMP(LOADV(row, i), tv, _CMP_NLE_UQ)) << i; \
+        } else {                                                              \
+            for (int i = 0; i < SW_BLOCK; i += LANES)                         \
+                m |= (uint64_t)(unsigned)MOVEMASK(CMP(LOADV(row, i), tv, _CMP_LT_OQ)) << i; \
+        }                                                                     \
+        return m;                                                             \
+    }
+#define SW_LOADV_F32(row, i) _mm256_loadu_ps((const float *)(row + 4 * (i)))
+#define SW_LOADV_F64(row, i) _mm256_loadu_pd((const double *)(row + 8 * (i)))
+/* bfloat16 widened to the float32 it is the top half of */
+#define SW_LOADV_BF16(row, i)                                                 \
+    _mm256_castsi256_ps(_mm256_slli_epi32(                                     \
+        _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(row + 2 * (i)))), 16))
+#define SW_SIMD_F32 SW_BEATS_SIMD(8, _mm256_set1_ps, _mm256_cmp_ps, _mm256_movemask_ps, SW_LOADV_F32)
+#define SW_SIMD_F64 SW_BEATS_SIMD(4, _mm256_set1_pd, _mm256_cmp_pd, _mm256_movemask_pd, SW_LOADV_F64)
+#define SW_SIMD_BF16 SW_BEATS_SIMD(8, _mm256_set1_ps, _mm256_cmp_ps, _mm256_movemask_ps, SW_LOADV_BF16)
+#else
+#define SW_SIMD_F32
+#define SW_SIMD_F64
+#define SW_SIMD_BF16
+#endif
+SW_DEFINE_BEATS(sw_beats_f32, uint32_t, float, 0x80000000u, sw_load_f32, SW_SIMD_F32)
+SW_DEFINE_BEATS(sw_beats_f64, uint64_t, double, 0x8000000000000000ull, sw_load_f64, SW_SIMD_F64)
+SW_DEFINE_BEATS(sw_beats_bf16, uint16_t, float, 0x8000u, sw_load_bf16, SW_SIMD_BF16)
+#undef SW_DEFINE_BEATS
+#undef SW_BEATS_SIMD
+#undef SW_SIMD_F32
+#undef SW_SIMD_F64
+#undef SW_SIMD_BF16
+#undef SW_LOADV_F32
+#undef SW_LOADV_F64
+#undef SW_LOADV_BF16
 
-/* The block skip for a dtype's contiguous rows (step: bytes between
- * elements), or NULL. */
-static sw_skip_fn_u8 sw_skip_for_u8(int dtype, int64_t step)
+typedef uint64_t (*sw_beats_fn_u8)(const char *, int64_t, uint8_t, uint8_t);
+typedef uint64_t (*sw_beats_fn_u16)(const char *, int64_t, uint16_t, uint16_t);
+typedef uint64_t (*sw_beats_fn_u32)(const char *, int64_t, uint32_t, uint32_t);
+typedef uint64_t (*sw_beats_fn_u64)(const char *, int64_t, uint64_t, uint64_t);
+
+/* The raw-value block test for a dtype's contiguous rows (step: bytes
+ * between elements), or NULL. */
+static sw_beats_fn_u8 sw_beats_for_u8(int dtype, int64_t step)
 {
     (void)dtype;
     (void)step;
     return NULL;
 }
-static sw_skip_fn_u16 sw_skip_for_u16(int dtype, int64_t step)
+static sw_beats_fn_u16 sw_beats_for_u16(int dtype, int64_t step)
 {
-    return dtype == KWK_BFLOAT16 && step == 2 ? sw_skip_bf16 : NULL;
+    return dtype == KWK_BFLOAT16 && step == 2 ? sw_beats_bf16 : NULL;
 }
-static sw_skip_fn_u32 sw_skip_for_u32(int dtype, int64_t step)
+static sw_beats_fn_u32 sw_beats_for_u32(int dtype, int64_t step)
 {
-    return dtype == KWK_FLOAT32 && step == 4 ? sw_skip_f32 : NULL;
+    return dtype == KWK_FLOAT32 && step == 4 ? sw_beats_f32 : NULL;
 }
-static sw_skip_fn_u64 sw_skip_for_u64(int dtype, int64_t step)
+static sw_beats_fn_u64 sw_beats_for_u64(int dtype, int64_t step)
 {
-    return dtype == KWK_FLOAT64 && step == 8 ? sw_skip_f64 : NULL;
+    return dtype == KWK_FLOAT64 && step == 8 ? sw_beats_f64 : NULL;
 }
 
 /* For each key type: the streaming selections over a row, reading keys
@@ -369,20 +417,31 @@ static inline uint64_t sw_below_u16(const uint16_t *buf, int64_t n, uint16_t thr
      * records compared by key: h[0..k) gets torch's output.  0 < k <= len. */ \
     static void sw_heap_torch_##SUF(sw_gather_fn_##SUF g, const char *row, int64_t step, \
                                     int64_t len, int64_t k, UT flip, kwk_kv *h, UT *buf,  \
-                                    sw_skip_fn_##SUF skip) \
+                                    sw_beats_fn_##SUF beats) \
     {                                                                         \
         int64_t j = sw_fill_##SUF(g, row, step, k, flip, h, buf);             \
         sw_make_heap_key(h, k);                                               \
         UT thr = (UT)h[0].key;                                                \
         while (j < len) {                                                     \
             int64_t b = len - j < SW_BLOCK ? len - j : SW_BLOCK;              \
-            if (skip && skip(row + j * step, b, thr, flip)) {                 \
-                j += b;                                                       \
-                continue;                                                     \
+            uint64_t below;                                                   \
+            if (beats) {                                                      \
+                /* keys of the block's candidates only (all of them when   \
+                 * many: the first blocks of a row) */                      \
+                below = beats(row + j * step, b, thr, flip);                  \
+                if (__builtin_popcountll(below) > SW_BLOCK / 8) {             \
+                    g(row + j * step, step, b, flip, buf);                    \
+                } else {                                                      \
+                    for (uint64_t c = below; c; c &= c - 1) {                 \
+                        const int64_t i = __builtin_ctzll(c);                 \
+                        g(row + (j + i) * step, step, 1, flip, buf + i);      \
+                    }                                                         \
+                }                                                             \
+            } else {                                                          \
+                g(row + j * step, step, b, flip, buf);                        \
+                below = sw_below_##SUF(buf, b, thr);                          \
             }                                                                 \
-            g(row + j * step, step, b, flip, buf);                            \
             {                                                                 \
-                uint64_t below = sw_below_##SUF(buf, b, thr);                 \
                 for (; below; below &= below - 1) {                           \
                     const int64_t i = __builtin_ctzll(below); /* thr may fall */\
                     if (buf[i] < thr) {                                       \
@@ -401,20 +460,31 @@ static inline uint64_t sw_below_u16(const uint16_t *buf, int64_t n, uint16_t thr
      * a sorted list.  0 < m <= len. */                                       \
     static void sw_list_stable_##SUF(sw_gather_fn_##SUF g, const char *row, int64_t step, \
                                      int64_t len, int64_t m, UT flip, kwk_kv *h, UT *buf,  \
-                                    sw_skip_fn_##SUF skip) \
+                                    sw_beats_fn_##SUF beats) \
     {                                                                         \
         int64_t j = sw_fill_##SUF(g, row, step, m, flip, h, buf);             \
         sw_insertion_sort_kv(h, m);                                           \
         UT thr = (UT)h[m - 1].key;                                            \
         while (j < len) {                                                     \
             int64_t b = len - j < SW_BLOCK ? len - j : SW_BLOCK;              \
-            if (skip && skip(row + j * step, b, thr, flip)) {                 \
-                j += b;                                                       \
-                continue;                                                     \
+            uint64_t below;                                                   \
+            if (beats) {                                                      \
+                /* keys of the block's candidates only (all of them when   \
+                 * many: the first blocks of a row) */                      \
+                below = beats(row + j * step, b, thr, flip);                  \
+                if (__builtin_popcountll(below) > SW_BLOCK / 8) {             \
+                    g(row + j * step, step, b, flip, buf);                    \
+                } else {                                                      \
+                    for (uint64_t c = below; c; c &= c - 1) {                 \
+                        const int64_t i = __builtin_ctzll(c);                 \
+                        g(row + (j + i) * step, step, 1, flip, buf + i);      \
+                    }                                                         \
+                }                                                             \
+            } else {                                                          \
+                g(row + j * step, step, b, flip, buf);                        \
+                below = sw_below_##SUF(buf, b, thr);                          \
             }                                                                 \
-            g(row + j * step, step, b, flip, buf);                            \
             {                                                                 \
-                uint64_t below = sw_below_##SUF(buf, b, thr);                 \
                 for (; below; below &= below - 1) {                           \
                     const int64_t i = __builtin_ctzll(below); /* thr may fall */\
                     UT x = buf[i];                                            \
@@ -438,20 +508,31 @@ static inline uint64_t sw_below_u16(const uint16_t *buf, int64_t n, uint16_t thr
      * 0 < m <= len. */                                                       \
     static void sw_heap_stable_##SUF(sw_gather_fn_##SUF g, const char *row, int64_t step, \
                                      int64_t len, int64_t m, UT flip, kwk_kv *h, UT *buf,  \
-                                    sw_skip_fn_##SUF skip) \
+                                    sw_beats_fn_##SUF beats) \
     {                                                                         \
         int64_t j = sw_fill_##SUF(g, row, step, m, flip, h, buf);             \
         sw_make_heap_ki(h, m);                                                \
         UT thr = (UT)h[0].key;                                                \
         while (j < len) {                                                     \
             int64_t b = len - j < SW_BLOCK ? len - j : SW_BLOCK;              \
-            if (skip && skip(row + j * step, b, thr, flip)) {                 \
-                j += b;                                                       \
-                continue;                                                     \
+            uint64_t below;                                                   \
+            if (beats) {                                                      \
+                /* keys of the block's candidates only (all of them when   \
+                 * many: the first blocks of a row) */                      \
+                below = beats(row + j * step, b, thr, flip);                  \
+                if (__builtin_popcountll(below) > SW_BLOCK / 8) {             \
+                    g(row + j * step, step, b, flip, buf);                    \
+                } else {                                                      \
+                    for (uint64_t c = below; c; c &= c - 1) {                 \
+                        const int64_t i = __builtin_ctzll(c);                 \
+                        g(row + (j + i) * step, step, 1, flip, buf + i);      \
+                    }                                                         \
+                }                                                             \
+            } else {                                                          \
+                g(row + j * step, step, b, flip, buf);                        \
+                below = sw_below_##SUF(buf, b, thr);                          \
             }                                                                 \
-            g(row + j * step, step, b, flip, buf);                            \
             {                                                                 \
-                uint64_t below = sw_below_##SUF(buf, b, thr);                 \
                 for (; below; below &= below - 1) {                           \
                     const int64_t i = __builtin_ctzll(below); /* thr may fall */\
                     if (buf[i] < thr) {                                       \
