@@ -301,6 +301,17 @@ SW_DEFINE_BEATS(sw_beats_bf16, uint16_t, float, 0x8000u, sw_load_bf16, SW_SIMD_B
 #undef SW_LOADV_F64
 #undef SW_LOADV_BF16
 
+/* The key of one element of a row that has a raw-value block test (the
+ * dtypes above, contiguous): computed inline for the few elements a block
+ * test returns (a gather call per element cost more than the key). */
+static inline uint32_t sw_raw_key_f32(const char *p) { uint32_t b; memcpy(&b, p, 4); return sk_f32(b); }
+static inline uint16_t sw_raw_key_bf16(const char *p) { uint16_t b; memcpy(&b, p, 2); return sk_bf16(b); }
+static inline uint64_t sw_raw_key_f64(const char *p) { uint64_t b; memcpy(&b, p, 8); return sk_f64(b); }
+#define SW_RAW_KEY_u8(p) ((void)(p), (uint8_t)0) /* no 8-bit dtype has a block test */
+#define SW_RAW_KEY_u16(p) sw_raw_key_bf16(p)
+#define SW_RAW_KEY_u32(p) sw_raw_key_f32(p)
+#define SW_RAW_KEY_u64(p) sw_raw_key_f64(p)
+
 typedef uint64_t (*sw_beats_fn_u8)(const char *, int64_t, uint8_t, uint8_t);
 typedef uint64_t (*sw_beats_fn_u16)(const char *, int64_t, uint16_t, uint16_t);
 typedef uint64_t (*sw_beats_fn_u32)(const char *, int64_t, uint32_t, uint32_t);
@@ -434,7 +445,7 @@ static inline uint64_t sw_below_u16(const uint16_t *buf, int64_t n, uint16_t thr
                 } else {                                                      \
                     for (uint64_t c = below; c; c &= c - 1) {                 \
                         const int64_t i = __builtin_ctzll(c);                 \
-                        g(row + (j + i) * step, step, 1, flip, buf + i);      \
+                        buf[i] = (UT)(SW_RAW_KEY_##SUF(row + (j + i) * step) ^ flip); \
                     }                                                         \
                 }                                                             \
             } else {                                                          \
@@ -477,7 +488,7 @@ static inline uint64_t sw_below_u16(const uint16_t *buf, int64_t n, uint16_t thr
                 } else {                                                      \
                     for (uint64_t c = below; c; c &= c - 1) {                 \
                         const int64_t i = __builtin_ctzll(c);                 \
-                        g(row + (j + i) * step, step, 1, flip, buf + i);      \
+                        buf[i] = (UT)(SW_RAW_KEY_##SUF(row + (j + i) * step) ^ flip); \
                     }                                                         \
                 }                                                             \
             } else {                                                          \
@@ -525,7 +536,7 @@ static inline uint64_t sw_below_u16(const uint16_t *buf, int64_t n, uint16_t thr
                 } else {                                                      \
                     for (uint64_t c = below; c; c &= c - 1) {                 \
                         const int64_t i = __builtin_ctzll(c);                 \
-                        g(row + (j + i) * step, step, 1, flip, buf + i);      \
+                        buf[i] = (UT)(SW_RAW_KEY_##SUF(row + (j + i) * step) ^ flip); \
                     }                                                         \
                 }                                                             \
             } else {                                                          \

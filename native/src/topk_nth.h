@@ -168,8 +168,6 @@ enum { TN_MERGE_MAX = 256 };
 /* Lane minima for the threshold of small m (m <= TN_LANES / 2). */
 enum { TN_LANES = 64 };
 
-static inline uint32_t tn_load_u32(const char *p) { uint32_t v; memcpy(&v, p, 4); return v; }
-static inline uint16_t tn_load_u16(const char *p) { uint16_t v; memcpy(&v, p, 2); return v; }
 
 /* Index bits of a row's words. */
 static inline int tn_ibits(int64_t len) { return len > 1 ? kwk_bits_for((uint64_t)(len - 1)) : 0; }
@@ -379,9 +377,9 @@ static inline int tn_ibits(int64_t len) { return len > 1 ? kwk_bits_for((uint64_
 #define TN_COMPRESS_SIMD_u8
 #define TN_COMPRESS_SIMD_u64
 /* the key of a raw row's element (raw rows: float32 for u32, bfloat16 for
- * u16) */
-#define TN_RAW_KEY_u32(p) kwk_key_f32(tn_load_u32(p))
-#define TN_RAW_KEY_u16(p) kwk_key_bf16(tn_load_u16(p))
+ * u16; select_words.h) */
+#define TN_RAW_KEY_u32(p) SW_RAW_KEY_u32(p)
+#define TN_RAW_KEY_u16(p) SW_RAW_KEY_u16(p)
 #define TN_RAW_KEY_u8(p) ((void)(p), (uint8_t)0)
 #define TN_RAW_KEY_u64(p) ((void)(p), (uint64_t)0)
 #define TN_RAW_u8(r, t, all, dense, ibits, out) ((void)(r), (void)(t), (void)(all), (void)(dense), (void)(ibits), (void)(out), (int64_t)-1)
