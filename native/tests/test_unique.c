@@ -179,10 +179,19 @@ static void hash_one(int dtype, int64_t n, int kind, int special, int64_t limit_
     const int is_float = dtype >= KWK_FLOAT16;
     const uint64_t sign = 1ull << (bits - 1), nan1 = all >> 1, nan2 = (all >> 1) - 1;
     uint64_t *b = malloc(sizeof(uint64_t) * (size_t)(n + 1));
-    const int64_t pool = kind == 0 ? 1 + (int64_t)(next() % 40) : kind == 1 ? n / 2 + 1 : n + 1;
+    /* kind 3: keys in a short run of values (the direct table: a span of at
+     * most 2n and 2^16), at 0 or at the top of the range (negative for the
+     * signed types), the span sometimes just past either bound */
+    int64_t pool = kind == 0 ? 1 + (int64_t)(next() % 40) : kind == 1 ? n / 2 + 1 : n + 1;
+    if (kind == 3) {
+        pool = next() % 4 == 0 ? 2 * n + 1 - (int64_t)(next() % 3) : 1 + (int64_t)(next() % (uint64_t)(2 * n + 1));
+        if (next() % 4 == 0) pool = 65535 + (int64_t)(next() % 3);
+    }
+    const uint64_t base = kind == 3 && next() % 2 ? (all - (uint64_t)pool) & all : 0;
     for (int64_t i = 0; i < n; ++i) {
         uint64_t x = (kind == 2 ? (uint64_t)i * 0x9E3779B97F4A7C15ull
-                                : (uint64_t)(next() % (uint64_t)pool) * 0xD1B54A32D192ED03ull) & all;
+                      : kind == 3 ? base + (uint64_t)(next() % (uint64_t)pool)
+                                  : (uint64_t)(next() % (uint64_t)pool) * 0xD1B54A32D192ED03ull) & all;
         if (is_float && (is_nan(dtype, x) || (x & (all >> 1)) == 0)) x = 1; /* specials below */
         if (dtype == KWK_BOOL) x &= 3; /* bytes 2 and 3 are True too */
         b[i] = x;
@@ -303,6 +312,16 @@ static void hash_tests(void)
     for (int rep = 0; rep < 2; ++rep) {
         hash_one(KWK_INT64, 300000, 1, 0, 300000);
         hash_one(KWK_FLOAT32, 300000, 1, 1, 300000);
+    }
+    /* short runs of values (the direct table), every integer dtype, around
+     * its minimum length and its checkpoints, at several limits */
+    for (int dtype = 0; dtype < KWK_FLOAT16; ++dtype) {
+        const int64_t dlens[7] = {1023, 1024, 1500, 4097, 8193, 20000, 70000};
+        for (int i = 0; i < 7; ++i)
+            for (int rep = 0; rep < 6; ++rep) {
+                const int64_t lim[3] = {dlens[i], dlens[i] / 2, (int64_t)(next() % 300)};
+                hash_one(dtype, dlens[i], 3, 0, lim[rep % 3]);
+            }
     }
     /* few distinct values: the limit at u, below u */
     for (int64_t lim = 0; lim < 45; ++lim) hash_one(KWK_INT32, 1000, 0, 0, lim);
