@@ -15,8 +15,10 @@ values again and falls back to torch's order if it ever sees such a pair).
 
 Inputs of few distinct values (segment ids, labels, quantized scores) skip
 the sort of all n elements: one hashing pass (native/src/unique_hash.h)
-finds the distinct values, counts them and numbers each element's value;
-only those are sorted, and the elements renumbered by their sorted order.
+finds the distinct values, counts them and numbers each element's value
+(integer keys of a short span through a table indexed by key - min instead
+of a hash); only those are sorted, and the elements renumbered by their
+sorted order.
 The pass refuses inputs where the order of equal elements could show, and
 stops once it has seen more distinct values than hashing pays for (see
 HASH_DISTINCT_DIVISOR), or more than three in four of the first 4096, 8192,

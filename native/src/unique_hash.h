@@ -15,7 +15,8 @@
  * (sorting is then cheaper; and early, when more than three in four of the
  * first 4096 elements, 8192, ... are distinct) or whose keys
  * collide so much that the probes run long (an adversarial input costs at
- * most a bounded number of probes).
+ * most a bounded number of probes).  Integer keys of a short span (labels,
+ * cluster ids) skip the hash: a table indexed by key - min (uh_direct_*).
  *
  * Open addressing with linear probing, at most a quarter full (grown as
  * distinct values come), the key's bits mixed, then Fibonacci hashing; runs
@@ -242,8 +243,8 @@ static inline uint64_t uh_hash(uint64_t key, int shift)
  * twice the element count (class labels, segment and cluster ids), their
  * span found UH_DIRECT_STEP elements at a time (a wide one stops early).
  * 2^16 entries: 256 KiB of 32-bit numbers, within the L2 cache.  Measured
- * (50000 int64 labels of 1000 classes, unique with return_inverse): the
- * hash pass's hash, probe and key compare per element gone. */
+ * through torch.unique (50000 int64 labels of 1000 classes with
+ * return_inverse): 0.59-0.60 ms with the hash pass, 0.16-0.26 ms so. */
 #define UH_DIRECT_MIN_N 1024
 #define UH_DIRECT_MAX ((uint64_t)1 << 16)
 #define UH_DIRECT_STEP 4096
