@@ -407,6 +407,30 @@ static inline uint64_t sw_below_u16(const uint16_t *buf, int64_t n, uint16_t thr
         return m;                                                             \
     }                                                                         \
                                                                               \
+    /* The elements j..j+b of a block that may beat thr, as a bit mask,      \
+     * their keys in buf: with a raw-value test (beats), keys of those only   \
+     * (all of them when many: the first blocks of a row); else every key    \
+     * gathered and compared. */                                            \
+    static inline uint64_t sw_block_##SUF(sw_gather_fn_##SUF g, sw_beats_fn_##SUF beats, \
+                                          const char *row, int64_t step, int64_t j, \
+                                          int64_t b, UT thr, UT flip, UT *buf) \
+    {                                                                         \
+        if (!beats) {                                                         \
+            g(row + j * step, step, b, flip, buf);                            \
+            return sw_below_##SUF(buf, b, thr);                               \
+        }                                                                     \
+        const uint64_t below = beats(row + j * step, b, thr, flip);           \
+        if (__builtin_popcountll(below) > SW_BLOCK / 8) {                     \
+            g(row + j * step, step, b, flip, buf);                            \
+        } else {                                                              \
+            for (uint64_t c = below; c; c &= c - 1) {                         \
+                const int64_t i = __builtin_ctzll(c);                         \
+                buf[i] = (UT)(SW_RAW_KEY_##SUF(row + (j + i) * step) ^ flip); \
+            }                                                                 \
+        }                                                                     \
+        return below;                                                         \
+    }                                                                         \
+                                                                              \
     /* Records of the first k elements (k <= len). */                         \
     static int64_t sw_fill_##SUF(sw_gather_fn_##SUF g, const char *row, int64_t step, \
                                  int64_t k, UT flip, kwk_kv *h, UT *buf)      \
@@ -435,23 +459,7 @@ static inline uint64_t sw_below_u16(const uint16_t *buf, int64_t n, uint16_t thr
         UT thr = (UT)h[0].key;                                                \
         while (j < len) {                                                     \
             int64_t b = len - j < SW_BLOCK ? len - j : SW_BLOCK;              \
-            uint64_t below;                                                   \
-            if (beats) {                                                      \
-                /* keys of the block's candidates only (all of them when   \
-                 * many: the first blocks of a row) */                      \
-                below = beats(row + j * step, b, thr, flip);                  \
-                if (__builtin_popcountll(below) > SW_BLOCK / 8) {             \
-                    g(row + j * step, step, b, flip, buf);                    \
-                } else {                                                      \
-                    for (uint64_t c = below; c; c &= c - 1) {                 \
-                        const int64_t i = __builtin_ctzll(c);                 \
-                        buf[i] = (UT)(SW_RAW_KEY_##SUF(row + (j + i) * step) ^ flip); \
-                    }                                                         \
-                }                                                             \
-            } else {                                                          \
-                g(row + j * step, step, b, flip, buf);                        \
-                below = sw_below_##SUF(buf, b, thr);                          \
-            }                                                                 \
+            uint64_t below = sw_block_##SUF(g, beats, row, step, j, b, thr, flip, buf); \
             {                                                                 \
                 for (; below; below &= below - 1) {                           \
                     const int64_t i = __builtin_ctzll(below); /* thr may fall */\
@@ -478,23 +486,7 @@ static inline uint64_t sw_below_u16(const uint16_t *buf, int64_t n, uint16_t thr
         UT thr = (UT)h[m - 1].key;                                            \
         while (j < len) {                                                     \
             int64_t b = len - j < SW_BLOCK ? len - j : SW_BLOCK;              \
-            uint64_t below;                                                   \
-            if (beats) {                                                      \
-                /* keys of the block's candidates only (all of them when   \
-                 * many: the first blocks of a row) */                      \
-                below = beats(row + j * step, b, thr, flip);                  \
-                if (__builtin_popcountll(below) > SW_BLOCK / 8) {             \
-                    g(row + j * step, step, b, flip, buf);                    \
-                } else {                                                      \
-                    for (uint64_t c = below; c; c &= c - 1) {                 \
-                        const int64_t i = __builtin_ctzll(c);                 \
-                        buf[i] = (UT)(SW_RAW_KEY_##SUF(row + (j + i) * step) ^ flip); \
-                    }                                                         \
-                }                                                             \
-            } else {                                                          \
-                g(row + j * step, step, b, flip, buf);                        \
-                below = sw_below_##SUF(buf, b, thr);                          \
-            }                                                                 \
+            uint64_t below = sw_block_##SUF(g, beats, row, step, j, b, thr, flip, buf); \
             {                                                                 \
                 for (; below; below &= below - 1) {                           \
                     const int64_t i = __builtin_ctzll(below); /* thr may fall */\
@@ -526,23 +518,7 @@ static inline uint64_t sw_below_u16(const uint16_t *buf, int64_t n, uint16_t thr
         UT thr = (UT)h[0].key;                                                \
         while (j < len) {                                                     \
             int64_t b = len - j < SW_BLOCK ? len - j : SW_BLOCK;              \
-            uint64_t below;                                                   \
-            if (beats) {                                                      \
-                /* keys of the block's candidates only (all of them when   \
-                 * many: the first blocks of a row) */                      \
-                below = beats(row + j * step, b, thr, flip);                  \
-                if (__builtin_popcountll(below) > SW_BLOCK / 8) {             \
-                    g(row + j * step, step, b, flip, buf);                    \
-                } else {                                                      \
-                    for (uint64_t c = below; c; c &= c - 1) {                 \
-                        const int64_t i = __builtin_ctzll(c);                 \
-                        buf[i] = (UT)(SW_RAW_KEY_##SUF(row + (j + i) * step) ^ flip); \
-                    }                                                         \
-                }                                                             \
-            } else {                                                          \
-                g(row + j * step, step, b, flip, buf);                        \
-                below = sw_below_##SUF(buf, b, thr);                          \
-            }                                                                 \
+            uint64_t below = sw_block_##SUF(g, beats, row, step, j, b, thr, flip, buf); \
             {                                                                 \
                 for (; below; below &= below - 1) {                           \
                     const int64_t i = __builtin_ctzll(below); /* thr may fall */\
