@@ -258,13 +258,13 @@ static inline float sw_load_bf16(const void *p)
 
 #if defined(__AVX2__)
 #include <immintrin.h>
-/* A whole block: LANES elements per vector v = LOADV(row, i) compared with
+/* A whole block: LANES elements per vector (VT) v = LOADV(row, i) compared with
  * CMP against the threshold vector (v > t or unordered for the largest,
  * v < t ordered for the smallest). */
-#define SW_BEATS_SIMD(LANES, SET1, CMP, MOVEMASK, LOADV)                      \
+#define SW_BEATS_SIMD(LANES, VT, SET1, CMP, MOVEMASK, LOADV)                  \
     if (n == SW_BLOCK) {                                                      \
         const int pred_largest = flip != 0;                                   \
-        const __typeof__(SET1(t)) tv = SET1(t);                               \
+        const VT tv = SET1(t);                                                \
         uint64_t m = 0;                                                       \
         if (pred_largest) {                                                   \
             for (int i = 0; i < SW_BLOCK; i += LANES)                         \
@@ -281,9 +281,9 @@ static inline float sw_load_bf16(const void *p)
 #define SW_LOADV_BF16(row, i)                                                 \
     _mm256_castsi256_ps(_mm256_slli_epi32(                                     \
         _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(row + 2 * (i)))), 16))
-#define SW_SIMD_F32 SW_BEATS_SIMD(8, _mm256_set1_ps, _mm256_cmp_ps, _mm256_movemask_ps, SW_LOADV_F32)
-#define SW_SIMD_F64 SW_BEATS_SIMD(4, _mm256_set1_pd, _mm256_cmp_pd, _mm256_movemask_pd, SW_LOADV_F64)
-#define SW_SIMD_BF16 SW_BEATS_SIMD(8, _mm256_set1_ps, _mm256_cmp_ps, _mm256_movemask_ps, SW_LOADV_BF16)
+#define SW_SIMD_F32 SW_BEATS_SIMD(8, __m256, _mm256_set1_ps, _mm256_cmp_ps, _mm256_movemask_ps, SW_LOADV_F32)
+#define SW_SIMD_F64 SW_BEATS_SIMD(4, __m256d, _mm256_set1_pd, _mm256_cmp_pd, _mm256_movemask_pd, SW_LOADV_F64)
+#define SW_SIMD_BF16 SW_BEATS_SIMD(8, __m256, _mm256_set1_ps, _mm256_cmp_ps, _mm256_movemask_ps, SW_LOADV_BF16)
 #else
 #define SW_SIMD_F32
 #define SW_SIMD_F64
