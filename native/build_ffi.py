@@ -126,6 +126,8 @@ int kwk_unique_order_matters_addr(int dtype, uintptr_t values, int64_t n);
 int64_t kwk_unique_hash_addr(int dtype, uintptr_t values, int64_t n, int64_t limit,
                              uintptr_t distinct, uintptr_t counts, uintptr_t slots);
 int kwk_unique_remap_addr(uintptr_t slots, int64_t n, uintptr_t rank, int64_t u);
+int64_t kwk_unique_dense_addr(int dtype, uintptr_t values, int64_t n, int64_t room,
+                              uintptr_t out, uintptr_t counts, uintptr_t inverse);
 int64_t kwk_advise_fresh_output_addr(uintptr_t p, int64_t bytes);
 """
 
@@ -269,6 +271,16 @@ int64_t kwk_unique_hash_addr(int dtype, uintptr_t values, int64_t n, int64_t lim
     int64_t u = 0;
     const int status = kwk_unique_hash(dtype, P(values), n, limit, P(distinct),
                                        (int64_t *)P(counts), (int64_t *)P(slots), &u);
+    return status == KWK_OK ? 2 * u : status == KWK_DEFER ? 1 : status;
+}
+/* 2u when the bitmap pass found u distinct values, 1 when it deferred, else
+ * the (negative) status */
+int64_t kwk_unique_dense_addr(int dtype, uintptr_t values, int64_t n, int64_t room,
+                              uintptr_t out, uintptr_t counts, uintptr_t inverse)
+{
+    int64_t u = 0;
+    const int status = kwk_unique_dense(dtype, P(values), n, room, P(out), (int64_t *)P(counts),
+                                        (int64_t *)P(inverse), &u);
     return status == KWK_OK ? 2 * u : status == KWK_DEFER ? 1 : status;
 }
 int kwk_unique_remap_addr(uintptr_t slots, int64_t n, uintptr_t rank, int64_t u)

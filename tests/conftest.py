@@ -71,16 +71,30 @@ def _restore_torch():
 def hash_spy(monkeypatch):
     """A list with one entry per unique() call that tried the hashing pass
     (kwker.ops.unique): True where it answered, False where it declined and
-    the input was sorted."""
+    the input was sorted.  The bitmap pass is switched off meanwhile, so that
+    integer inputs of a short range reach the hashing pass too."""
     from kwker.ops import unique as unique_ops
+    monkeypatch.setattr(unique_ops, "_DENSE_DTYPES", frozenset())
+    return _spy_on(monkeypatch, unique_ops, "_unique_by_hash")
+
+
+@pytest.fixture
+def dense_spy(monkeypatch):
+    """A list with one entry per unique() call that tried the bitmap pass
+    (kwker.ops.unique): True where it answered, False where it declined."""
+    from kwker.ops import unique as unique_ops
+    return _spy_on(monkeypatch, unique_ops, "_unique_dense")
+
+
+def _spy_on(monkeypatch, module, name):
     taken = []
-    real = unique_ops._unique_by_hash
+    real = getattr(module, name)
 
     def spy(*args):
         result = real(*args)
         taken.append(result is not None)
         return result
-    monkeypatch.setattr(unique_ops, "_unique_by_hash", spy)
+    monkeypatch.setattr(module, name, spy)
     return taken
 
 

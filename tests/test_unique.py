@@ -158,6 +158,78 @@ def test_unique_by_hashing(kw, gen, dtype, hash_spy):
 
 
 INT_DTYPES = [d for d in SORT_DTYPES if not d.is_floating_point and d is not torch.uint64]
+# the integer dtypes torch.unique takes on CPU (and the bitmap pass with it)
+UNIQUE_INT_DTYPES = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64)
+
+
+def _in_range(dtype, n, low, span, gen, runs=False):
+    """n integers of `dtype` drawn from [low, low + span) (clipped to the
+    dtype), both ends present; in runs of a few when `runs`."""
+    lo, hi = _int_range(dtype)
+    low = max(lo, min(low, hi - span))  # (randint: high at most the dtype's max)
+    x = torch.randint(low, low + span, (n,), generator=gen, dtype=torch.int64)
+    x[0], x[-1] = low, low + span - 1
+    if runs:
+        x = x[torch.arange(n) // 5]
+    return x.to(dtype)
+
+
+@pytest.mark.parametrize("dtype", UNIQUE_INT_DTYPES, ids=str)
+def test_unique_dense_ranges(kw, gen, dtype, dense_spy):
+    """Integers of a short range (many distinct values or few) take the
+    bitmap pass: torch's exact output, inverse and counts, for ranges at the
+    dtype's bottom, top and (signed) across zero, all distinct, in runs, and
+    through a copied layout; ranges past the pass's widest (one 64-value
+    word per element up to 2^16 words) are declined and still come out
+    right."""
+    lo, hi = _int_range(dtype)
+
+    def takes(n, low, span):  # unique_dense.h's rule
+        return ((span - 1) >> 6) < max(min(n, 1 << 16), n // 4)
+
+    for n in (256, 1000, 1024, 5000, 70000):
+        widest = 64 * min(n, 1 << 16)
+        spans = [1, 2, n // 3, n, 2 * n, 2 * n + 1, widest - 64, widest + 64, 1 << 40]
+        for span in spans:
+            span = min(span, hi - lo)
+            for low in {lo, hi - span, -(span // 2) if lo < 0 else 7}:
+                low = max(lo, min(low, hi - span))  # as _in_range clips it
+                taken = takes(n, low, span)
+                x = _in_range(dtype, n, low, span, gen, runs=span == n // 3)
+                for ri, rc in FLAGS:
+                    dense_spy.clear()
+                    compare("unique", x, return_inverse=ri, return_counts=rc)
+                    assert dense_spy == [taken], (n, span, low, ri, rc)
+        # every value of a range once (whole words of the bitmap), shuffled
+        if n <= hi - lo + 1:
+            x = (torch.randperm(n, generator=gen) + max(lo, -n // 2)).to(dtype)
+            dense_spy.clear()
+            compare("unique", x, return_inverse=True, return_counts=True)
+            assert dense_spy == [True]
+    span = min(20000, hi - lo)
+    x = _in_range(dtype, 6000, lo, span, gen).view(60, 100)
+    dense_spy.clear()
+    compare("unique", x.t(), return_inverse=True, return_counts=True)  # copied first
+    assert dense_spy == [takes(6000, lo, span)]
+
+
+def test_unique_dense_bool(kw, gen, dense_spy):
+    """bool takes the bitmap pass's table (two values): torch's output,
+    inverse and counts, one value or both, random or in runs, through a
+    copied layout, and bytes other than 0 and 1 counted as True."""
+    for n in (256, 1000, 5000, 100_000):
+        for p in (0.0, 0.3, 1.0):
+            x = torch.rand(n, generator=gen) < p
+            for y in (x, x[torch.arange(n) // 7], x.view(-1, 4).t()):
+                for ri, rc in FLAGS:
+                    dense_spy.clear()
+                    compare("unique", y, return_inverse=ri, return_counts=rc)
+                    assert dense_spy == [True], (n, p, ri, rc)
+    odd = torch.tensor([0, 1, 2, 255, 0, 7] * 100, dtype=torch.uint8).view(torch.bool)
+    for ri, rc in FLAGS:
+        dense_spy.clear()
+        compare("unique", odd, return_inverse=ri, return_counts=rc)
+        assert dense_spy == [True]
 
 
 def _packs(x, dim):

@@ -13,16 +13,22 @@ the emulation of its std::sort) and so reproduced exactly; all others take
 the cheaper stable or values-only sort (the compaction checks the sorted
 values again and falls back to torch's order if it ever sees such a pair).
 
-Inputs of few distinct values (segment ids, labels, quantized scores) skip
-the sort of all n elements: one hashing pass (native/src/unique_hash.h)
-finds the distinct values, counts them and numbers each element's value
-(integer keys of a short span through a table indexed by key - min instead
-of a hash); only those are sorted, and the elements renumbered by their
-sorted order.
+Inputs of few distinct values (quantized scores, hashed ids) skip the sort
+of all n elements: one hashing pass (native/src/unique_hash.h) finds the
+distinct values, counts them and numbers each element's value; only those
+are sorted, and the elements renumbered by their sorted order.
 The pass refuses inputs where the order of equal elements could show, and
 stops once it has seen more distinct values than hashing pays for (see
 HASH_DISTINCT_DIVISOR), or more than three in four of the first 4096, 8192,
 ... elements distinct: those are sorted as above.
+
+Integers and bools whose values lie in a range not much longer than the
+input (labels, segment ids, node ids sampled from a graph, token ids of a
+vocabulary), however many distinct values they hold, skip both: a bitmap of
+the range (a count per value, for short ranges) gives the sorted distinct
+values, each element's place among them and the counts in a few linear
+passes (native/src/unique_dense.h); it is tried first and declines wider
+ranges after a look at the first few thousand elements.
 """
 from typing import Optional, Tuple
 
@@ -39,6 +45,7 @@ _fill = lib.kwk_unique_fill_addr if lib is not None else None
 _order_matters = lib.kwk_unique_order_matters_addr if lib is not None else None
 _hash = lib.kwk_unique_hash_addr if lib is not None else None
 _remap = lib.kwk_unique_remap_addr if lib is not None else None
+_dense = lib.kwk_unique_dense_addr if lib is not None else None
 _arange = torch.arange
 
 # The hashing pass gives up past n // HASH_DISTINCT_DIVISOR distinct values
@@ -56,6 +63,10 @@ HASH_DISTINCT_DIVISOR_VALUES = 8
 HASH_MAX_DISTINCT = 1 << 17
 HASH_MIN_NUMEL = 256
 HASH_MIN_NUMEL_VALUES = 4096
+# The bitmap pass's dtypes (no -0.0, no NaN) and the inputs it is tried on.
+_DENSE_DTYPES = frozenset({torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32,
+                           torch.int64, torch.uint16, torch.uint32, torch.uint64})
+DENSE_MIN_NUMEL = 256
 
 
 def _sort_values(flat: torch.Tensor) -> torch.Tensor:
@@ -82,13 +93,31 @@ def _hash_may_pay(n: int, return_inverse: bool, return_counts: bool) -> bool:
     return n >= (HASH_MIN_NUMEL if return_inverse or return_counts else HASH_MIN_NUMEL_VALUES)
 
 
-def unique_if_few(x: torch.Tensor, return_inverse: bool, return_counts: bool):
-    """unique() of x (non-empty) by the hashing pass alone, or None where it
-    declines or would not pay: the result then depends on nobody's order of
-    equal elements, so torch.ops.kwker.unique (stable order) serves it too."""
-    if not _hash_may_pay(x.numel(), return_inverse, return_counts):
+def unique_without_sort(x: torch.Tensor, return_inverse: bool, return_counts: bool):
+    """unique() of x (non-empty) by the bitmap or the hashing pass alone, or
+    None where both decline or would not pay: the result then depends on
+    nobody's order of equal elements, so torch.ops.kwker.unique (stable
+    order) serves it too."""
+    return _without_sort(_flat(x), x.shape, return_inverse, return_counts)
+
+
+def _without_sort(flat, shape, return_inverse, return_counts):
+    n = flat.shape[0]
+    dense = flat.dtype in _DENSE_DTYPES and n >= DENSE_MIN_NUMEL
+    if not (dense or _hash_may_pay(n, return_inverse, return_counts)):
         return None
-    return _unique_by_hash(_flat(x), x.shape, return_inverse, return_counts)
+    # one set of outputs for both passes (the bitmap pass declines before
+    # writing to them)
+    room = n if dense else _hash_limit(n, return_inverse, return_counts)
+    distinct = torch.empty(room, dtype=flat.dtype)
+    counts = torch.empty(room, dtype=_INT64) if return_counts else None
+    inverse = torch.empty(n, dtype=_INT64) if return_inverse else None
+    advise_fresh(inverse)
+    if dense:
+        result = _unique_dense(flat, shape, distinct, counts, inverse)
+        if result is not None or not _hash_may_pay(n, return_inverse, return_counts):
+            return result
+    return _unique_by_hash(flat, shape, distinct, counts, inverse)
 
 
 def unique(x: torch.Tensor, return_inverse: bool, return_counts: bool
@@ -96,10 +125,9 @@ def unique(x: torch.Tensor, return_inverse: bool, return_counts: bool
     """(output, inverse or None, counts or None) as torch.unique gives them
     for dim=None (x non-empty)."""
     flat = _flat(x)
-    if _hash_may_pay(flat.shape[0], return_inverse, return_counts):
-        result = _unique_by_hash(flat, x.shape, return_inverse, return_counts)
-        if result is not None:
-            return result
+    result = _without_sort(flat, x.shape, return_inverse, return_counts)
+    if result is not None:
+        return result
     shows = _order_matters(CODES[flat.dtype], flat.data_ptr(), flat.shape[0])
     if shows < 0:
         _native.check(shows, "unique")
@@ -111,16 +139,37 @@ def unique(x: torch.Tensor, return_inverse: bool, return_counts: bool
     return result
 
 
-def _unique_by_hash(flat, shape, return_inverse, return_counts):
-    """unique() through the hashing pass, or None where it declined (too
-    many distinct values, or the sort's order of equal elements would show)."""
+def _unique_dense(flat, shape, distinct, counts, inverse):
+    """unique() through the bitmap of the values' range (integers), or None
+    where it declined (a range too wide for the input's length).  `distinct`
+    and `counts` have room for every element."""
     n = flat.shape[0]
-    limit = min(n // (HASH_DISTINCT_DIVISOR if return_inverse or return_counts
-                      else HASH_DISTINCT_DIVISOR_VALUES), HASH_MAX_DISTINCT)
-    distinct = torch.empty(limit, dtype=flat.dtype)
-    counts = torch.empty(limit, dtype=_INT64) if return_counts else None
-    inverse = torch.empty(n, dtype=_INT64) if return_inverse else None
-    advise_fresh(inverse)
+    packed = _dense(CODES[flat.dtype], flat.data_ptr(), n, n, distinct.data_ptr(),
+                    counts.data_ptr() if counts is not None else 0,
+                    inverse.data_ptr() if inverse is not None else 0)
+    if packed < 0:
+        _native.check(packed, "unique")
+    if packed == 1:
+        return None
+    u = packed // 2
+    if u < n:  # outputs of their own size, as torch's
+        distinct = distinct[:u].clone()
+        counts = counts[:u].clone() if counts is not None else None
+    return distinct, inverse.view(shape) if inverse is not None else None, counts
+
+
+def _hash_limit(n: int, return_inverse: bool, return_counts: bool) -> int:
+    return min(n // (HASH_DISTINCT_DIVISOR if return_inverse or return_counts
+                     else HASH_DISTINCT_DIVISOR_VALUES), HASH_MAX_DISTINCT)
+
+
+def _unique_by_hash(flat, shape, distinct, counts, inverse):
+    """unique() through the hashing pass, or None where it declined (too
+    many distinct values, or the sort's order of equal elements would show).
+    `distinct` and `counts` have room for _hash_limit() values or more."""
+    n = flat.shape[0]
+    return_inverse, return_counts = inverse is not None, counts is not None
+    limit = _hash_limit(n, return_inverse, return_counts)
     packed = _hash(CODES[flat.dtype], flat.data_ptr(), n, limit, distinct.data_ptr(),
                    counts.data_ptr() if return_counts else 0,
                    inverse.data_ptr() if return_inverse else 0)

@@ -275,8 +275,9 @@ def unique_sorted(x, return_inverse, return_counts, sort):
 
 def unique_cpu(x, sorted=True, return_inverse=False, return_counts=False):
     if _LOADED and x.dtype in _SORTABLE and x.layout is _strided and x.numel():
-        # few distinct values: hashed, not sorted (kwker.ops.unique)
-        got = unique_ops.unique_if_few(x, return_inverse, return_counts)
+        # integers of a short range, or few distinct values: not sorted
+        # (kwker.ops.unique)
+        got = unique_ops.unique_without_sort(x, return_inverse, return_counts)
         if got is not None:
             values, inverse, counts = got
             empty = x.new_empty((0,), dtype=_INT64)

@@ -10,6 +10,12 @@
  * distinct value of each element; the remap then renumbers those.  Every
  * call: the source unchanged, nothing written past the buffers (exact sizes:
  * the sanitizers catch an overrun).
+ *
+ * With flag bit 3, kwk_unique_dense instead (integers and bool of a short
+ * range, by a bitmap or a table): float dtypes refused, a deferral only where the range
+ * is wide or the distinct values more than the room (`limit`), and an
+ * answer of the distinct values in ascending order with exact counts and
+ * each element's place among them.
  */
 #include "fuzz_common.h"
 
@@ -31,6 +37,58 @@ static int64_t count_of(const uint64_t *keys, int64_t n, uint64_t key)
     return end - lo;
 }
 
+static int is_signed_int(int dt)
+{
+    return dt == KWK_INT8 || dt == KWK_INT16 || dt == KWK_INT32 || dt == KWK_INT64;
+}
+
+static void fuzz_dense(int dt, int es, const char *src, int64_t n, int64_t room, int with_counts,
+                       int with_inverse)
+{
+    char *out = malloc((size_t)(room * es) + 1);
+    int64_t *counts = malloc(sizeof(int64_t) * (size_t)room + 1);
+    int64_t *inverse = malloc(sizeof(int64_t) * (size_t)n + 1);
+    int64_t u = -1;
+    const int st = kwk_unique_dense(dt, src, n, room, out, with_counts ? counts : NULL,
+                                    with_inverse ? inverse : NULL, &u);
+    if (fz_is_float(dt)) {
+        if (st != KWK_E_DTYPE) FZ_FAIL("dense of dtype %d: status %d", dt, st);
+        free(out); free(counts); free(inverse);
+        return;
+    }
+    /* keys that order as the values: the sign bit flipped for signed types */
+    const uint64_t flip = is_signed_int(dt) ? 1ull << (8 * es - 1) : 0;
+    uint64_t *keys = malloc(sizeof(uint64_t) * (size_t)n + 1);
+    for (int64_t j = 0; j < n; ++j) keys[j] = key_of(dt, fz_bits(src + j * es, es)) ^ flip;
+    qsort(keys, (size_t)n, sizeof(uint64_t), fz_u64_cmp);
+    int64_t want_u = 0;
+    for (int64_t j = 0; j < n; ++j) want_u += j == 0 || keys[j] != keys[j - 1];
+    if (st != KWK_OK && st != KWK_DEFER) FZ_FAIL("dense status %d (%s)", st, kwk_strerror(st));
+    if (st == KWK_DEFER && n == 0) FZ_FAIL("dense deferred an empty input");
+    if (st == KWK_OK) {
+        if (want_u > room) FZ_FAIL("dense: %lld distinct values in room for %lld",
+                                   (long long)want_u, (long long)room);
+        if (u != want_u) FZ_FAIL("dense: %lld distinct values, want %lld", (long long)u,
+                                 (long long)want_u);
+        for (int64_t s = 0, j = 0; s < u; ++s) {
+            const uint64_t key = fz_bits(out + s * es, es) ^ flip;
+            if (key != keys[j]) FZ_FAIL("dense: distinct value %lld", (long long)s);
+            int64_t c = 0;
+            while (j < n && keys[j] == key) { ++j; ++c; }
+            if (with_counts && counts[s] != c)
+                FZ_FAIL("dense: count of %lld: %lld, want %lld", (long long)s,
+                        (long long)counts[s], (long long)c);
+        }
+        for (int64_t j = 0; j < n && with_inverse; ++j) {
+            if (inverse[j] < 0 || inverse[j] >= u)
+                FZ_FAIL("dense: place %lld of element %lld", (long long)inverse[j], (long long)j);
+            if (fz_bits(out + inverse[j] * es, es) != key_of(dt, fz_bits(src + j * es, es)))
+                FZ_FAIL("dense: element %lld placed at another value", (long long)j);
+        }
+    }
+    free(out); free(counts); free(inverse); free(keys);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     fz_reader r = {data, size, 0};
@@ -50,6 +108,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fz_fill(&r, dt, src, (size_t)(n * es));
     char *before = malloc((size_t)(n * es) + 1);
     memcpy(before, src, (size_t)(n * es));
+    if ((flags >> 3) & 1) {
+        fz_call.op = "unique_dense";
+        fuzz_dense(dt, es, src, n, limit, with_counts, with_slots);
+        if (memcmp(before, src, (size_t)(n * es)) != 0) FZ_FAIL("the source was modified");
+        free(src); free(before);
+        return 0;
+    }
     char *distinct = malloc((size_t)(limit * es) + 1);
     int64_t *counts = malloc(sizeof(int64_t) * (size_t)limit + 1);
     int64_t *slots = malloc(sizeof(int64_t) * (size_t)n + 1);

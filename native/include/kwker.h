@@ -278,6 +278,17 @@ int kwk_unique_hash(int dtype, const void *values, int64_t n, int64_t limit, voi
  * distinct value -> its place in sorted order, u entries); KWK_E_ARG when a
  * slot is outside [0, u). */
 int kwk_unique_remap(int64_t *slots, int64_t n, const int64_t *rank, int64_t u);
+/* torch.unique of n >= 0 (unsorted, contiguous) elements of an integer or
+ * bool dtype whose values lie in a short range (unique_dense.h): the
+ * distinct values in ascending order in `out` (bool as 0 or 1), counts[s] the number of
+ * elements equal to out[s], inverse[i] the place in `out` of element i's
+ * value (counts and inverse may be NULL); their number in *u.  `out` and
+ * `counts` have room for `room` >= 0 elements.  Returns KWK_DEFER, having
+ * written nothing to rely on, when the range is too wide for the input's
+ * length (hash or sort instead) or there are more than `room` distinct
+ * values; KWK_E_DTYPE for the float dtypes. */
+int kwk_unique_dense(int dtype, const void *values, int64_t n, int64_t room, void *out,
+                     int64_t *counts, int64_t *inverse, int64_t *u);
 /* kwk_topk_dense modes. */
 enum { KWK_TOPK_DENSE_KEEP = 0, KWK_TOPK_DENSE_RELU = 1, KWK_TOPK_DENSE_FILTER = 2 };
 /* The k largest of each of `rows` contiguous rows of `len` float32/float64

@@ -706,6 +706,23 @@ int kwk_unique_hash(int dtype, const void *values, int64_t n, int64_t limit, voi
     return kernels()->unique_hash(dtype, values, n, limit, distinct, counts, slots, u);
 }
 
+int kwk_unique_dense(int dtype, const void *values, int64_t n, int64_t room, void *out,
+                     int64_t *counts, int64_t *inverse, int64_t *u)
+{
+    int64_t t;
+    int status = check_unique(dtype, values, n);
+    if (status != KWK_OK) return status;
+    if (dtype == KWK_FLOAT16 || dtype == KWK_BFLOAT16 || dtype == KWK_FLOAT32
+        || dtype == KWK_FLOAT64)
+        return KWK_E_DTYPE;
+    if (room < 0 || !u) return KWK_E_ARG;
+    if (!mul_ok(room, 8, &t)) return KWK_E_OVERFLOW;
+    *u = 0;
+    if (n == 0) return KWK_OK;
+    if (room > 0 && !out) return KWK_E_ARG;
+    return kernels()->unique_dense(dtype, values, n, room, out, counts, inverse, u);
+}
+
 int kwk_unique_remap(int64_t *slots, int64_t n, const int64_t *rank, int64_t u)
 {
     int64_t t;

@@ -70,6 +70,9 @@ typedef struct {
     int (*unique_hash)(int dtype, const void *values, int64_t n, int64_t limit, void *distinct,
                        int64_t *counts, int64_t *slots, int64_t *u);
     int (*unique_remap)(int64_t *slots, int64_t n, const int64_t *rank, int64_t u);
+    /* unique_dense.h */
+    int (*unique_dense)(int dtype, const void *values, int64_t n, int64_t room, void *out,
+                        int64_t *counts, int64_t *inverse, int64_t *u);
 } kwk_kernel_table;
 
 /* The calling thread's kwk_set_row_threads setting (dispatch.c). */

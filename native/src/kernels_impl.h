@@ -22,6 +22,7 @@
 #include "batch_median.h"
 #include "unique_runs.h"
 #include "unique_hash.h"
+#include "unique_dense.h"
 
 /* median_dim: many short float32 rows along a non-last dim take the
  * eight-rows-at-once kernel (median_columns.h), other batches of short rows
@@ -53,5 +54,5 @@ const kwk_kernel_table KWK_TABLE = {
     impl_sparse_simplex, impl_sparsemax_backward, impl_group_sort, impl_group_sort_backward, impl_sort_pool,
     impl_sort_pool_backward,
     impl_topk_dense, impl_mask_grad, impl_filter_below, impl_unique_runs, impl_unique_order_matters, impl_unique_fill,
-    impl_unique_hash, impl_unique_remap,
+    impl_unique_hash, impl_unique_remap, impl_unique_dense,
 };

@@ -15,8 +15,8 @@
  * (sorting is then cheaper; and early, when more than three in four of the
  * first 4096 elements, 8192, ... are distinct) or whose keys
  * collide so much that the probes run long (an adversarial input costs at
- * most a bounded number of probes).  Integer keys of a short span (labels,
- * cluster ids) skip the hash: a table indexed by key - min (uh_direct_*).
+ * most a bounded number of probes).  (Integers of a short range, labels and
+ * cluster ids among them, go to unique_dense.h first: kwker/ops/unique.py.)
  *
  * Open addressing with linear probing, at most a quarter full (grown as
  * distinct values come), the key's bits mixed, then Fibonacci hashing; runs
@@ -137,64 +137,9 @@ static inline uint64_t uh_hash(uint64_t key, int shift)
         return slot;                                                              \
     }                                                                             \
                                                                                   \
-    /* Integer keys spanning at most UH_DIRECT_MAX values (and at most      \
-     * twice the element count): the table is indexed by key - lo directly,  \
-     * no hash and no probe; same numbering (first seen first), counts and   \
-     * slots as the hash pass.  1 when the span is too wide (nothing         \
-     * written), else a status. */                                           \
-    static int uh_direct_##SUF(const T *v, int64_t n, int64_t limit, T *distinct, \
-                               int64_t *counts, int64_t *slots, int64_t *u)       \
-    {                                                                             \
-        K lo = KEY(v[0]), hi = lo;                                                \
-        const uint64_t most = (uint64_t)n * 2 < UH_DIRECT_MAX ? (uint64_t)n * 2 : UH_DIRECT_MAX; \
-        /* a prefix first: most wide inputs show it there, for little */        \
-        for (int64_t i0 = 0; i0 < n; i0 += UH_DIRECT_STEP) {                      \
-            const int64_t e = n - i0 < UH_DIRECT_STEP ? n - i0 : UH_DIRECT_STEP;  \
-            for (int64_t i = i0; i < i0 + e; ++i) {                               \
-                const K key = KEY(v[i]);                                          \
-                lo = key < lo ? key : lo;                                         \
-                hi = key > hi ? key : hi;                                         \
-            }                                                                     \
-            if ((uint64_t)(hi - lo) >= most) return 1;                            \
-        }                                                                         \
-        const uint64_t span = (uint64_t)(hi - lo) + 1;                            \
-        size_t bytes = 0;                                                         \
-        uint32_t *table = workspace_alloc((size_t)span * sizeof(uint32_t), &bytes); \
-        if (!table) return KWK_E_NOMEM;                                           \
-        memset(table, 0, (size_t)span * sizeof(uint32_t));                        \
-        int64_t used = 0;                                                         \
-        int status = KWK_OK;                                                      \
-        for (int64_t i = 0, end = 0, check = UH_CHECKPOINT; i < n; check *= 2) {  \
-            /* the hash pass's checkpoints, so that both defer alike */          \
-            if (used * 4 > end * 3) { status = KWK_DEFER; goto done; }            \
-            end = check < n ? check : n;                                          \
-            for (; i < end; ++i) {                                                \
-                const K key = KEY(v[i]);                                          \
-                uint32_t *e = &table[(K)(key - lo)];                              \
-                if (*e == 0) {                                                    \
-                    if (used == limit) { status = KWK_DEFER; goto done; }         \
-                    distinct[used] = (T)key;                                      \
-                    if (counts) counts[used] = 0;                                 \
-                    *e = (uint32_t)++used;                                        \
-                }                                                                 \
-                const int64_t slot = (int64_t)*e - 1;                             \
-                if (counts) ++counts[slot];                                       \
-                if (slots) slots[i] = slot;                                       \
-            }                                                                     \
-        }                                                                         \
-    done:                                                                         \
-        kwk_ws_give(table, bytes);                                                \
-        *u = used;                                                                \
-        return status;                                                            \
-    }                                                                             \
-                                                                                  \
     static int uh_build_##SUF(const T *v, int64_t n, int64_t limit, T *distinct,  \
                               int64_t *counts, int64_t *slots, int64_t *u)        \
     {                                                                             \
-        if (!FLOAT && n >= UH_DIRECT_MIN_N) {                                     \
-            const int direct = uh_direct_##SUF(v, n, limit, distinct, counts, slots, u); \
-            if (direct != 1) return direct;                                       \
-        }                                                                         \
         /* the table grows with the distinct values, so that few of them stay \
          * in the nearest cache */                                              \
         int bits = 6;                                                             \
@@ -238,16 +183,6 @@ static inline uint64_t uh_hash(uint64_t key, int shift)
         return status;                                                            \
     }
 
-/* The direct table (uh_direct_*): integer inputs of at least
- * UH_DIRECT_MIN_N elements whose keys span at most UH_DIRECT_MAX values and
- * twice the element count (class labels, segment and cluster ids), their
- * span found UH_DIRECT_STEP elements at a time (a wide one stops early).
- * 2^16 entries: 256 KiB of 32-bit numbers, within the L2 cache.  Measured
- * through torch.unique (50000 int64 labels of 1000 classes with
- * return_inverse): 0.59-0.60 ms with the hash pass, 0.16-0.26 ms so. */
-#define UH_DIRECT_MIN_N 1024
-#define UH_DIRECT_MAX ((uint64_t)1 << 16)
-#define UH_DIRECT_STEP 4096
 /* the first table's size (bits), and the first count of elements after
  * which the share of distinct values is checked (then at every doubling) */
 #define UH_FIRST_BITS 10

@@ -17,6 +17,11 @@
  * and 1, limits below, at and above the number of distinct values, lengths
  * around the pass's checkpoints; every way it must defer.
  *
+ * kwk_unique_dense (unique_dense.h) against a reference that sorts the keys:
+ * every integer dtype, ranges at 0, at the top and (signed) across zero,
+ * of one value to just past the widths it takes, runs, rooms below and at
+ * the number of distinct values, with and without the inverse and counts.
+ *
  *   gcc -O2 -std=c11 -D_GNU_SOURCE -Inative/include -o /tmp/test_unique \
  *       native/tests/test_unique.c native/src/dispatch.c \
  *       native/src/targets/portable.c native/src/targets/avx2.c native/src/targets/avx512.c -lm
@@ -179,9 +184,9 @@ static void hash_one(int dtype, int64_t n, int kind, int special, int64_t limit_
     const int is_float = dtype >= KWK_FLOAT16;
     const uint64_t sign = 1ull << (bits - 1), nan1 = all >> 1, nan2 = (all >> 1) - 1;
     uint64_t *b = malloc(sizeof(uint64_t) * (size_t)(n + 1));
-    /* kind 3: keys in a short run of values (the direct table: a span of at
-     * most 2n and 2^16), at 0 or at the top of the range (negative for the
-     * signed types), the span sometimes just past either bound */
+    /* kind 3: keys in a short run of values (labels, cluster ids: a span of
+     * up to 2n and about 2^16), at 0 or at the top of the range (negative
+     * for the signed types) */
     int64_t pool = kind == 0 ? 1 + (int64_t)(next() % 40) : kind == 1 ? n / 2 + 1 : n + 1;
     if (kind == 3) {
         pool = next() % 4 == 0 ? 2 * n + 1 - (int64_t)(next() % 3) : 1 + (int64_t)(next() % (uint64_t)(2 * n + 1));
@@ -313,8 +318,8 @@ static void hash_tests(void)
         hash_one(KWK_INT64, 300000, 1, 0, 300000);
         hash_one(KWK_FLOAT32, 300000, 1, 1, 300000);
     }
-    /* short runs of values (the direct table), every integer dtype, around
-     * its minimum length and its checkpoints, at several limits */
+    /* short runs of values, every integer dtype, around the checkpoints, at
+     * several limits */
     for (int dtype = 0; dtype < KWK_FLOAT16; ++dtype) {
         const int64_t dlens[7] = {1023, 1024, 1500, 4097, 8193, 20000, 70000};
         for (int i = 0; i < 7; ++i)
@@ -341,6 +346,140 @@ static void hash_tests(void)
     CHECK(kwk_unique_remap(&slot, 1, &rank, 1) == KWK_OK && slot == 0, "remap one");
 }
 
+/* unique_dense.h's rule: the widest range (in 64-value words) it takes */
+static uint64_t dense_most_words(int64_t n)
+{
+    const uint64_t near = (uint64_t)n < (1u << 16) ? (uint64_t)n : (1u << 16);
+    const uint64_t far = (uint64_t)n / 4;
+    const uint64_t most = near > far ? near : far;
+    return most < ((uint64_t)1 << 22) ? most : ((uint64_t)1 << 22);
+}
+
+/* n elements of an integer dtype (1..8) drawn from `pool` values starting
+ * at `base` (keys: bits ^ sign bit for the signed types), in runs of up to
+ * `run`; the call given room for `room` distinct values. */
+static void dense_one(int dtype, int64_t n, uint64_t base, uint64_t pool, int run, int64_t room)
+{
+    const int es = SIZE[dtype];
+    const int bits = 8 * es;
+    const uint64_t all = bits == 64 ? ~0ull : (1ull << bits) - 1;
+    const int is_signed = dtype >= KWK_INT8 && dtype <= KWK_INT64;
+    const uint64_t flip = is_signed ? 1ull << (bits - 1) : 0;
+    uint64_t *key = malloc(sizeof(uint64_t) * (size_t)(n + 1));
+    for (int64_t i = 0; i < n; ++i) {
+        if (i > 0 && run > 1 && next() % (uint64_t)run != 0) { key[i] = key[i - 1]; continue; }
+        const uint64_t off = pool > 1 ? next() % pool : 0;
+        key[i] = (base + off) & all;
+    }
+    if (n > 1 && pool > 1) { key[0] = base & all; key[n - 1] = (base + pool - 1) & all; }
+    if (run < 0) /* every value of the range once (full words), shuffled */
+        for (int64_t i = 0; i < n; ++i) {
+            const int64_t j = (int64_t)(next() % (uint64_t)(i + 1));
+            key[i] = key[j];
+            key[j] = (base + (uint64_t)i) & all;
+        }
+    char *v = malloc((size_t)(n * es + 1));
+    for (int64_t i = 0; i < n; ++i) {
+        const uint64_t b = key[i] ^ flip;
+        memcpy(v + i * es, &b, (size_t)es);
+        if (dtype == KWK_BOOL) key[i] = b != 0; /* bytes 2, 3: True */
+    }
+    /* the reference: keys sorted with their positions */
+    keyed *k = malloc(sizeof(keyed) * (size_t)(n + 1));
+    for (int64_t i = 0; i < n; ++i) k[i] = (keyed){key[i], i};
+    qsort(k, (size_t)n, sizeof(keyed), by_key_pos);
+    uint64_t *want_out = malloc(sizeof(uint64_t) * (size_t)(n + 1));
+    int64_t *want_count = calloc((size_t)(n + 1), sizeof(int64_t));
+    int64_t *want_inv = malloc(sizeof(int64_t) * (size_t)(n + 1));
+    int64_t u = 0;
+    for (int64_t i = 0; i < n; ++i) {
+        if (i == 0 || k[i].key != k[i - 1].key) want_out[u++] = k[i].key ^ flip;
+        ++want_count[u - 1];
+        want_inv[k[i].pos] = u - 1;
+    }
+    const uint64_t gap = n ? k[n - 1].key - k[0].key : 0;
+    const int defer = n > 0 && ((gap >> 6) >= dense_most_words(n) || u > room);
+
+    char *out = malloc((size_t)(room * es + 1));
+    int64_t *counts = malloc(sizeof(int64_t) * (size_t)(room + 1));
+    int64_t *inverse = malloc(sizeof(int64_t) * (size_t)(n + 1));
+    const int with = (int)(next() % 4); /* counts and inverse, either, neither */
+    int64_t got_u = -1;
+    const int status = kwk_unique_dense(dtype, v, n, room, room ? out : NULL,
+                                        with & 1 ? counts : NULL, with & 2 ? inverse : NULL,
+                                        &got_u);
+    CHECK(status == (defer ? KWK_DEFER : KWK_OK),
+          "dense dtype %d n %lld pool %llu run %d room %lld: status %d, want defer %d (u %lld)",
+          dtype, (long long)n, (unsigned long long)pool, run, (long long)room, status, defer,
+          (long long)u);
+    if (status == KWK_OK && !defer) {
+        CHECK(got_u == u, "dense dtype %d n %lld: u %lld, want %lld", dtype, (long long)n,
+              (long long)got_u, (long long)u);
+        int bad = 0;
+        for (int64_t s = 0; s < u && got_u == u; ++s) {
+            uint64_t got = 0;
+            memcpy(&got, out + s * es, (size_t)es);
+            bad += got != want_out[s] || ((with & 1) && counts[s] != want_count[s]);
+        }
+        for (int64_t i = 0; i < n && (with & 2); ++i) bad += inverse[i] != want_inv[i];
+        CHECK(bad == 0, "dense dtype %d n %lld pool %llu run %d with %d: %d wrong", dtype,
+              (long long)n, (unsigned long long)pool, run, with, bad);
+    }
+    free(key); free(v); free(k); free(want_out); free(want_count); free(want_inv);
+    free(out); free(counts); free(inverse);
+}
+
+static void dense_tests(void)
+{
+    for (int dtype = KWK_UINT8; dtype <= KWK_UINT64; ++dtype) {
+        const int bits = 8 * SIZE[dtype];
+        const uint64_t all = bits == 64 ? ~0ull : (1ull << bits) - 1;
+        const uint64_t mid = 1ull << (bits - 1); /* keys: zero of the signed types */
+        for (int64_t n = 0; n <= 300; ++n) {
+            /* a range of 1 value to just past the widest taken, at 0, at the
+             * top, across the middle */
+            const uint64_t widest = 64 * dense_most_words(n);
+            const uint64_t choice[5] = {1, 2 + next() % 64, 1 + next() % (widest + 1),
+                                        widest - 1 + next() % 3, widest + 64};
+            uint64_t pool = choice[next() % 5];
+            if (pool > all) pool = all; /* (the whole 8-bit range at most) */
+            const uint64_t bases[3] = {0, (all - pool + 1) & all, mid - pool / 2};
+            const int64_t room = next() % 4 ? n : (int64_t)(next() % (uint64_t)(n + 1));
+            dense_one(dtype, n, bases[next() % 3], pool, (int)(next() % 3) * 4, room);
+            if (n <= (int64_t)all) dense_one(dtype, n, bases[next() % 3], (uint64_t)n, -1, n);
+        }
+        /* long inputs: ranges near the near and far bounds, runs, few values */
+        const int64_t lens[5] = {4095, 4097, 70000, 262144, 300000};
+        for (int i = 0; i < 5; ++i) {
+            const int64_t n = lens[i];
+            const uint64_t widest = 64 * dense_most_words(n);
+            const uint64_t pools[5] = {widest - 1, widest, widest + 64, (uint64_t)n / 3, 7};
+            for (int j = 0; j < 5; ++j) {
+                const uint64_t pool = pools[j] > all ? all : pools[j];
+                dense_one(dtype, n, (mid - pool / 2) & all, pool, j == 4 ? 50 : 0, n);
+            }
+        }
+    }
+    /* bool: bytes 0..3 (2 and 3 are True), in runs or not, with a short room */
+    for (int64_t n = 0; n <= 300; ++n)
+        dense_one(KWK_BOOL, n, 0, 1 + next() % 4, (int)(next() % 3) * 4,
+                  next() % 4 ? n : (int64_t)(next() % 3));
+    dense_one(KWK_BOOL, 100000, 0, 4, 0, 100000);
+    dense_one(KWK_BOOL, 100000, 2, 2, 7, 100000);
+    int64_t u;
+    char buf[8] = {0};
+    CHECK(kwk_unique_dense(KWK_FLOAT32, buf, 1, 1, buf, NULL, NULL, &u) == KWK_E_DTYPE,
+          "dense float");
+    CHECK(kwk_unique_dense(13, buf, 1, 1, buf, NULL, NULL, &u) == KWK_E_DTYPE, "dense dtype");
+    CHECK(kwk_unique_dense(KWK_INT8, buf, -1, 1, buf, NULL, NULL, &u) == KWK_E_ARG, "dense n < 0");
+    CHECK(kwk_unique_dense(KWK_INT8, buf, 1, -1, buf, NULL, NULL, &u) == KWK_E_ARG, "room < 0");
+    CHECK(kwk_unique_dense(KWK_INT8, buf, 1, 1, NULL, NULL, NULL, &u) == KWK_E_ARG, "dense no out");
+    CHECK(kwk_unique_dense(KWK_INT8, buf, 1, 1, buf, NULL, NULL, NULL) == KWK_E_ARG, "dense no u");
+    CHECK(kwk_unique_dense(KWK_INT8, NULL, 1, 1, buf, NULL, NULL, &u) == KWK_E_ARG,
+          "dense no values");
+    CHECK(kwk_unique_dense(KWK_INT8, buf, 1, 0, NULL, NULL, NULL, &u) == KWK_DEFER, "room 0");
+}
+
 int main(void)
 {
     const char *const *targets = KWK_TEST_TARGET_NAMES;
@@ -352,6 +491,7 @@ int main(void)
             one(dtype, 70000);
         }
         hash_tests();
+        dense_tests();
     }
     int64_t runs;
     int shows;
