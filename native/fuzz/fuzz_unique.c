@@ -42,18 +42,14 @@ static int is_signed_int(int dt)
     return dt == KWK_INT8 || dt == KWK_INT16 || dt == KWK_INT32 || dt == KWK_INT64;
 }
 
-static void fuzz_dense(int dt, int es, const char *src, int64_t n, int64_t room, int with_counts,
-                       int with_inverse)
+/* out and counts: room for `room` elements; inverse: n */
+static void fuzz_dense(int dt, int es, const char *src, int64_t n, int64_t room, char *out,
+                       int64_t *counts, int64_t *inverse)
 {
-    char *out = malloc((size_t)(room * es) + 1);
-    int64_t *counts = malloc(sizeof(int64_t) * (size_t)room + 1);
-    int64_t *inverse = malloc(sizeof(int64_t) * (size_t)n + 1);
     int64_t u = -1;
-    const int st = kwk_unique_dense(dt, src, n, room, out, with_counts ? counts : NULL,
-                                    with_inverse ? inverse : NULL, &u);
+    const int st = kwk_unique_dense(dt, src, n, room, out, counts, inverse, &u);
     if (fz_is_float(dt)) {
         if (st != KWK_E_DTYPE) FZ_FAIL("dense of dtype %d: status %d", dt, st);
-        free(out); free(counts); free(inverse);
         return;
     }
     /* keys that order as the values: the sign bit flipped for signed types */
@@ -75,18 +71,18 @@ static void fuzz_dense(int dt, int es, const char *src, int64_t n, int64_t room,
             if (key != keys[j]) FZ_FAIL("dense: distinct value %lld", (long long)s);
             int64_t c = 0;
             while (j < n && keys[j] == key) { ++j; ++c; }
-            if (with_counts && counts[s] != c)
+            if (counts && counts[s] != c)
                 FZ_FAIL("dense: count of %lld: %lld, want %lld", (long long)s,
                         (long long)counts[s], (long long)c);
         }
-        for (int64_t j = 0; j < n && with_inverse; ++j) {
+        for (int64_t j = 0; j < n && inverse; ++j) {
             if (inverse[j] < 0 || inverse[j] >= u)
                 FZ_FAIL("dense: place %lld of element %lld", (long long)inverse[j], (long long)j);
             if (fz_bits(out + inverse[j] * es, es) != key_of(dt, fz_bits(src + j * es, es)))
                 FZ_FAIL("dense: element %lld placed at another value", (long long)j);
         }
     }
-    free(out); free(counts); free(inverse); free(keys);
+    free(keys);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -108,16 +104,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fz_fill(&r, dt, src, (size_t)(n * es));
     char *before = malloc((size_t)(n * es) + 1);
     memcpy(before, src, (size_t)(n * es));
-    if ((flags >> 3) & 1) {
-        fz_call.op = "unique_dense";
-        fuzz_dense(dt, es, src, n, limit, with_counts, with_slots);
-        if (memcmp(before, src, (size_t)(n * es)) != 0) FZ_FAIL("the source was modified");
-        free(src); free(before);
-        return 0;
-    }
     char *distinct = malloc((size_t)(limit * es) + 1);
     int64_t *counts = malloc(sizeof(int64_t) * (size_t)limit + 1);
     int64_t *slots = malloc(sizeof(int64_t) * (size_t)n + 1);
+    if ((flags >> 3) & 1) {
+        fz_call.op = "unique_dense";
+        fuzz_dense(dt, es, src, n, limit, distinct, with_counts ? counts : NULL,
+                   with_slots ? slots : NULL);
+        if (memcmp(before, src, (size_t)(n * es)) != 0) FZ_FAIL("the source was modified");
+        free(src); free(before); free(distinct); free(counts); free(slots);
+        return 0;
+    }
     int64_t u = -1;
     const int st = kwk_unique_hash(dt, src, n, limit, distinct, with_counts ? counts : NULL,
                                    with_slots ? slots : NULL, &u);
