@@ -909,6 +909,46 @@ SW_DEFINE_QSELECT(uint64_t, u64)
         *hi_out = hi;                                                         \
     }                                                                         \
                                                                               \
+    /* The split at the sample's rank-r key v (sw_rank_core, when a bracket  \
+     * keeps every key): 1 with *j_out the index of rank *r when it falls   \
+     * among the keys equal to v (the (*r - below)-th of them, in the set's  \
+     * order, which is index order); else 0 with the keys on rank *r's side  \
+     * of v copied, with their indices, in order, to nk/ni (*c of them) and  \
+     * *r made a rank among them. */                                        \
+    static int sw_split_done_##SUF(const UT *k, const int64_t *ix, int64_t m, int64_t *r, \
+                                   UT *sample, int64_t ns, UT *nk, int64_t *ni, \
+                                   int64_t *c, int64_t *j_out)               \
+    {                                                                         \
+        sw_sort_keys_##SUF(sample, ns);                                       \
+        int64_t centre = (int64_t)(((double)*r + 0.5) * (double)ns / (double)m); \
+        if (centre > ns - 1) centre = ns - 1;                                 \
+        const UT v = sample[centre];                                          \
+        int64_t below = 0, equal = 0;                                         \
+        for (int64_t j = 0; j < m; ++j) {                                     \
+            below += k[j] < v;                                                \
+            equal += k[j] == v;                                               \
+        }                                                                     \
+        if (*r >= below && *r < below + equal) {                              \
+            int64_t t = *r - below;                                           \
+            for (int64_t j = 0; j < m; ++j)                                   \
+                if (k[j] == v && t-- == 0) {                                  \
+                    *j_out = ix ? ix[j] : j;                                  \
+                    return 1;                                                 \
+                }                                                             \
+        }                                                                     \
+        const int under = *r < below;                                         \
+        int64_t n = 0;                                                        \
+        for (int64_t j = 0; j < m; ++j) {                                     \
+            const UT x = k[j];                                                \
+            nk[n] = x;                                                        \
+            ni[n] = ix ? ix[j] : j;                                           \
+            n += under ? x < v : x > v;                                       \
+        }                                                                     \
+        if (!under) *r -= below + equal;                                      \
+        *c = n;                                                               \
+        return 0;                                                             \
+    }                                                                         \
+                                                                              \
     /* The rank loop on a set (k, ix) of m: ix NULL means index j is j.       \
      * nk/ni and ok/oi: two free buffer pairs (ok/oi may alias k/ix). */      \
     static int64_t sw_rank_core_##SUF(const UT *k, const int64_t *ix, int64_t m, int64_t r, \
@@ -917,6 +957,7 @@ SW_DEFINE_QSELECT(uint64_t, u64)
     {                                                                         \
         UT sample[1024];                                                      \
         int misses = 0;                                                       \
+        int64_t j_out = -1;                                                   \
         while (m > SW_SMALL) {                                                \
             const int64_t ns = sw_sample_size(m);                             \
             const int64_t stride = m / ns;                                    \
@@ -937,9 +978,24 @@ SW_DEFINE_QSELECT(uint64_t, u64)
             } else {                                                          \
                 c = sw_bracket0_##SUF(k, m, lo, span, nk, ni, &below);        \
             }                                                                 \
-            /* every key inside: a set of few distinct keys around rank r   \
-             * (a wider bracket keeps them all): select exactly */           \
-            if (c == m) break;                                                \
+            /* every key inside (a wider bracket keeps them all: few        \
+             * distinct keys, or a run of one key at an end of the set, as  \
+             * in a row of 43% zeros, padded with NaN): split the set at    \
+             * the sample's own rank-r key v instead, counting the keys     \
+             * below v and equal to it; rank r is then among the equal      \
+             * ones (their index order decides), or the set shrinks to one  \
+             * side of v (v is one of its keys: by at least one) */         \
+            if (c == m) {                                                     \
+                if (sw_split_done_##SUF(k, ix, m, &r, sample, ns, nk, ni, &c, &j_out)) \
+                    return j_out;                                             \
+                misses = 0;                                                   \
+                k = nk;                                                       \
+                ix = ni;                                                      \
+                m = c;                                                        \
+                { UT *t = nk; nk = ok; ok = t; }                              \
+                { int64_t *t = ni; ni = oi; oi = t; }                         \
+                continue;                                                     \
+            }                                                                 \
             if (r < below || r >= below + c) { /* missed */                   \
                 if (++misses > 2) break;                                      \
                 continue;                                                     \
