@@ -140,9 +140,9 @@ def unique(x: torch.Tensor, return_inverse: bool, return_counts: bool
 
 
 def _unique_dense(flat, shape, distinct, counts, inverse):
-    """unique() through the bitmap of the values' range (integers), or None
-    where it declined (a range too wide for the input's length).  `distinct`
-    and `counts` have room for every element."""
+    """unique() through the bitmap of the values' range (integers and
+    bools), or None where it declined (a range too wide for the input's
+    length).  `distinct` and `counts` have room for every element."""
     n = flat.shape[0]
     packed = _dense(CODES[flat.dtype], flat.data_ptr(), n, n, distinct.data_ptr(),
                     counts.data_ptr() if counts is not None else 0,
