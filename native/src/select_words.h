@@ -988,21 +988,15 @@ SW_DEFINE_QSELECT(uint64_t, u64)
             if (c == m) {                                                     \
                 if (sw_split_done_##SUF(k, ix, m, &r, sample, ns, nk, ni, &c, &j_out)) \
                     return j_out;                                             \
-                misses = 0;                                                   \
-                k = nk;                                                       \
-                ix = ni;                                                      \
-                m = c;                                                        \
-                { UT *t = nk; nk = ok; ok = t; }                              \
-                { int64_t *t = ni; ni = oi; oi = t; }                         \
-                continue;                                                     \
-            }                                                                 \
-            if (r < below || r >= below + c) { /* missed */                   \
-                if (++misses > 2) break;                                      \
-                continue;                                                     \
+            } else {                                                          \
+                if (r < below || r >= below + c) { /* missed */               \
+                    if (++misses > 2) break;                                  \
+                    continue;                                                 \
+                }                                                             \
+                r -= below;                                                   \
+                if (lo == hi) return ni[r]; /* all equal: index order */      \
             }                                                                 \
             misses = 0;                                                       \
-            r -= below;                                                       \
-            if (lo == hi) return ni[r]; /* all equal: index order */          \
             k = nk;                                                           \
             ix = ni;                                                          \
             m = c;                                                            \
