@@ -34,6 +34,7 @@
 #include <string.h>
 #include "row_io.h"
 #include "compress_lut.h"
+#include "torch_order.h"
 
 /* Keys are gathered SW_BLOCK at a time into a small buffer. */
 enum { SW_BLOCK = 64 };
@@ -448,12 +449,67 @@ static inline uint64_t sw_below_u16(const uint16_t *buf, int64_t n, uint16_t thr
         return j;                                                             \
     }                                                                         \
                                                                               \
+    /* sw_heap_torch (below) for keys of at most 32 bits and indices below    \
+     * 2^32: the heap holds words key << 32 | index in h's memory, compared   \
+     * by key alone (wemu_adjust_heap: libstdc++'s moves, so the same         \
+     * output), then unpacked into the records.  Half the bytes of a record   \
+     * heap: a heap of 23592 (grace's 1% of 2.4M) fits in L2, and each        \
+     * level of a descent reads one line. */                                  \
+    static void sw_heap_torch_words_##SUF(sw_gather_fn_##SUF g, const char *row, int64_t step, \
+                                          int64_t len, int64_t k, UT flip, kwk_kv *h, UT *buf, \
+                                          sw_beats_fn_##SUF beats)            \
+    {                                                                         \
+        uint64_t *w = (uint64_t *)h; /* words j < k sit below records j */    \
+        int64_t j = 0;                                                        \
+        while (j < k) {                                                       \
+            const int64_t b = k - j < SW_BLOCK ? k - j : SW_BLOCK;            \
+            g(row + j * step, step, b, flip, buf);                            \
+            for (int64_t i = 0; i < b; ++i) w[j + i] = (uint64_t)buf[i] << 32 | (uint64_t)(j + i); \
+            j += b;                                                           \
+        }                                                                     \
+        if (k >= 2)                                                           \
+            for (int64_t parent = (k - 2) / 2;; --parent) {                   \
+                wemu_adjust_heap(w, parent, k, w[parent], 32);                \
+                if (parent == 0) break;                                       \
+            }                                                                 \
+        UT thr = (UT)(w[0] >> 32);                                            \
+        while (j < len) {                                                     \
+            const int64_t b = len - j < SW_BLOCK ? len - j : SW_BLOCK;        \
+            uint64_t below = sw_block_##SUF(g, beats, row, step, j, b, thr, flip, buf); \
+            for (; below; below &= below - 1) {                               \
+                const int64_t i = __builtin_ctzll(below); /* thr may fall */  \
+                if (buf[i] < thr) {                                           \
+                    wemu_adjust_heap(w, 0, k, (uint64_t)buf[i] << 32 | (uint64_t)(j + i), 32); \
+                    thr = (UT)(w[0] >> 32);                                   \
+                }                                                             \
+            }                                                                 \
+            j += b;                                                           \
+        }                                                                     \
+        for (int64_t n = k; n > 1;) { /* sort_heap */                         \
+            --n;                                                              \
+            const uint64_t v = w[n];                                          \
+            w[n] = w[0];                                                      \
+            wemu_adjust_heap(w, 0, n, v, 32);                                 \
+        }                                                                     \
+        /* last to first: record r overwrites words 2r and 2r + 1, both       \
+         * already read (r < 2r), or word r itself (r = 0), read first */     \
+        for (int64_t r = k - 1; r >= 0; --r) {                                \
+            const uint64_t v = w[r];                                          \
+            h[r].key = v >> 32;                                               \
+            h[r].idx = (int64_t)(v & 0xFFFFFFFFu);                            \
+        }                                                                     \
+    }                                                                         \
+                                                                              \
     /* std::partial_sort(first, first + k, first + len) on (key, index)       \
      * records compared by key: h[0..k) gets torch's output.  0 < k <= len. */ \
     static void sw_heap_torch_##SUF(sw_gather_fn_##SUF g, const char *row, int64_t step, \
                                     int64_t len, int64_t k, UT flip, kwk_kv *h, UT *buf,  \
                                     sw_beats_fn_##SUF beats) \
     {                                                                         \
+        if (sizeof(UT) <= 4 && len <= ((int64_t)1 << 32)) {                   \
+            sw_heap_torch_words_##SUF(g, row, step, len, k, flip, h, buf, beats); \
+            return;                                                           \
+        }                                                                     \
         int64_t j = sw_fill_##SUF(g, row, step, k, flip, h, buf);             \
         sw_make_heap_key(h, k);                                               \
         UT thr = (UT)h[0].key;                                                \

@@ -18,6 +18,7 @@
 #include "kwker.h"
 #include "test_targets.h"
 #include "../src/keys.h"
+#include "../src/torch_order.h"
 
 static long failures, checks;
 static long generation; /* bumped by fill(): cached references go stale */
@@ -181,6 +182,30 @@ static const rec *cached_reference(int dt, const char *row, int64_t n, int64_t s
     }
     return ref_cache[largest][slot];
 }
+/* torch 2.13's topk of one row on (key, index) records (TopKImpl.h):
+ * partial_sort when k * 64 <= len, else nth_element at k - 1 and, when
+ * sorted, a sort of the first k - 1; keys compared alone (flipped for
+ * largest), so ties come out as libstdc++ leaves them.  The record
+ * emulations of torch_order.h (test_emu_words.c holds the library's word
+ * versions to them). */
+static kwk_kv *torch_topk_rec;
+static void torch_topk_reference(int dt, const char *row, int64_t len, int64_t step, int largest,
+                                 int64_t k, int sorted, kwk_kv *r)
+{
+    const uint64_t flip = largest ? kwk_width_mask(KWK_DTYPES[dt].key_bits) : 0;
+    for (int64_t j = 0; j < len; ++j) {
+        r[j].key = kwk_key_at(dt, row + j * step) ^ flip;
+        r[j].idx = j;
+    }
+    if (k == 0) return;
+    if (k * 64 <= len) {
+        emu_partial_sort(r, k, len);
+    } else {
+        emu_nth_element(r, k - 1, len);
+        if (sorted) emu_std_sort(r, k - 1);
+    }
+}
+
 static void test_topk(int dt, int kind, int64_t len, int64_t k, int largest, int sorted,
                       int order, int64_t outer, int64_t inner, const char *x, rec *scratch)
 {
@@ -209,6 +234,9 @@ static void test_topk(int dt, int kind, int64_t len, int64_t k, int largest, int
                 if (ref[j].key == ref[j - 1].key) tie_free = 0;
             uint64_t seen_hash = 0, ref_hash = 0;
             memset(seen, 0, (size_t)len);
+            /* torch's own indices, ties included (rows up to the cache) */
+            const int exact_torch = order == KWK_ORDER_TORCH && !tie_free && len <= 140000;
+            if (exact_torch) torch_topk_reference(dt, row, len, step, largest, k, sorted, torch_topk_rec);
             for (int64_t j = 0; j < k; ++j) {
                 int64_t idx = inds[(o * k + j) * inner + i];
                 uint64_t vb = get_bits(vals + ((o * k + j) * inner + i) * es, es);
@@ -226,6 +254,12 @@ static void test_topk(int dt, int kind, int64_t len, int64_t k, int largest, int
                              order ? "torch" : "stable", DT_NAMES[dt], KIND_NAMES[kind],
                              (long long)len, (long long)k, (long long)j, (long long)idx,
                              (long long)ref[j].idx);
+                } else if (exact_torch) {
+                    if (idx != torch_topk_rec[j].idx)
+                        FAIL("topk torch tie order dt=%s kind=%s len=%lld k=%lld j=%lld largest=%d "
+                             "sorted=%d got %lld want %lld", DT_NAMES[dt], KIND_NAMES[kind],
+                             (long long)len, (long long)k, (long long)j, largest, sorted,
+                             (long long)idx, (long long)torch_topk_rec[j].idx);
                 } else if (sorted) {
                     if (key != ref[j].key)
                         FAIL("topk torch key order dt=%s kind=%s len=%lld k=%lld j=%lld",
@@ -485,6 +519,7 @@ int main(int argc, char **argv)
     char *x = malloc((size_t)max_len * 8 + 8);
     rec *ref = malloc((size_t)max_len * sizeof(rec));
     seen = malloc((size_t)max_len);
+    torch_topk_rec = malloc((size_t)max_len * sizeof(kwk_kv));
     for (int a = 0; a < 2; ++a)
         for (int b = 0; b < 3; ++b) ref_cache[a][b] = malloc((size_t)max_len * sizeof(rec));
     for (int t = 0; t < KWK_TEST_NTARGETS; ++t) {
