@@ -92,8 +92,12 @@ enum {
         int mode;                                                             \
         if (torch && !sorted && !heap_path) mode = TK_EMULATE;                \
         else if (m <= SW_LANES && len <= SW_CAND_MAX && !stream_skip) mode = TK_CAND; \
-        else if (k >= TN_HEAP_MIN_K && sizeof(UT) <= 4 && len <= (int64_t)UINT32_MAX) \
-            mode = TK_NTH; /* large k in the heap branch: candidates first */ \
+        else if ((k >= TN_HEAP_MIN_K || (!torch && !heap_path && m > SW_LIST_MAX)) && \
+                 sizeof(UT) <= 4 && len <= (int64_t)UINT32_MAX)               \
+            /* candidates first: large k in the heap branch, and the stable \
+             * order's k of more than a list when a row is too short to skip \
+             * blocks (the streamed heap took 3x: 32768 rows of 1024, k=20) */ \
+            mode = TK_NTH;                                                    \
         else if (heap_path && torch) { mode = TK_HEAP_TORCH; m = k; }         \
         else if (m <= SW_LIST_MAX) mode = TK_LIST;                            \
         else if (!torch && k * 16 <= len) { mode = TK_HEAP_STABLE; m = k; }   \
