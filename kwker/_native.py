@@ -6,7 +6,7 @@ use it falls back to torch.
 """
 import torch
 
-ABI_VERSION = 12
+ABI_VERSION = 13
 
 ffi = None
 lib = None

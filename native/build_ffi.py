@@ -123,8 +123,11 @@ int64_t kwk_unique_runs_addr(int dtype, uintptr_t values, int64_t n, uintptr_t p
 int kwk_unique_fill_addr(int dtype, uintptr_t values, int64_t n, int64_t runs, uintptr_t out,
                          uintptr_t counts);
 int kwk_unique_order_matters_addr(int dtype, uintptr_t values, int64_t n);
+int kwk_unique_torch_zero_addr(int dtype, uintptr_t values, int64_t n, uintptr_t out,
+                               int64_t runs);
 int64_t kwk_unique_hash_addr(int dtype, uintptr_t values, int64_t n, int64_t limit,
-                             uintptr_t distinct, uintptr_t counts, uintptr_t slots);
+                             uintptr_t distinct, uintptr_t counts, uintptr_t slots,
+                             int merge_zeros);
 int kwk_unique_remap_addr(uintptr_t slots, int64_t n, uintptr_t rank, int64_t u);
 int64_t kwk_unique_dense_addr(int dtype, uintptr_t values, int64_t n, int64_t room,
                               uintptr_t out, uintptr_t counts, uintptr_t inverse);
@@ -258,6 +261,11 @@ int kwk_unique_order_matters_addr(int dtype, uintptr_t values, int64_t n)
 {
     return kwk_unique_order_matters(dtype, P(values), n);
 }
+int kwk_unique_torch_zero_addr(int dtype, uintptr_t values, int64_t n, uintptr_t out,
+                               int64_t runs)
+{
+    return kwk_unique_torch_zero(dtype, P(values), n, P(out), runs);
+}
 int kwk_unique_fill_addr(int dtype, uintptr_t values, int64_t n, int64_t runs, uintptr_t out,
                          uintptr_t counts)
 {
@@ -265,12 +273,14 @@ int kwk_unique_fill_addr(int dtype, uintptr_t values, int64_t n, int64_t runs, u
 }
 /* 2u when the hash pass found u distinct values, 1 when it deferred, else
  * the (negative) status */
+/* (merge_zeros: kwk_unique_hash_zeros) */
 int64_t kwk_unique_hash_addr(int dtype, uintptr_t values, int64_t n, int64_t limit,
-                             uintptr_t distinct, uintptr_t counts, uintptr_t slots)
+                             uintptr_t distinct, uintptr_t counts, uintptr_t slots,
+                             int merge_zeros)
 {
     int64_t u = 0;
-    const int status = kwk_unique_hash(dtype, P(values), n, limit, P(distinct),
-                                       (int64_t *)P(counts), (int64_t *)P(slots), &u);
+    const int status = (merge_zeros ? kwk_unique_hash_zeros : kwk_unique_hash)(
+        dtype, P(values), n, limit, P(distinct), (int64_t *)P(counts), (int64_t *)P(slots), &u);
     return status == KWK_OK ? 2 * u : status == KWK_DEFER ? 1 : status;
 }
 /* 2u when the bitmap pass found u distinct values, 1 when it deferred, else

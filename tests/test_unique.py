@@ -117,9 +117,16 @@ def test_unique_by_hashing(kw, gen, dtype, hash_spy):
     assert hash_spy == [True]
     if dtype.is_floating_point:
         x = _few_values(dtype, (5000,), 30, gen)
-        declines = {"one NaN": False, "-0.0 alone": False, "both zeros": True,
-                    "two NaNs": True, "two NaN payloads": True}
-        for what, declined in declines.items():
+        # what the hashing pass does with each: answers ([True]); both zeros
+        # too, merged, with torch's first zero's sign written in afterwards;
+        # two NaNs are found by the pre-scan and never hashed ([])
+        spied = {"one NaN": [True], "-0.0 alone": [True], "both zeros": [True],
+                 "two NaNs": [], "two NaN payloads": []}
+        if dtype == torch.float64:
+            # float64 keys this far apart do not pack with an index: which
+            # zero comes first is not known cheaply, and torch's order sorts
+            spied["both zeros"] = [False]
+        for what, want in spied.items():
             y = x.clone()
             if "NaN" in what:
                 nans = _nan_payloads(dtype)
@@ -133,7 +140,7 @@ def test_unique_by_hashing(kw, gen, dtype, hash_spy):
             for ri, rc in FLAGS:
                 hash_spy.clear()
                 compare("unique", y, return_inverse=ri, return_counts=rc)
-                assert hash_spy == [not declined], (what, ri, rc)
+                assert hash_spy == want, (what, ri, rc)
     # more distinct values than the pass takes: sorted, after it declined
     # part way (a half of the elements with the inverse, an eighth without)
     if dtype.itemsize > 1:

@@ -8,8 +8,14 @@ on how its unstable sort orders equal elements: the sign of a zero when
 first), and, for NaNs (never merged: one entry each), their payload order
 when they differ or, with return_inverse, which NaN entry each NaN element
 maps to.  One native pass over the input (kwk_unique_order_matters) finds
-such inputs, which are then sorted in torch's own order (KWK_ORDER_TORCH,
-the emulation of its std::sort) and so reproduced exactly; all others take
+such inputs.  Where only the zeros show (both signs, at most one NaN), any
+sort or the hashing pass (which then merges the zeros) gives the rest, and
+kwk_unique_torch_zero writes into the zero entry the zero torch's std::sort
+puts first, found by following its introsort down to that zero alone (about
+two passes over the input instead of the whole emulated sort).  Two NaNs
+(and float64 zeros whose keys do not pack) are sorted in torch's own order
+(KWK_ORDER_TORCH, the emulation of its std::sort) and so reproduced
+exactly; all others take
 the cheaper stable or values-only sort (the compaction checks the sorted
 values again and falls back to torch's order if it ever sees such a pair).
 
@@ -17,7 +23,8 @@ Inputs of few distinct values (quantized scores, hashed ids) skip the sort
 of all n elements: one hashing pass (native/src/unique_hash.h) finds the
 distinct values, counts them and numbers each element's value; only those
 are sorted, and the elements renumbered by their sorted order.
-The pass refuses inputs where the order of equal elements could show, and
+The pass refuses inputs where the order of equal elements could show (but
+merges the two zeros when asked, see above), and
 stops once it has seen more distinct values than hashing pays for (see
 HASH_DISTINCT_DIVISOR), or more than three in four of the first 4096, 8192,
 ... elements distinct: those are sorted as above.
@@ -43,6 +50,8 @@ _sort = lib.kwk_sort_addr if lib is not None else None
 _runs = lib.kwk_unique_runs_addr if lib is not None else None
 _fill = lib.kwk_unique_fill_addr if lib is not None else None
 _order_matters = lib.kwk_unique_order_matters_addr if lib is not None else None
+_torch_zero = lib.kwk_unique_torch_zero_addr if lib is not None else None
+_DEFER = lib.KWK_DEFER if lib is not None else 1
 _hash = lib.kwk_unique_hash_addr if lib is not None else None
 _remap = lib.kwk_unique_remap_addr if lib is not None else None
 _dense = lib.kwk_unique_dense_addr if lib is not None else None
@@ -67,6 +76,8 @@ HASH_MIN_NUMEL_VALUES = 4096
 _DENSE_DTYPES = frozenset({torch.bool, torch.uint8, torch.int8, torch.int16, torch.int32,
                            torch.int64, torch.uint16, torch.uint32, torch.uint64})
 DENSE_MIN_NUMEL = 256
+# kwk_unique_order_matters: both zero signs occur (1), two NaNs do (2)
+_ZEROS_ONLY = 1
 
 
 def _sort_values(flat: torch.Tensor) -> torch.Tensor:
@@ -101,7 +112,7 @@ def unique_without_sort(x: torch.Tensor, return_inverse: bool, return_counts: bo
     return _without_sort(_flat(x), x.shape, return_inverse, return_counts)
 
 
-def _without_sort(flat, shape, return_inverse, return_counts):
+def _without_sort(flat, shape, return_inverse, return_counts, merge_zeros=False):
     n = flat.shape[0]
     dense = flat.dtype in _DENSE_DTYPES and n >= DENSE_MIN_NUMEL
     if not (dense or _hash_may_pay(n, return_inverse, return_counts)):
@@ -117,7 +128,7 @@ def _without_sort(flat, shape, return_inverse, return_counts):
         result = _unique_dense(flat, shape, distinct, counts, inverse)
         if result is not None or not _hash_may_pay(n, return_inverse, return_counts):
             return result
-    return _unique_by_hash(flat, shape, distinct, counts, inverse)
+    return _unique_by_hash(flat, shape, distinct, counts, inverse, merge_zeros)
 
 
 def unique(x: torch.Tensor, return_inverse: bool, return_counts: bool
@@ -125,12 +136,24 @@ def unique(x: torch.Tensor, return_inverse: bool, return_counts: bool
     """(output, inverse or None, counts or None) as torch.unique gives them
     for dim=None (x non-empty)."""
     flat = _flat(x)
-    result = _without_sort(flat, x.shape, return_inverse, return_counts)
-    if result is not None:
-        return result
-    shows = _order_matters(CODES[flat.dtype], flat.data_ptr(), flat.shape[0])
-    if shows < 0:
-        _native.check(shows, "unique")
+    shows = 0
+    if flat.dtype.is_floating_point:
+        shows = _order_matters(CODES[flat.dtype], flat.data_ptr(), flat.shape[0])
+        if shows < 0:
+            _native.check(shows, "unique")
+    # both zero signs (and at most one NaN): only the zero entry's sign
+    # shows torch's order; the hash pass merges them and then any sort
+    # serves, with torch's first zero written into that entry
+    zeros_only = shows == _ZEROS_ONLY
+    if shows == 0 or zeros_only:
+        result = _without_sort(flat, x.shape, return_inverse, return_counts, zeros_only)
+        if result is not None:
+            return result
+    if zeros_only:
+        result = _sort_and_compact(flat, x.shape, return_inverse, return_counts, False,
+                                   zeros_of=flat)
+        if result is not None:
+            return result
     # -0.0 and +0.0, or NaNs: torch's result shows its sort's order of equal
     # elements (the zero run's sign, which NaN comes first)
     result = _sort_and_compact(flat, x.shape, return_inverse, return_counts, bool(shows))
@@ -163,25 +186,33 @@ def _hash_limit(n: int, return_inverse: bool, return_counts: bool) -> int:
                      else HASH_DISTINCT_DIVISOR_VALUES), HASH_MAX_DISTINCT)
 
 
-def _unique_by_hash(flat, shape, distinct, counts, inverse):
+def _unique_by_hash(flat, shape, distinct, counts, inverse, merge_zeros=False):
     """unique() through the hashing pass, or None where it declined (too
     many distinct values, or the sort's order of equal elements would show).
-    `distinct` and `counts` have room for _hash_limit() values or more."""
+    `distinct` and `counts` have room for _hash_limit() values or more.
+    merge_zeros: -0.0 and +0.0 are one value, given torch's sign here (the
+    input holds both, and at most one NaN)."""
     n = flat.shape[0]
     return_inverse, return_counts = inverse is not None, counts is not None
     limit = _hash_limit(n, return_inverse, return_counts)
-    packed = _hash(CODES[flat.dtype], flat.data_ptr(), n, limit, distinct.data_ptr(),
+    code = CODES[flat.dtype]
+    packed = _hash(code, flat.data_ptr(), n, limit, distinct.data_ptr(),
                    counts.data_ptr() if return_counts else 0,
-                   inverse.data_ptr() if return_inverse else 0)
+                   inverse.data_ptr() if return_inverse else 0, merge_zeros)
     if packed < 0:
         _native.check(packed, "unique")
     if packed == 1:
         return None
     u = packed // 2
     if not (return_inverse or return_counts):
-        return _sort_values(distinct[:u]), None, None
+        output = _sort_values(distinct[:u])
+        if merge_zeros and not _torch_zero_into(code, flat, output):
+            return None
+        return output, None, None
     # distinct values: any sort's order is torch's
     output, perm = sorting.sort(distinct[:u], 0, False, _native.ORDER_STABLE)
+    if merge_zeros and not _torch_zero_into(code, flat, output):
+        return None
     if return_counts:
         # (index_select: advanced indexing cost 6x as much, 0.87 vs 0.14 ms
         # for 65339 counts)
@@ -195,21 +226,38 @@ def _unique_by_hash(flat, shape, distinct, counts, inverse):
     return output, inverse, counts
 
 
-def _sort_and_compact(flat, shape, return_inverse, return_counts, torch_order):
+def _torch_zero_into(code, flat, output) -> bool:
+    """Write the zero torch's sort puts first among flat's into output's
+    zero entry (kwk_unique_torch_zero); False where the library cannot tell
+    it cheaply."""
+    status = _torch_zero(code, flat.data_ptr(), flat.shape[0], output.data_ptr(),
+                         output.shape[0])
+    if status == _DEFER:
+        return False
+    if status:
+        _native.check(status, "unique")
+    return True
+
+
+def _sort_and_compact(flat, shape, return_inverse, return_counts, torch_order, zeros_of=None):
     if torch_order:
         values, perm = sorting.sort(flat, 0, False, _native.ORDER_TORCH)
     elif return_inverse:
         values, perm = sorting.sort(flat, 0, False, _native.ORDER_STABLE)
     else:
         values, perm = _sort_values(flat), None
-    return _compact(values, perm, shape, return_inverse, return_counts, torch_order)
+    return _compact(values, perm, shape, return_inverse, return_counts, torch_order, zeros_of)
 
 
-def _compact(values, perm, shape, return_inverse, return_counts, torch_order=False):
+def _compact(values, perm, shape, return_inverse, return_counts, torch_order=False,
+             zeros_of=None):
     """(output, inverse, counts) from the sorted values (and the sort's
     permutation, for the inverse): kwk_unique_runs / kwk_unique_fill.  None
     when the result depends on how the sort ordered equal elements and the
-    sort was not torch's (torch_order)."""
+    sort was not torch's (torch_order), unless that is only the zero
+    entry's sign and `zeros_of` (the unsorted input) lets the library say
+    which zero torch's sort puts first (kwk_unique_torch_zero); None also
+    when it cannot."""
     code, n = CODES[values.dtype], values.shape[0]
     inverse = torch.empty(n, dtype=_INT64) if return_inverse else None
     advise_fresh(inverse)
@@ -218,7 +266,8 @@ def _compact(values, perm, shape, return_inverse, return_counts, torch_order=Fal
     if packed < 0:
         _native.check(packed, "unique")
     runs, order_shows = divmod(packed, 2)
-    if order_shows and not torch_order:
+    fix_zero = order_shows and not torch_order
+    if fix_zero and zeros_of is None:
         return None
     output = torch.empty(runs, dtype=values.dtype)
     counts = torch.empty(runs, dtype=_INT64) if return_counts else None
@@ -226,6 +275,8 @@ def _compact(values, perm, shape, return_inverse, return_counts, torch_order=Fal
                    counts.data_ptr() if return_counts else 0)
     if status:
         _native.check(status, "unique")
+    if fix_zero and not _torch_zero_into(code, zeros_of, output):
+        return None
     return output, inverse.view(shape) if return_inverse else None, counts
 
 

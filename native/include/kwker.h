@@ -24,7 +24,7 @@
 
 #include <stdint.h>
 
-#define KWK_ABI_VERSION 12
+#define KWK_ABI_VERSION 13
 
 /* Status codes (negative: the call did nothing useful; see kwk_strerror). */
 enum {
@@ -258,10 +258,19 @@ int kwk_unique_runs(int dtype, const void *values, int64_t n, const int64_t *per
                     int64_t *inverse, int64_t *runs, int *order_shows);
 int kwk_unique_fill(int dtype, const void *values, int64_t n, int64_t runs, void *out,
                     int64_t *counts);
-/* 1 when torch.unique's result over these n (unsorted) elements depends on
- * how its sort orders equal elements (float dtypes: both -0.0 and +0.0, or
- * two NaNs), 0 when not, or a negative status. */
+/* Whether torch.unique's result over these n (unsorted) elements depends on
+ * how its sort orders equal elements (float dtypes): 1 when both -0.0 and
+ * +0.0 occur, plus 2 when two NaNs do; 0 when neither; or a negative
+ * status. */
 int kwk_unique_order_matters(int dtype, const void *values, int64_t n);
+/* For n elements where kwk_unique_order_matters gave 1 (zeros of both
+ * signs, at most one NaN): the compaction of any sort of them (`out`, the
+ * `runs` values kwk_unique_fill wrote) gets the zero torch's sort puts
+ * first written into its zero entry, which is then torch's result.
+ * KWK_DEFER, changing nothing, when the library cannot tell which zero
+ * that is cheaply (sort in torch's order instead); KWK_E_ARG when out holds
+ * no zero entry. */
+int kwk_unique_torch_zero(int dtype, const void *values, int64_t n, void *out, int64_t runs);
 /* torch.unique of n >= 0 (unsorted, contiguous) elements by hashing, for
  * inputs of few distinct values (unique_hash.h): each distinct value once in
  * `distinct` (its bits, bool as 0 or 1), in the order of first occurrence;
@@ -274,6 +283,11 @@ int kwk_unique_order_matters(int dtype, const void *values, int64_t n);
  * and +0.0, or two NaNs: see kwk_unique_order_matters): sort instead. */
 int kwk_unique_hash(int dtype, const void *values, int64_t n, int64_t limit, void *distinct,
                     int64_t *counts, int64_t *slots, int64_t *u);
+/* kwk_unique_hash, but -0.0 and +0.0 are one distinct value (shown with
+ * the sign met first; kwk_unique_torch_zero then gives it torch's): for
+ * inputs where kwk_unique_order_matters gave 1. */
+int kwk_unique_hash_zeros(int dtype, const void *values, int64_t n, int64_t limit,
+                          void *distinct, int64_t *counts, int64_t *slots, int64_t *u);
 /* slots[i] = rank[slots[i]] for the n slots kwk_unique_hash wrote (rank:
  * distinct value -> its place in sorted order, u entries); KWK_E_ARG when a
  * slot is outside [0, u). */

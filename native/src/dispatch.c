@@ -690,8 +690,8 @@ int kwk_topk_dense_backward(int dtype, const void *grad, const uint8_t *mask, in
     return kernels()->mask_grad(dtype == KWK_FLOAT32 ? 4 : 8, grad, mask, n, out);
 }
 
-int kwk_unique_hash(int dtype, const void *values, int64_t n, int64_t limit, void *distinct,
-                    int64_t *counts, int64_t *slots, int64_t *u)
+static int unique_hash(int dtype, const void *values, int64_t n, int64_t limit, void *distinct,
+                       int64_t *counts, int64_t *slots, int64_t *u, int merge_zeros)
 {
     int status = check_unique(dtype, values, n);
     if (status != KWK_OK) return status;
@@ -703,7 +703,20 @@ int kwk_unique_hash(int dtype, const void *values, int64_t n, int64_t limit, voi
     /* no more distinct values than elements; slot numbers fit 32 bits */
     if (limit > n) limit = n;
     if (limit > ((int64_t)1 << 30)) limit = (int64_t)1 << 30;
-    return kernels()->unique_hash(dtype, values, n, limit, distinct, counts, slots, u);
+    return kernels()->unique_hash(dtype, values, n, limit, distinct, counts, slots, u,
+                                  merge_zeros);
+}
+
+int kwk_unique_hash(int dtype, const void *values, int64_t n, int64_t limit, void *distinct,
+                    int64_t *counts, int64_t *slots, int64_t *u)
+{
+    return unique_hash(dtype, values, n, limit, distinct, counts, slots, u, 0);
+}
+
+int kwk_unique_hash_zeros(int dtype, const void *values, int64_t n, int64_t limit,
+                          void *distinct, int64_t *counts, int64_t *slots, int64_t *u)
+{
+    return unique_hash(dtype, values, n, limit, distinct, counts, slots, u, 1);
 }
 
 int kwk_unique_dense(int dtype, const void *values, int64_t n, int64_t room, void *out,
@@ -738,4 +751,12 @@ int kwk_unique_order_matters(int dtype, const void *values, int64_t n)
     int status = check_unique(dtype, values, n);
     if (status != KWK_OK) return status;
     return n == 0 ? 0 : kernels()->unique_order_matters(dtype, values, n);
+}
+
+int kwk_unique_torch_zero(int dtype, const void *values, int64_t n, void *out, int64_t runs)
+{
+    int status = check_unique(dtype, values, n);
+    if (status != KWK_OK) return status;
+    if (runs < 0 || runs > n || (runs > 0 && !out)) return KWK_E_ARG;
+    return n == 0 ? KWK_OK : kernels()->unique_torch_zero(dtype, values, n, out, runs);
 }

@@ -64,11 +64,12 @@ typedef struct {
     int64_t (*unique_runs)(int dtype, const void *values, int64_t n, const int64_t *perm,
                            int64_t *inverse, int *shows);
     int (*unique_order_matters)(int dtype, const void *values, int64_t n);
+    int (*unique_torch_zero)(int dtype, const void *values, int64_t n, void *out, int64_t runs);
     int (*unique_fill)(int dtype, const void *values, int64_t n, int64_t runs, void *out,
                        int64_t *counts);
     /* unique_hash.h */
     int (*unique_hash)(int dtype, const void *values, int64_t n, int64_t limit, void *distinct,
-                       int64_t *counts, int64_t *slots, int64_t *u);
+                       int64_t *counts, int64_t *slots, int64_t *u, int merge_zeros);
     int (*unique_remap)(int64_t *slots, int64_t n, const int64_t *rank, int64_t u);
     /* unique_dense.h */
     int (*unique_dense)(int dtype, const void *values, int64_t n, int64_t room, void *out,

@@ -782,6 +782,49 @@ static void wemu_std_sort_sorted(uint64_t *first, int64_t n, int ibits, const ui
                         sorted[n - 1] >> ibits);
 }
 
+/* The word std::sort(first, first + n) puts first among those whose key
+ * is `key` (one of them at least; the array is left part-sorted): the
+ * introsort loop followed down the one range that ends up holding it,
+ * as nth_element follows a position.  After a partition the left range
+ * (keys <= the pivot's, the pivot itself at its head) precedes the right
+ * (keys >= the pivot's) in the output, so the first `key` is on the left
+ * when key <= pivot (on the right there are none when key < pivot, and
+ * the pivot is one when equal) and on the right otherwise; each level
+ * costs the loop its depth limit, as on either side of the real
+ * recursion.  A leaf's insertion sort is stable and a heap-sorted range
+ * is sorted, so the first word of that key in position order is the
+ * answer.  About 2n partition steps instead of the whole sort's n log n:
+ * torch.unique of -0.0 and +0.0 shows only which zero this is. */
+static uint64_t wemu_first_of_key(uint64_t *first, int64_t n, int ibits, uint64_t key)
+{
+    const int s = ibits;
+    const uint64_t m = ibits >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << ibits) - 1);
+    uint64_t *last = first + n;
+    int64_t depth_limit = floor_log2(n) * 2;
+    while (last - first > KWK_STD_SORT_THRESHOLD) {
+        const uint64_t k = first[1] >> s;
+        if (k == first[(last - first) / 2] >> s && k == last[-1] >> s &&
+            wemu_keys_all_equal(first, last - first, first[1] & ~m, first[1] | m)) {
+            wemu_equal_introsort(first, last, depth_limit, s);
+            break; /* one key: the first word is the answer */
+        }
+        if (depth_limit == 0) {
+            wemu_heap_sort(first, last - first, s);
+            break;
+        }
+        --depth_limit;
+        uint64_t *mid = first + (last - first) / 2;
+        wemu_move_median_to_first(first, first + 1, mid, last - 1, s);
+        const uint64_t pivot_key = *first >> s;
+        uint64_t *cut = wemu_unguarded_partition(first + 1, last, *first, m);
+        if (key <= pivot_key) last = cut;
+        else first = cut;
+    }
+    for (uint64_t *p = first; p < last; ++p)
+        if ((*p >> s) == key) return *p;
+    return *first; /* not reached when a word has the key */
+}
+
 /* std::__heap_select(first, first + middle, first + last) on words. */
 static void wemu_heap_select(uint64_t *first, int64_t middle, int64_t last, int s)
 {

@@ -71,6 +71,7 @@ static inline uint64_t uh_hash(uint64_t key, int shift)
         uint64_t cap;                                                             \
         int shift;                                                                \
         int zeros;           /* 1: +0.0 seen, 2: -0.0 seen */                     \
+        int merge_zeros;     /* both zeros one value (else: defer) */             \
         int64_t used, limit; /* distinct values found; at most */                 \
         int64_t probes;      /* extra probes still allowed */                     \
         int64_t nan_slot;    /* the one NaN's number, or -1 */                    \
@@ -121,8 +122,21 @@ static inline uint64_t uh_hash(uint64_t key, int shift)
             st->nan_slot = slot;                                                  \
         } else {                                                                  \
             if (FLOAT) {                                                          \
-                st->zeros |= x == 0 ? 1 : x == (T)(SIGN) ? 2 : 0;                 \
-                if (st->zeros == 3) return -KWK_DEFER;                            \
+                const int zero = x == 0 ? 1 : x == (T)(SIGN) ? 2 : 0;             \
+                st->zeros |= zero;                                                \
+                if (zero && st->zeros == 3) { /* the other zero is entered */    \
+                    if (!st->merge_zeros) return -KWK_DEFER;                      \
+                    /* the other zero's number; this key is entered with it  \
+                     * (a table entry beyond `used`: dropped by a rebuild,   \
+                     * entered again here when next met) */                   \
+                    const K other = KEY((T)(x ^ (T)(SIGN)));                      \
+                    uint64_t g = uh_hash(other, st->shift);                       \
+                    while (st->table[g].key != other || st->table[g].slot1 == 0) \
+                        g = (g + 1) & mask;                                       \
+                    st->table[h].key = key;                                       \
+                    st->table[h].slot1 = st->table[g].slot1;                      \
+                    return (int64_t)st->table[g].slot1 - 1;                       \
+                }                                                                 \
             }                                                                     \
             st->table[h].key = key;                                               \
             st->table[h].slot1 = (K)(slot + 1);                                   \
@@ -138,13 +152,15 @@ static inline uint64_t uh_hash(uint64_t key, int shift)
     }                                                                             \
                                                                                   \
     static int uh_build_##SUF(const T *v, int64_t n, int64_t limit, T *distinct,  \
-                              int64_t *counts, int64_t *slots, int64_t *u)        \
+                              int64_t *counts, int64_t *slots, int64_t *u,        \
+                              int merge_zeros)                                    \
     {                                                                             \
         /* the table grows with the distinct values, so that few of them stay \
          * in the nearest cache */                                              \
         int bits = 6;                                                             \
         while (bits < UH_FIRST_BITS && ((int64_t)1 << bits) < 4 * limit + 4) ++bits; \
-        uh_state_##SUF st = {NULL, 0, 0, 0, 0, 0, limit, 4 * n + 256, -1, distinct, counts}; \
+        uh_state_##SUF st = {NULL, 0, 0, 0, 0, merge_zeros, 0, limit, 4 * n + 256, -1, \
+                             distinct, counts};                                   \
         int status = uh_rebuild_##SUF(&st, (uint64_t)1 << bits, 64 - bits);       \
         if (status != KWK_OK) return status;                                      \
         int64_t slot = -1; /* the previous element's (-1: look up the next) */    \
@@ -217,21 +233,22 @@ UH_DEFINE(uint64_t, f64, uint64_t, uh_entry64, UH_SAME, 1, 0x8000000000000000ull
 
 /* n >= 1 elements, 1 <= limit <= min(n, 2^30) (the caller's checks). */
 static int impl_unique_hash(int dtype, const void *values, int64_t n, int64_t limit,
-                            void *distinct, int64_t *counts, int64_t *slots, int64_t *u)
+                            void *distinct, int64_t *counts, int64_t *slots, int64_t *u,
+                            int merge_zeros)
 {
     switch (dtype) {
-    case KWK_BOOL: return uh_build_bool(values, n, limit, distinct, counts, slots, u);
-    case KWK_FLOAT16: return uh_build_f16(values, n, limit, distinct, counts, slots, u);
-    case KWK_BFLOAT16: return uh_build_bf16(values, n, limit, distinct, counts, slots, u);
-    case KWK_FLOAT32: return uh_build_f32(values, n, limit, distinct, counts, slots, u);
-    case KWK_FLOAT64: return uh_build_f64(values, n, limit, distinct, counts, slots, u);
+    case KWK_BOOL: return uh_build_bool(values, n, limit, distinct, counts, slots, u, 0);
+    case KWK_FLOAT16: return uh_build_f16(values, n, limit, distinct, counts, slots, u, merge_zeros);
+    case KWK_BFLOAT16: return uh_build_bf16(values, n, limit, distinct, counts, slots, u, merge_zeros);
+    case KWK_FLOAT32: return uh_build_f32(values, n, limit, distinct, counts, slots, u, merge_zeros);
+    case KWK_FLOAT64: return uh_build_f64(values, n, limit, distinct, counts, slots, u, merge_zeros);
     default: break;
     }
     switch (KWK_DTYPES[dtype].elem_size) {
-    case 1: return uh_build_u8(values, n, limit, distinct, counts, slots, u);
-    case 2: return uh_build_u16(values, n, limit, distinct, counts, slots, u);
-    case 4: return uh_build_u32(values, n, limit, distinct, counts, slots, u);
-    default: return uh_build_u64(values, n, limit, distinct, counts, slots, u);
+    case 1: return uh_build_u8(values, n, limit, distinct, counts, slots, u, 0);
+    case 2: return uh_build_u16(values, n, limit, distinct, counts, slots, u, 0);
+    case 4: return uh_build_u32(values, n, limit, distinct, counts, slots, u, 0);
+    default: return uh_build_u64(values, n, limit, distinct, counts, slots, u, 0);
     }
 }
 

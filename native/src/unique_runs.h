@@ -19,6 +19,8 @@
 #include <stdint.h>
 #include <string.h>
 #include "keys.h"
+#include "sort_kernels.h"
+#include "torch_order.h"
 
 /* KEY(bits) of the element type T; NANKEY the NaN key (no NaN: a value no
  * key takes is not needed, NAN_OK 0 skips the test). */
@@ -77,8 +79,9 @@ UR_DEFINE(uint64_t, f64, kwk_key_f64, 1, ~(uint64_t)0)
 #undef UR_DEFINE
 
 /* Whether any order of n (unsorted) float elements could show in
- * torch.unique's result: both -0.0 and +0.0 among them, or two NaNs.  One
- * branch-free pass, so that the common input pays for no second sort. */
+ * torch.unique's result: 1 when both -0.0 and +0.0 are among them, plus 2
+ * when two NaNs are.  One branch-free pass, so that the common input pays
+ * for no second sort. */
 #define UR_DEFINE_SCAN(T, SUF, SIGN, INF)                                     \
     static int ur_order_matters_##SUF(const T *v, int64_t n)                  \
     {                                                                         \
@@ -90,7 +93,7 @@ UR_DEFINE(uint64_t, f64, kwk_key_f64, 1, ~(uint64_t)0)
             pos_zero |= v[i] == 0;                                            \
             neg_zero |= v[i] == (T)(SIGN);                                    \
         }                                                                     \
-        return nans > 1 || (pos_zero && neg_zero);                            \
+        return (pos_zero && neg_zero) | (nans > 1) << 1;                      \
     }
 UR_DEFINE_SCAN(uint16_t, f16, 0x8000u, 0x7C00u)
 UR_DEFINE_SCAN(uint16_t, bf16, 0x8000u, 0x7F80u)
@@ -149,6 +152,61 @@ static int impl_unique_fill(int dtype, const void *values, int64_t n, int64_t ru
     case 2: return ur_fill_u16(values, n, runs, out, counts);
     case 4: return ur_fill_u32(values, n, runs, out, counts);
     default: return ur_fill_u64(values, n, runs, out, counts);
+    }
+}
+
+/* torch.unique's zero when -0.0 and +0.0 both occur (and at most one
+ * NaN): the one its std::sort puts first, and only that, shows.  Given the
+ * result of any sort's compaction (`out`, `runs` sorted entries), writes
+ * that zero's bits into the zero entry: the torch-order sort is followed
+ * down to the first zero alone (wemu_first_of_key), not run.  KWK_DEFER
+ * when keys cannot be packed with their index (float64 of a wide range:
+ * sort in torch's order instead); KWK_OK, changing nothing, without a
+ * zero. */
+#define UR_DEFINE_ZERO(T, SUF, KEY)                                           \
+    static int ur_torch_zero_##SUF(const T *v, int64_t n, T *out, int64_t runs) \
+    {                                                                         \
+        int64_t z = 0;                                                        \
+        while (z < n && KEY(v[z]) != KEY((T)0)) ++z;                          \
+        if (z == n) return KWK_OK;                                            \
+        uint64_t *words = (uint64_t *)malloc((size_t)n * sizeof(uint64_t));  \
+        if (!words) return KWK_E_NOMEM;                                       \
+        sort_row r;                                                           \
+        sort_load(KWK_DTYPE_##SUF, (const char *)v, n, (int64_t)sizeof(T), 0, words, &r); \
+        if (!r.packed) {                                                      \
+            free(words);                                                      \
+            return KWK_DEFER;                                                 \
+        }                                                                     \
+        const uint64_t w = wemu_first_of_key(words, n, r.ibits, words[z] >> r.ibits); \
+        const T bits = v[(int64_t)(w & r.mask)];                              \
+        free(words);                                                          \
+        int64_t lo = 0, hi = runs; /* the first entry of key >= zero's */     \
+        while (lo < hi) {                                                     \
+            const int64_t mid = lo + (hi - lo) / 2;                           \
+            if (KEY(out[mid]) < KEY((T)0)) lo = mid + 1;                      \
+            else hi = mid;                                                    \
+        }                                                                     \
+        if (lo == runs || KEY(out[lo]) != KEY((T)0)) return KWK_E_ARG;        \
+        out[lo] = bits;                                                       \
+        return KWK_OK;                                                        \
+    }
+enum { KWK_DTYPE_f16 = KWK_FLOAT16, KWK_DTYPE_bf16 = KWK_BFLOAT16, KWK_DTYPE_f32 = KWK_FLOAT32,
+       KWK_DTYPE_f64 = KWK_FLOAT64 };
+UR_DEFINE_ZERO(uint16_t, f16, kwk_key_f16)
+UR_DEFINE_ZERO(uint16_t, bf16, kwk_key_bf16)
+UR_DEFINE_ZERO(uint32_t, f32, kwk_key_f32)
+UR_DEFINE_ZERO(uint64_t, f64, kwk_key_f64)
+#undef UR_DEFINE_ZERO
+
+static int impl_unique_torch_zero(int dtype, const void *values, int64_t n, void *out,
+                                  int64_t runs)
+{
+    switch (dtype) {
+    case KWK_FLOAT16: return ur_torch_zero_f16(values, n, out, runs);
+    case KWK_BFLOAT16: return ur_torch_zero_bf16(values, n, out, runs);
+    case KWK_FLOAT32: return ur_torch_zero_f32(values, n, out, runs);
+    case KWK_FLOAT64: return ur_torch_zero_f64(values, n, out, runs);
+    default: return KWK_OK; /* integers: no signed zero */
     }
 }
 

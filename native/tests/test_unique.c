@@ -33,6 +33,8 @@
 #include "kwker.h"
 #include "test_targets.h"
 #include "test_common.h"
+#include "../src/keys.h"
+#include "../src/torch_order.h"
 
 static const int SIZE[13] = {1, 1, 1, 2, 4, 8, 2, 4, 8, 2, 2, 4, 8};
 
@@ -106,7 +108,7 @@ static void one(int dtype, int64_t n)
     }
     char *shuffled = malloc((size_t)(n * es + 1));
     for (int64_t i = 0; i < n; ++i) memcpy(shuffled + i * es, values + perm[i] * es, (size_t)es);
-    CHECK(kwk_unique_order_matters(dtype, shuffled, n) == (nans > 1 || (pos && neg)),
+    CHECK(kwk_unique_order_matters(dtype, shuffled, n) == ((pos && neg) | (nans > 1) << 1),
           "dtype %d n %lld: order matters", dtype, (long long)n);
     free(shuffled);
     int64_t runs = -1;
@@ -480,6 +482,108 @@ static void dense_tests(void)
     CHECK(kwk_unique_dense(KWK_INT8, buf, 1, 0, NULL, NULL, NULL, &u) == KWK_DEFER, "room 0");
 }
 
+/* kwk_unique_torch_zero against the record emulation of std::sort
+ * (torch_order.h emu_std_sort): rows holding both zeros among a few other
+ * values (ties everywhere) or among distinct ones, at most one NaN; the
+ * compaction of a stable sort gets the zero torch's sort puts first, and
+ * no other entry changes.  float64 of a range too wide to pack defers. */
+static void zero_one(int dtype, int64_t n, int few, int wide)
+{
+    const int es = SIZE[dtype];
+    const int bits = 8 * es;
+    const uint64_t sign = 1ull << (bits - 1);
+    char *v = malloc((size_t)(n * es));
+    for (int64_t i = 0; i < n; ++i) {
+        uint64_t b;
+        const uint64_t r = next();
+        const uint64_t neg = (r >> 8) % 2 ? sign : 0;
+        if (r % 5 == 0) b = neg; /* a zero of either sign */
+        /* float64 keys pack with their index only over a narrow range:
+         * subnormals of either sign around the zeros */
+        else if (bits == 64) b = (few ? 8 * (r % 7) + 1 : r >> 36) | neg;
+        else if (few) b = (uint64_t)(0x3C00u + 8 * (r % 7)) << (bits - 16) | neg;
+        else b = (r >> 3) & ((sign - 1) >> 2); /* positive, below inf: distinct mostly */
+        if (wide && i == 1) b = 0x7FE0000000000000ull; /* a huge value: 62-bit span */
+        if (wide && i == 2) b = 0x0000000000000001ull;
+        memcpy(v + i * es, &b, (size_t)es);
+    }
+    /* both zeros, and one NaN in some rows */
+    const uint64_t pz = 0, nz = sign;
+    memcpy(v + (n / 4) * es, &pz, (size_t)es);
+    memcpy(v + (n / 4 + 1) * es, &nz, (size_t)es);
+    if (n % 3 == 0 && bits < 64) { /* (a float64 NaN's key is too far from the zeros' to pack) */
+        const uint64_t nan = sign - 1;
+        memcpy(v + (n - 1) * es, &nan, (size_t)es);
+    }
+    /* any sort's compaction: a stable values-only sort */
+    char *sorted = malloc((size_t)(n * es));
+    CHECK(kwk_sort(dtype, v, 1, n, 1, n, 1, 1, sorted, NULL, n, 1, 1, 0, KWK_ORDER_STABLE) == KWK_OK,
+          "zero: sort");
+    int64_t runs = 0;
+    int shows = 0;
+    CHECK(kwk_unique_runs(dtype, sorted, n, NULL, NULL, &runs, &shows) == KWK_OK, "zero: runs");
+    char *out = malloc((size_t)(runs * es)), *before = malloc((size_t)(runs * es));
+    CHECK(kwk_unique_fill(dtype, sorted, n, runs, out, NULL) == KWK_OK, "zero: fill");
+    memcpy(before, out, (size_t)(runs * es));
+    CHECK(kwk_unique_order_matters(dtype, v, n) == 1, "zero: order matters dtype %d n %lld",
+          dtype, (long long)n);
+    const int status = kwk_unique_torch_zero(dtype, v, n, out, runs);
+    if (wide && dtype == KWK_FLOAT64) {
+        CHECK(status == KWK_DEFER && !memcmp(out, before, (size_t)(runs * es)),
+              "zero: a 62-bit span defers, changing nothing (status %d)", status);
+    } else {
+        CHECK(status == KWK_OK, "zero: status %d dtype %d n %lld", status, dtype, (long long)n);
+        kwk_kv *rec = malloc(sizeof(kwk_kv) * (size_t)n);
+        for (int64_t i = 0; i < n; ++i) {
+            rec[i].key = kwk_key_at(dtype, v + i * es);
+            rec[i].idx = i;
+        }
+        const uint64_t zero_key = kwk_key_at(dtype, (const char *)&pz);
+        emu_std_sort(rec, n);
+        int64_t first = 0;
+        while (rec[first].key != zero_key) ++first;
+        uint64_t want = 0, got = 0;
+        memcpy(&want, v + rec[first].idx * es, (size_t)es);
+        int64_t entry = 0, changed = 0;
+        for (int64_t j = 0; j < runs; ++j) {
+            if (kwk_key_at(dtype, out + j * es) == zero_key) entry = j;
+            else changed += memcmp(out + j * es, before + j * es, (size_t)es) != 0;
+        }
+        memcpy(&got, out + entry * es, (size_t)es);
+        CHECK(got == want && changed == 0,
+              "zero: dtype %d n %lld few %d: zero bits %llx, want %llx (%lld others changed)",
+              dtype, (long long)n, few, (unsigned long long)got, (unsigned long long)want,
+              (long long)changed);
+        free(rec);
+    }
+    free(v);
+    free(sorted);
+    free(out);
+    free(before);
+}
+
+static void zero_tests(void)
+{
+    static const int dtypes[] = {KWK_FLOAT16, KWK_BFLOAT16, KWK_FLOAT32, KWK_FLOAT64};
+    for (int d = 0; d < 4; ++d) {
+        for (int64_t n = 3; n <= 200; ++n) zero_one(dtypes[d], n, (int)(n % 2), 0);
+        for (int few = 0; few < 2; ++few) {
+            zero_one(dtypes[d], 1000, few, 0);
+            zero_one(dtypes[d], 10000, few, 0);
+            zero_one(dtypes[d], 70001, few, 0);
+        }
+        zero_one(dtypes[d], 500, 0, 1);
+    }
+    int64_t z;
+    CHECK(kwk_unique_torch_zero(13, "", 1, &z, 1) == KWK_E_DTYPE, "zero: dtype");
+    CHECK(kwk_unique_torch_zero(KWK_FLOAT32, "", 1, NULL, 1) == KWK_E_ARG, "zero: NULL out");
+    CHECK(kwk_unique_torch_zero(KWK_FLOAT32, "", 1, &z, 2) == KWK_E_ARG, "zero: runs > n");
+    /* a compaction without a zero entry */
+    const float v[2] = {0.0f, -0.0f}, out[1] = {1.0f};
+    CHECK(kwk_unique_torch_zero(KWK_FLOAT32, v, 2, (void *)out, 1) == KWK_E_ARG,
+          "zero: no zero entry");
+}
+
 int main(void)
 {
     const char *const *targets = KWK_TEST_TARGET_NAMES;
@@ -492,6 +596,7 @@ int main(void)
         }
         hash_tests();
         dense_tests();
+        zero_tests();
     }
     int64_t runs;
     int shows;
