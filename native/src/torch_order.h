@@ -723,30 +723,40 @@ static int wemu_copy_if_untied(const wemu_prune *pr, uint64_t *first, uint64_t *
     return 1;
 }
 
+/* One pass of the introsort loop's body on [first, last) (longer than the
+ * threshold): 0 when it finished the range (a range of one key, as
+ * wemu_equal_introsort does it: tie-heavy rows, found by the three pivot
+ * candidates agreeing, then a scan that stops at the first other key; or
+ * the depth limit reached: heap sort); else 1, the pivot moved to *first
+ * and the range partitioned at *cut, the depth limit spent. */
+static int wemu_introsort_step(uint64_t *first, uint64_t *last, int64_t *depth_limit, int s,
+                               uint64_t m, uint64_t **cut)
+{
+    const uint64_t k = first[1] >> s;
+    if (k == first[(last - first) / 2] >> s && k == last[-1] >> s &&
+        wemu_keys_all_equal(first, last - first, first[1] & ~m, first[1] | m)) {
+        wemu_equal_introsort(first, last, *depth_limit, s);
+        return 0;
+    }
+    if (*depth_limit == 0) {
+        wemu_heap_sort(first, last - first, s);
+        return 0;
+    }
+    --*depth_limit;
+    uint64_t *mid = first + (last - first) / 2;
+    wemu_move_median_to_first(first, first + 1, mid, last - 1, s);
+    *cut = wemu_unguarded_partition(first + 1, last, *first, m);
+    return 1;
+}
+
 static void wemu_introsort_loop(uint64_t *first, uint64_t *last, int64_t depth_limit, int s, uint64_t m,
                                 const wemu_prune *pr, uint64_t klo, uint64_t khi)
 {
     while (last - first > KWK_STD_SORT_THRESHOLD) {
         if (wemu_copy_if_untied(pr, first, last, klo, khi)) return;
-        /* tie-heavy rows: a range of one key (the three pivot candidates
-         * agree, then a scan that stops at the first other key) */
-        {
-            const uint64_t k = first[1] >> s;
-            if (k == first[(last - first) / 2] >> s && k == last[-1] >> s &&
-                wemu_keys_all_equal(first, last - first, first[1] & ~m, first[1] | m)) {
-                wemu_equal_introsort(first, last, depth_limit, s);
-                return;
-            }
-        }
-        if (depth_limit == 0) {
-            wemu_heap_sort(first, last - first, s);
-            return;
-        }
-        --depth_limit;
-        uint64_t *mid = first + (last - first) / 2;
-        wemu_move_median_to_first(first, first + 1, mid, last - 1, s);
+        uint64_t *cut;
+        if (!wemu_introsort_step(first, last, &depth_limit, s, m, &cut)) return;
         const uint64_t pivot_key = *first >> s;
-        uint64_t *cut = wemu_unguarded_partition(first + 1, last, *first, m);
         wemu_introsort_loop(cut, last, depth_limit, s, m, pr, pivot_key, khi);
         last = cut;
         khi = pivot_key;
@@ -802,21 +812,10 @@ static uint64_t wemu_first_of_key(uint64_t *first, int64_t n, int ibits, uint64_
     uint64_t *last = first + n;
     int64_t depth_limit = floor_log2(n) * 2;
     while (last - first > KWK_STD_SORT_THRESHOLD) {
-        const uint64_t k = first[1] >> s;
-        if (k == first[(last - first) / 2] >> s && k == last[-1] >> s &&
-            wemu_keys_all_equal(first, last - first, first[1] & ~m, first[1] | m)) {
-            wemu_equal_introsort(first, last, depth_limit, s);
-            break; /* one key: the first word is the answer */
-        }
-        if (depth_limit == 0) {
-            wemu_heap_sort(first, last - first, s);
-            break;
-        }
-        --depth_limit;
-        uint64_t *mid = first + (last - first) / 2;
-        wemu_move_median_to_first(first, first + 1, mid, last - 1, s);
+        uint64_t *cut;
+        /* (a range finished whole: one key, or heap-sorted) */
+        if (!wemu_introsort_step(first, last, &depth_limit, s, m, &cut)) break;
         const uint64_t pivot_key = *first >> s;
-        uint64_t *cut = wemu_unguarded_partition(first + 1, last, *first, m);
         if (key <= pivot_key) last = cut;
         else first = cut;
     }
