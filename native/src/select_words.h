@@ -467,11 +467,7 @@ static inline uint64_t sw_below_u16(const uint16_t *buf, int64_t n, uint16_t thr
             for (int64_t i = 0; i < b; ++i) w[j + i] = (uint64_t)buf[i] << 32 | (uint64_t)(j + i); \
             j += b;                                                           \
         }                                                                     \
-        if (k >= 2)                                                           \
-            for (int64_t parent = (k - 2) / 2;; --parent) {                   \
-                wemu_adjust_heap(w, parent, k, w[parent], 32);                \
-                if (parent == 0) break;                                       \
-            }                                                                 \
+        wemu_make_heap(w, k, 32);                                             \
         UT thr = (UT)(w[0] >> 32);                                            \
         while (j < len) {                                                     \
             const int64_t b = len - j < SW_BLOCK ? len - j : SW_BLOCK;        \
@@ -485,12 +481,7 @@ static inline uint64_t sw_below_u16(const uint16_t *buf, int64_t n, uint16_t thr
             }                                                                 \
             j += b;                                                           \
         }                                                                     \
-        for (int64_t n = k; n > 1;) { /* sort_heap */                         \
-            --n;                                                              \
-            const uint64_t v = w[n];                                          \
-            w[n] = w[0];                                                      \
-            wemu_adjust_heap(w, 0, n, v, 32);                                 \
-        }                                                                     \
+        wemu_sort_heap(w, k, 32);                                             \
         /* last to first: record r overwrites words 2r and 2r + 1, both       \
          * already read (r < 2r), or word r itself (r = 0), read first */     \
         for (int64_t r = k - 1; r >= 0; --r) {                                \

@@ -286,20 +286,32 @@ static void wemu_adjust_heap(uint64_t *first, int64_t hole, int64_t len, uint64_
     wemu_push_heap(first, hole, top, value, s);
 }
 
-/* std::partial_sort(first, first + len, first + len): heap sort */
-static void wemu_heap_sort(uint64_t *first, int64_t len, int s)
+/* std::make_heap(first, first + len) on words */
+static void wemu_make_heap(uint64_t *first, int64_t len, int s)
 {
     if (len < 2) return;
     for (int64_t parent = (len - 2) / 2;; --parent) {
         wemu_adjust_heap(first, parent, len, first[parent], s);
         if (parent == 0) break;
     }
+}
+
+/* std::sort_heap(first, first + len) on words */
+static void wemu_sort_heap(uint64_t *first, int64_t len, int s)
+{
     while (len > 1) {
         --len;
-        uint64_t value = first[len];
+        const uint64_t value = first[len];
         first[len] = first[0];
         wemu_adjust_heap(first, 0, len, value, s);
     }
+}
+
+/* std::partial_sort(first, first + len, first + len): heap sort */
+static void wemu_heap_sort(uint64_t *first, int64_t len, int s)
+{
+    wemu_make_heap(first, len, s);
+    wemu_sort_heap(first, len, s);
 }
 
 /* __move_median_to_first, its three comparisons made unconditionally
@@ -827,12 +839,7 @@ static uint64_t wemu_first_of_key(uint64_t *first, int64_t n, int ibits, uint64_
 /* std::__heap_select(first, first + middle, first + last) on words. */
 static void wemu_heap_select(uint64_t *first, int64_t middle, int64_t last, int s)
 {
-    if (middle >= 2) {
-        for (int64_t parent = (middle - 2) / 2;; --parent) {
-            wemu_adjust_heap(first, parent, middle, first[parent], s);
-            if (parent == 0) break;
-        }
-    }
+    wemu_make_heap(first, middle, s);
     for (int64_t i = middle; i < last; ++i) {
         if (WKEY_LESS(first[i], first[0], s)) {
             /* __pop_heap(first, first + middle, first + i) */
@@ -847,12 +854,7 @@ static void wemu_heap_select(uint64_t *first, int64_t middle, int64_t last, int 
 static void wemu_partial_sort(uint64_t *first, int64_t middle, int64_t last, int ibits)
 {
     wemu_heap_select(first, middle, last, ibits);
-    for (int64_t len = middle; len > 1;) {
-        --len;
-        const uint64_t value = first[len];
-        first[len] = first[0];
-        wemu_adjust_heap(first, 0, len, value, ibits);
-    }
+    wemu_sort_heap(first, middle, ibits);
 }
 
 /* std::__introselect on words with an explicit depth limit (the tests give
