@@ -183,6 +183,30 @@ def test_batch_sort_64bit_offsets(kw, gen, dtype):
         compare("sort", x.t().contiguous(), dim=0)
 
 
+@pytest.mark.parametrize("dtype", (torch.int32, torch.uint32, torch.int64, torch.uint64), ids=str)
+def test_batch_sort_permutation_rows(kw, gen, dtype):
+    """Calls whose first eight rows are permutations of consecutive integers
+    (argsort(ids_shuffle) in MAE) skip the network and place each row
+    (sort_kernels.h batch_rows_are_permutations); later rows that are not
+    permutations (ties in torch order, a key range one short of the length
+    with a repeat, arbitrary values) are still sorted exactly."""
+    for n in (17, 33, 196, 256, 1000):
+        rows = _rows_for(n, 21)
+        perm = torch.stack([torch.randperm(n, generator=gen) for _ in range(rows)]) + 5
+        repeat = perm.clone()
+        repeat[9::4, 2] = repeat[9::4, 3]  # a repeat; min and max mostly kept
+        mixed = perm.clone()
+        mixed[10:] = torch.randint(0, n // 3 + 1, (rows - 10, n), generator=gen)
+        for x in (perm, repeat, mixed, perm.flip(-1)):
+            x = x.to(dtype)
+            for descending in (False, True):
+                compare("sort", x, dim=-1, descending=descending)
+                compare("argsort", x, dim=-1, descending=descending, stable=True)
+            compare("argsort", x, dim=-1)
+            compare("sort", x.t().contiguous(), dim=0, descending=True)
+            compare("argsort", x.t(), dim=0)
+
+
 # ------------------------------------------------------------------ median
 
 MEDIAN_DTYPES = (torch.uint8, torch.int8, torch.int16, torch.int32, torch.float16,
