@@ -196,9 +196,22 @@ static uint64_t extreme_bits(int dt)
 }
 
 enum { K_RANDOM, K_EQUAL, K_TWO, K_SORTED, K_REVERSED, K_ORGAN, K_FEW, K_NAN, K_ZEROS, K_EXTREME,
-       K_NEAR, K_RUNS, K_PERM, NKINDS };
+       K_NEAR, K_RUNS, K_PERM, K_CLUSTER, NKINDS };
 static const char *KIND_NAMES[NKINDS] = {"random", "equal", "two", "sorted", "reversed", "organ", "few", "nan", "zeros", "extreme",
-                                         "near", "runs", "perm"};
+                                         "near", "runs", "perm", "cluster"};
+
+/* Whether position i of a row of n is one of those sort_kernels.h's tie
+ * samples read (j * n / 64 and j * n / 256): K_CLUSTER keeps its cluster
+ * away from them, so that the 32-bit word sort (words_sort_via32) takes
+ * the row and meets a long run of keys equal in their leading bits. */
+static int sampled_position(int64_t i, int64_t n)
+{
+    static const int64_t SAMPLES[2] = {64, 256};
+    for (int s = 0; s < 2; ++s)
+        for (int64_t j = i * SAMPLES[s] / (n ? n : 1); j <= i * SAMPLES[s] / (n ? n : 1) + 1; ++j)
+            if (j < SAMPLES[s] && j * n / SAMPLES[s] == i) return 1;
+    return 0;
+}
 
 static void fill(int dt, int kind, int64_t n, unsigned char *x)
 {
@@ -234,6 +247,14 @@ static void fill(int dt, int kind, int64_t n, unsigned char *x)
         /* a random permutation of 0..n-1 (filled in below): integer keys
          * lo..lo + n - 1 each once take sort_kernels.h's direct placement */
         case K_PERM: b = from_double(dt, (double)i); break;
+        /* keys spread over 31 (4-byte) or 40 (8-byte) bits, and half
+         * of the unsampled positions in one cluster: keys equal but for
+         * their last 10 bits (some exactly equal) */
+        case K_CLUSTER:
+            b = (!sampled_position(i, n) && rnd() % 2 == 0) ? (c0 & ~(uint64_t)0x3FF) | (rnd() & 0x3FF) : rnd();
+            b &= es == 8 ? 0xFFFFFFFFFFull : 0x3FFFFFFFull;
+            if (dt == KWK_BOOL) b &= 1;
+            break;
         default: b = rnd() % 3 ? extreme_bits(dt) : rnd(); if (dt == KWK_BOOL) b &= 1; break;
         }
         memcpy(x + i * es, &b, (size_t)es);
