@@ -388,10 +388,10 @@ static void w32_sort_run(uint64_t *w, uint64_t *tmp, int64_t s, int64_t e, int c
     }
 }
 
-/* Every run of equal cut keys in w[from..n), found by a scan. */
-static void words_sort_runs_from(uint64_t *w, uint64_t *tmp, int64_t n, int cut, int64_t from)
+/* Every run of equal cut keys in w[0..n), found by a scan. */
+static void words_sort_runs(uint64_t *w, uint64_t *tmp, int64_t n, int cut)
 {
-    for (int64_t s = from; s < n - 1;) {
+    for (int64_t s = 0; s < n - 1;) {
         const uint64_t top = w[s] >> cut;
         int64_t e = s + 1;
         while (e < n && (w[e] >> cut) == top) ++e;
@@ -433,7 +433,7 @@ static int words_sort_via32(uint64_t *w, uint64_t *tmp, int64_t n, int ibits, in
     if (ntied >= W32_TIED) {
         /* more runs than the list holds (the sample missed them; the list
          * wrapped round): a scan finds them */
-        words_sort_runs_from(w, tmp, n, cut, 0);
+        words_sort_runs(w, tmp, n, cut);
         return 1;
     }
     for (int64_t t = 0; t < ntied;) {
