@@ -355,7 +355,7 @@ static int sample_has_tie(const uint64_t *words, int64_t n, int ibits);
  * cut keys rarely collide, so the path is taken only when 64 keys spread
  * over the row show no collision (clustered keys, or a few outliers
  * stretching the range - masked -inf logits - would make most of the row
- * one run); a run of more than W32_RUN_INSERT words still sorts right, by
+ * one run); a run of more than W32_RUN_RANK words still sorts right, by
  * words_sort_bits.  Words are distinct, so this is the stable sort
  * whatever the runs.
  * Measured (native kwk_sort, float32 rows, ns/el stable / torch order, min
@@ -366,26 +366,15 @@ static int sample_has_tie(const uint64_t *words, int64_t n, int ibits);
  * slower (11.0 -> 11.9, 11.4 -> 13.3), which neither a 64 nor a 256-key
  * sample told apart from uniform rows (8-9% in runs, faster): so
  * W32_MAX_PBITS.  tmp holds n words. */
-enum { W32_MIN_N = 256, W32_MAX_PBITS = 11, W32_RUN_INSERT = 16, W32_TIED = 512 };
+enum { W32_MIN_N = 256, W32_MAX_PBITS = 11, W32_RUN_RANK = 16, W32_TIED = 512 };
 
-/* Sort the run w[s..e) by full word (its cut keys are equal). */
+/* Sort the run w[s..e) by full word (its cut keys are equal): the key's
+ * rest, then the index (not words_sort: the run is in position order, not
+ * index order). */
 static void w32_sort_run(uint64_t *w, uint64_t *tmp, int64_t s, int64_t e, int cut)
 {
-    if (e - s <= W32_RUN_INSERT) {
-        for (int64_t i = s + 1; i < e; ++i) {
-            const uint64_t v = w[i];
-            int64_t k = i;
-            while (k > s && w[k - 1] > v) {
-                w[k] = w[k - 1];
-                --k;
-            }
-            w[k] = v;
-        }
-    } else {
-        /* by all the bits below the cut: the key's rest, then the index
-         * (not words_sort: the run is in position order, not index order) */
-        words_sort_bits(w + s, tmp, e - s, 0, cut);
-    }
+    if (e - s <= W32_RUN_RANK) words_rank_sort16(w + s, (int)(e - s));
+    else words_sort_bits(w + s, tmp, e - s, 0, cut);
 }
 
 /* Every run of equal cut keys in w[0..n), found by a scan. */
