@@ -1137,6 +1137,7 @@ static int batch_rows_are_permutations(const sort_call *c, const sort_layout *g,
 static int64_t sort_rows_batched(const sort_call *c, const sort_layout *g, int64_t rows,
                                  workspace *ws, uint64_t **keys, int *status)
 {
+    if (batch_rows_are_permutations(c, g, ws)) return 0;
     const int64_t len = c->len;
     kwk_net_pair *pairs = (kwk_net_pair *)malloc(KWK_BATCH_MAX_PAIRS * sizeof(kwk_net_pair));
     kwk_batch_slot *slots = (kwk_batch_slot *)aligned_alloc(32, (size_t)len * sizeof(kwk_batch_slot));
@@ -1144,11 +1145,6 @@ static int64_t sort_rows_batched(const sort_call *c, const sort_layout *g, int64
         free(pairs);
         free(slots);
         return 0; /* the one-row path needs less */
-    }
-    if (batch_rows_are_permutations(c, g, ws)) {
-        free(pairs);
-        free(slots);
-        return 0;
     }
     if (c->torch_ties && !c->no_indices && len > KWK_TIE_EMU_ALWAYS_MAX) {
         /* the one-row path's tie predictor on the first rows: most of them
