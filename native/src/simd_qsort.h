@@ -313,12 +313,52 @@ QS_INLINE __m512i qs32_sort_vec(__m512i v)
         }                                                                     \
         qs##S##_sort_base(a, n);                                              \
     }                                                                         \
+    /* the m smallest of a[0..n) to a[0..m), ascending (the rest in no     \
+     * order): partitions recurse only into the part holding rank m - 1,    \
+     * sorting whatever lies wholly before it */                             \
+    static void qs##S##_first(T *a, int64_t n, int64_t m, int depth)          \
+    {                                                                         \
+        while (n > QS_BASE_VECS * L) {                                        \
+            if (m >= n) {                                                     \
+                qs##S##_rec(a, n, depth);                                     \
+                return;                                                       \
+            }                                                                 \
+            if (m <= 0) return;                                               \
+            if (depth-- <= 0) {                                               \
+                qs##S##_heap_sort(a, n);                                      \
+                return;                                                       \
+            }                                                                 \
+            const T p = qs##S##_pivot(a, n);                                  \
+            int64_t k = qs##S##_partition(a, n, p, 0);                        \
+            if (k == n) {                                                     \
+                /* [k', n) all equal p, the largest, in place */              \
+                n = qs##S##_partition(a, n, p, 1);                            \
+                continue;                                                     \
+            }                                                                 \
+            if (k >= m) {                                                     \
+                n = k;                                                        \
+            } else {                                                          \
+                qs##S##_rec(a, k, depth);                                     \
+                a += k;                                                       \
+                n -= k;                                                       \
+                m -= k;                                                       \
+            }                                                                 \
+        }                                                                     \
+        if (m > 0) qs##S##_sort_base(a, n);                                   \
+    }                                                                         \
     /* sort a[0..n) ascending */                                              \
     static void simd_qsort_##S(T *a, int64_t n)                               \
     {                                                                         \
         int depth = 4;                                                        \
         for (int64_t m = n; m > 1; m >>= 1) depth += 2;                       \
         qs##S##_rec(a, n, depth);                                             \
+    }                                                                         \
+    /* a[0..m) = the m smallest of a[0..n), ascending */                      \
+    static void simd_qsort_##S##_first(T *a, int64_t n, int64_t m)            \
+    {                                                                         \
+        int depth = 4;                                                        \
+        for (int64_t i = n; i > 1; i >>= 1) depth += 2;                       \
+        qs##S##_first(a, n, m, depth);                                        \
     }
 
 QS_DEFINE(64, uint64_t, 8)

@@ -597,12 +597,55 @@ QA_INLINE int qa32_presort(__m256i *v, const int NV)
         for (int64_t m = n; m > 1; m >>= 1) depth += 2;                       \
         qa##S##_rec(a, n, depth);                                             \
     }                                                                         \
+    /* the m smallest of a[0..n) to a[0..m), ascending (the rest in no     \
+     * order): partitions recurse only into the part holding rank m - 1,    \
+     * sorting whatever lies wholly before it */                             \
+    static void qa##S##_first(T *a, int64_t n, int64_t m, int depth)          \
+    {                                                                         \
+        while (n > QS2_BASE_VECS * L) {                                       \
+            if (m >= n) {                                                     \
+                qa##S##_rec(a, n, depth);                                     \
+                return;                                                       \
+            }                                                                 \
+            if (m <= 0) return;                                               \
+            if (depth-- <= 0) {                                               \
+                qa##S##_heap_sort(a, n);                                      \
+                return;                                                       \
+            }                                                                 \
+            const T p = qa##S##_pivot(a, n);                                  \
+            int64_t k = qa##S##_partition(a, n, p, 0);                        \
+            if (k == n) {                                                     \
+                /* [k', n) all equal p, the largest, in place */              \
+                n = qa##S##_partition(a, n, p, 1);                            \
+                continue;                                                     \
+            }                                                                 \
+            if (k >= m) {                                                     \
+                n = k;                                                        \
+            } else {                                                          \
+                qa##S##_rec(a, k, depth);                                     \
+                a += k;                                                       \
+                n -= k;                                                       \
+                m -= k;                                                       \
+            }                                                                 \
+        }                                                                     \
+        if (m > 0) qa##S##_sort_base(a, n);                                   \
+    }                                                                         \
     /* sort a[0..n) ascending (as unsigned keys) */                           \
     static void simd_qsort_##S(T *a, int64_t n)                               \
     {                                                                         \
         const T bias = (T)((T)1 << (S - 1));                                  \
         for (int64_t i = 0; i < n; ++i) a[i] ^= bias;                         \
         simd_qsort_##S##_biased(a, n);                                        \
+        for (int64_t i = 0; i < n; ++i) a[i] ^= bias;                         \
+    }                                                                         \
+    /* a[0..m) = the m smallest of a[0..n), ascending (as unsigned keys) */   \
+    static void simd_qsort_##S##_first(T *a, int64_t n, int64_t m)            \
+    {                                                                         \
+        const T bias = (T)((T)1 << (S - 1));                                  \
+        int depth = 4;                                                        \
+        for (int64_t i = n; i > 1; i >>= 1) depth += 2;                       \
+        for (int64_t i = 0; i < n; ++i) a[i] ^= bias;                         \
+        qa##S##_first(a, n, m, depth);                                        \
         for (int64_t i = 0; i < n; ++i) a[i] ^= bias;                         \
     }
 

@@ -168,6 +168,38 @@ enum { TN_MERGE_MAX = 256 };
 /* Lane minima for the threshold of small m (m <= TN_LANES / 2). */
 enum { TN_LANES = 64 };
 
+/* Candidates past TN_MERGE_MAX go to the vector quicksort when it is
+ * compiled in and their keys differ in more than TN_QSORT_MIN_BITS bits
+ * (fewer: one or two radix passes, cheaper).  A partial sort: only the
+ * first m of the c (about 2-3 m) candidates need ordering; the radix
+ * passes sorted all of them, their 2048-entry tables costing more than
+ * the few hundred words. */
+enum { TN_QSORT_MIN_BITS = 16 };
+#if defined(KWK_HAVE_SIMD_QSORT)
+#define TN_QSORT_OK(c) ((c) <= KWK_SIMD_QSORT64_MAX_N)
+#else
+#define TN_QSORT_OK(c) 0
+#define simd_qsort_64_first(w, c, m) ((void)0)
+#endif
+
+/* The m smallest of n <= TN_SAMPLE_MAX keys of at most 32 bits to a[0..m),
+ * ascending (a threshold's sample: only the values matter, not where they
+ * came from).  The 8-lane quicksort sorts 64 keys in registers; the word
+ * sorts take about three times as long on a 64-bit word. */
+static void tn_sort_keys32(uint32_t *a, int64_t n, int64_t m)
+{
+#if defined(KWK_HAVE_SIMD_QSORT)
+    simd_qsort_32_first(a, n, m);
+#else
+    (void)m;
+    /* the word sorts want unique words: the sample position breaks ties */
+    uint64_t w[TN_SAMPLE_MAX], tmp[TN_SAMPLE_MAX];
+    for (int64_t i = 0; i < n; ++i) w[i] = (uint64_t)a[i] << 16 | (uint64_t)i;
+    words_sort_small_or_radix(w, tmp, n);
+    for (int64_t i = 0; i < n; ++i) a[i] = (uint32_t)(w[i] >> 16);
+#endif
+}
+
 /* Index bits of a row's words. */
 static inline int tn_ibits(int64_t len) { return len > 1 ? kwk_bits_for((uint64_t)(len - 1)) : 0; }
 
@@ -237,8 +269,9 @@ static inline int tn_ibits(int64_t len) { return len > 1 ? kwk_bits_for((uint64_
      * equal keys at or below t (ties among the selected are then likely). */ \
     static UT tn_threshold_##SUF(tn_row_##SUF *r, int64_t m, int *dup)        \
     {                                                                         \
-        uint64_t s[TN_SAMPLE_MAX], tmp[TN_SAMPLE_MAX];                        \
+        uint32_t s[TN_SAMPLE_MAX];                                            \
         const int64_t len = r->len;                                           \
+        if (sizeof(UT) > 4) return (UT)~(UT)0; /* (never chosen: all keys) */ \
         if (m <= TN_LANES / 2 && len >= 4 * TN_LANES) {                       \
             /* small m: the m-th smallest of TN_LANES lane minima bounds     \
              * the m-th smallest key from above (m distinct elements lie at  \
@@ -252,28 +285,28 @@ static inline int tn_ibits(int64_t len) { return len > 1 ? kwk_bits_for((uint64_
             for (; j + TN_LANES <= len; j += TN_LANES)                        \
                 for (int l = 0; l < TN_LANES; ++l) mn[l] = key[j + l] < mn[l] ? key[j + l] : mn[l]; \
             for (int l = 0; j < len; ++j, ++l) mn[l] = key[j] < mn[l] ? key[j] : mn[l]; \
-            for (int l = 0; l < TN_LANES; ++l) s[l] = (uint64_t)mn[l] << 8 | (uint64_t)l; \
-            words_small_sort(s, tmp, TN_LANES);                               \
+            for (int l = 0; l < TN_LANES; ++l) s[l] = (uint32_t)mn[l];       \
+            tn_sort_keys32(s, TN_LANES, m);                                   \
             *dup = 0;                                                         \
-            return (UT)(s[m - 1] >> 8);                                       \
+            return (UT)s[m - 1];                                              \
         }                                                                     \
         int64_t ns = 2 * sw_isqrt(len);                                       \
         ns = ns < TN_SAMPLE_MIN ? TN_SAMPLE_MIN : (ns > TN_SAMPLE_MAX ? TN_SAMPLE_MAX : ns); \
         if (ns > len) ns = len;                                               \
         const int64_t stride = len / ns;                                      \
         for (int64_t i = 0; i < ns; ++i)                                      \
-            s[i] = (uint64_t)tn_key_at_##SUF(r, i * stride + stride / 2) << 16 | (uint64_t)i; \
-        words_sort_small_or_radix(s, tmp, ns);                                \
+            s[i] = (uint32_t)tn_key_at_##SUF(r, i * stride + stride / 2);   \
         const double p = (double)m / (double)len;                             \
         const double rk = p * (double)ns;                                     \
         const int64_t rs = (int64_t)(rk + 3.0 * sqrt(rk * (1.0 - p)) + 3.0);  \
         const int64_t top = rs < ns ? rs : ns - 1;                            \
+        tn_sort_keys32(s, ns, top + 1);                                       \
         int d = 0;                                                            \
-        for (int64_t i = 1; i <= top; ++i) d |= (s[i] >> 16) == (s[i - 1] >> 16); \
+        for (int64_t i = 1; i <= top; ++i) d |= s[i] == s[i - 1];             \
         *dup = d;                                                             \
         /* candidates past about 3/4 of the row: take them all */             \
         if (rs >= ns || rs * 4 >= ns * 3) return (UT)~(UT)0;                  \
-        return (UT)(s[rs] >> 16);                                             \
+        return (UT)s[rs];                                                     \
     }                                                                         \
                                                                               \
     /* The m smallest (key, index) words of a row, sorted, into w[0..m),   \
@@ -311,6 +344,9 @@ static inline int tn_ibits(int64_t len) { return len > 1 ? kwk_bits_for((uint64_
             const int kb = kwk_bits_for((any ^ all) >> ibits);                \
             if (c <= TN_MERGE_MAX && kb > 0) {                                \
                 words_small_sort(w, tmp, c);                                  \
+            } else if (TN_QSORT_OK(c) && kb > TN_QSORT_MIN_BITS) {            \
+                /* only the first m need sorting: c is about 3 m */          \
+                simd_qsort_64_first(w, c, m);                                 \
             } else if (kb > 0 && c < KWK_WIDE_DIGIT_MIN_N) {                  \
                 /* digits of up to 11 bits: a pass fewer than bytes for     \
                  * most float keys, tables still in L1 */                    \

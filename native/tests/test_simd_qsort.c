@@ -5,7 +5,9 @@
  * partitions), lengths around the partition's sizes, and a few big rows;
  * input kinds with repeated keys (all equal, two values, few values,
  * sorted, reversed, organ pipe, extremes); the heap sort fallback forced on
- * its own.  Red zones before and after each row are checked.  Each version
+ * its own; the partial sorts (simd_qsort_*_first: the m smallest to the
+ * front, in order, the rest a permutation of the others) for several m
+ * per row.  Red zones before and after each row are checked.  Each version
  * runs where the CPU has its instructions (skipped otherwise).
  *
  *   gcc -O2 -std=c11 -D_GNU_SOURCE -o /tmp/test_simd_qsort native/tests/test_simd_qsort.c
@@ -20,6 +22,8 @@
  * below, where its include guard keeps it out) */
 #define simd_qsort_64 avx2_qsort_64
 #define simd_qsort_32 avx2_qsort_32
+#define simd_qsort_64_first avx2_qsort_64_first
+#define simd_qsort_32_first avx2_qsort_32_first
 #if defined(__clang__)
 #pragma clang attribute push(__attribute__((target("avx2,popcnt"))), apply_to = function)
 #else
@@ -34,6 +38,8 @@
 #endif
 #undef simd_qsort_64
 #undef simd_qsort_32
+#undef simd_qsort_64_first
+#undef simd_qsort_32_first
 #undef KWK_SIMD_QSORT64_MAX_N
 #if defined(__clang__)
 #pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,popcnt"))), apply_to = function)
@@ -93,6 +99,8 @@ typedef struct {
     void (*sort32)(uint32_t *, int64_t);
     void (*rec64)(uint64_t *, int64_t, int);
     void (*rec32)(uint32_t *, int64_t, int);
+    void (*first64)(uint64_t *, int64_t, int64_t);
+    void (*first32)(uint32_t *, int64_t, int64_t);
 } version;
 
 /* The AVX2 version's recursion works on biased keys (x ^ top bit): its
@@ -111,12 +119,16 @@ static void avx2_heap32(uint32_t *a, int64_t n, int depth)
 }
 
 static const version VERSIONS[] = {
-    {"avx2", avx2_qsort_64, avx2_qsort_32, avx2_heap64, avx2_heap32},
-    {"avx512", simd_qsort_64, simd_qsort_32, qs64_rec, qs32_rec},
+    {"avx2", avx2_qsort_64, avx2_qsort_32, avx2_heap64, avx2_heap32, avx2_qsort_64_first,
+     avx2_qsort_32_first},
+    {"avx512", simd_qsort_64, simd_qsort_32, qs64_rec, qs32_rec, simd_qsort_64_first,
+     simd_qsort_32_first},
 };
 
-/* mode 0: the sort; 1: the heap sort alone (depth 0) */
-static void check(const version *ver, int kind, int64_t n, int mode)
+/* mode 0: the sort; 1: the heap sort alone (depth 0); 2: the partial sort
+ * of the first m (the rest then sorted by the full sort, so the row must
+ * still hold every key once) */
+static void check_m(const version *ver, int kind, int64_t n, int mode, int64_t m)
 {
     uint64_t *b64 = malloc((size_t)(n + 2 * RED) * 8), *r64 = malloc((size_t)(n + 1) * 8);
     uint32_t *b32 = malloc((size_t)(n + 2 * RED) * 4), *r32 = malloc((size_t)(n + 1) * 4);
@@ -135,6 +147,15 @@ static void check(const version *ver, int kind, int64_t n, int mode)
     if (mode == 0) {
         ver->sort64(b64 + RED, n);
         ver->sort32(b32 + RED, n);
+    } else if (mode == 2) {
+        ver->first64(b64 + RED, n, m);
+        ver->first32(b32 + RED, n, m);
+        const int head64 = memcmp(b64 + RED, r64, (size_t)m * 8) != 0;
+        const int head32 = memcmp(b32 + RED, r32, (size_t)m * 4) != 0;
+        ver->sort64(b64 + RED + m, n - m);
+        ver->sort32(b32 + RED + m, n - m);
+        if (head64) b64[RED] = ~r64[0]; /* fail below */
+        if (head32) b32[RED] = ~r32[0];
     } else {
         ver->rec64(b64 + RED, n, 0);
         ver->rec32(b32 + RED, n, 0);
@@ -145,9 +166,22 @@ static void check(const version *ver, int kind, int64_t n, int mode)
         bad32 |= b32[i] != 0xA5A5A5A5u + (uint32_t)i || b32[RED + n + i] != 0xA5A5A5A5u + (uint32_t)i;
     }
     checks += 2;
-    if (bad64 && failures++ < 20) printf("FAIL %s u64 kind=%s n=%lld mode=%d\n", ver->name, KIND_NAMES[kind], (long long)n, mode);
-    if (bad32 && failures++ < 20) printf("FAIL %s u32 kind=%s n=%lld mode=%d\n", ver->name, KIND_NAMES[kind], (long long)n, mode);
+    if (bad64 && failures++ < 20) printf("FAIL %s u64 kind=%s n=%lld mode=%d m=%lld\n", ver->name, KIND_NAMES[kind], (long long)n, mode, (long long)m);
+    if (bad32 && failures++ < 20) printf("FAIL %s u32 kind=%s n=%lld mode=%d m=%lld\n", ver->name, KIND_NAMES[kind], (long long)n, mode, (long long)m);
     free(b64); free(r64); free(b32); free(r32);
+}
+
+static void check(const version *ver, int kind, int64_t n, int mode)
+{
+    check_m(ver, kind, n, mode, 0);
+}
+
+/* the partial sort for m at both ends, around a third, and at random */
+static void check_first(const version *ver, int kind, int64_t n)
+{
+    const int64_t ms[] = {0, 1, n / 3, n - 1, n, n ? (int64_t)(rnd() % (uint64_t)n) : 0};
+    for (size_t i = 0; i < sizeof ms / sizeof ms[0]; ++i)
+        if (ms[i] >= 0 && ms[i] <= n) check_m(ver, kind, n, 2, ms[i]);
 }
 
 int main(int argc, char **argv)
@@ -174,6 +208,9 @@ int main(int argc, char **argv)
                 for (int kind = 0; kind < NKINDS; ++kind) check(ver, kind, SIZES[s], 0);
         for (int64_t n = 0; n <= 700; n += 7)
             for (int kind = 0; kind < NKINDS; ++kind) check(ver, kind, n, 1);
+        for (int64_t n = 0; n <= 3000; n += (n < 300 ? 1 : 37))
+            for (int kind = 0; kind < NKINDS; ++kind) check_first(ver, kind, n);
+        for (int kind = 0; kind < NKINDS; ++kind) check_first(ver, kind, big ? 100003 : 10007);
         printf("%s: %ld checks\n", ver->name, checks - before);
     }
     printf("simd_qsort: %ld checks, %ld failures\n%s\n", checks, failures, failures ? "FAILED" : "ok");
