@@ -35,6 +35,7 @@
 #include "row_io.h"
 #include "select_words.h"
 #include "transpose8.h"
+#include "short_sort_network.h"
 
 enum {
     SR_LANES = 8,
@@ -362,6 +363,31 @@ static int sr_sort(int dtype, const void *src, int64_t outer, int64_t len, int64
     const int es = KWK_DTYPES[dtype].elem_size;
     const uint32_t flip = descending ? (uint32_t)kwk_width_mask(KWK_DTYPES[dtype].key_bits) : 0;
     const int n = (int)len;
+    kwk_count(KWK_COUNT_SHORT_SORT_ROWS, outer * inner);
+#if defined(KWK_HAVE_SORT_NETWORK)
+    /* 32-bit elements in layouts read and written by whole vectors: the
+     * network (short_sort_network.h); what it leaves (fewer than eight
+     * rows) continues below */
+    if (sn_applies(dtype, len, inner, src_sl, src_si, dst_so, dst_sl, dst_si)) {
+        if (inner == 1) {
+            const int64_t done = sn_sort_rows(dtype, src, outer, n, src_so, values, indices,
+                                              descending);
+            if (done == outer) return KWK_OK;
+            src = (const char *)src + done * src_so * es;
+            if (values) values = (char *)values + done * dst_so * es;
+            if (indices) indices += done * dst_so;
+            outer -= done;
+        } else {
+            const int64_t done = sn_sort_columns(dtype, src, outer, n, inner, src_so, src_sl,
+                                                 values, indices, dst_so, dst_sl, descending);
+            if (done == inner) return KWK_OK;
+            src = (const char *)src + done * es; /* src_si == dst_si == 1 */
+            if (values) values = (char *)values + done * es;
+            if (indices) indices += done;
+            inner -= done;
+        }
+    }
+#endif
     int32_t col[SR_SORT_MAX * SR_LANES], rank[SR_SORT_MAX * SR_LANES];
     sr_walk w;
     sr_group g;
@@ -374,7 +400,6 @@ static int sr_sort(int dtype, const void *src, int64_t outer, int64_t len, int64
         else if (es == 2) sr_emit_sorted_u16(&g, rank, n, sstep, (char *)values, indices, dst_sl);
         else sr_emit_sorted_u32(&g, rank, n, sstep, (char *)values, indices, dst_sl);
     }
-    kwk_count(KWK_COUNT_SHORT_SORT_ROWS, outer * inner);
     return KWK_OK;
 }
 

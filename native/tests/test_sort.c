@@ -26,6 +26,8 @@
 #include "kwker.h"
 #include "test_targets.h"
 #include "../src/torch_order.h"
+#define KWK_SN_TABLE /* the sorting networks' table, checked below */
+#include "../src/short_sort_network.h"
 
 static uint64_t rng = 0x243F6A8885A308D3ull;
 static uint64_t rnd(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return rng; }
@@ -396,15 +398,44 @@ static void check_strided(int dt, int64_t n)
     free(x); free(v); free(v1); free(ix); free(i1); free(row);
 }
 
+/* The sorting networks of short_sort_network.h: each pair inside the row
+ * and in order, and every row of 0s and 1s sorted (the 0-1 principle: a
+ * comparator network that sorts all 2^n of them sorts everything). */
+static void check_networks(void)
+{
+    for (int n = 2; n <= SN_MAX; ++n) {
+        int bad = 0;
+        for (int c = SN_AT[n]; c < SN_AT[n + 1]; ++c)
+            bad |= !(SN_PAIRS[c][0] < SN_PAIRS[c][1] && SN_PAIRS[c][1] < n);
+        for (uint32_t bits = 0; !bad && bits < (1u << n); ++bits) {
+            uint32_t b = bits;
+            for (int c = SN_AT[n]; c < SN_AT[n + 1]; ++c) {
+                const int lo = SN_PAIRS[c][0], hi = SN_PAIRS[c][1];
+                if ((b >> lo & 1) && !(b >> hi & 1)) b ^= (1u << lo) | (1u << hi);
+            }
+            /* sorted: the ones at the top, contiguous */
+            const int ones = __builtin_popcount(b);
+            bad |= b != (ones ? ((1u << n) - 1) & ~((1u << (n - ones)) - 1) : 0);
+        }
+        ++g_checks[0];
+        if (bad) {
+            ++failures;
+            printf("FAIL sorting network of %d elements\n", n);
+        }
+    }
+}
+
 /* Many short rows (sort's eight-rows kernel, short_rows.h, for rows of
- * 2..16 and at least 8 rows): every row equal to the same row sorted alone
- * (the per-row kernel, checked against merge sort above), for rows along
- * the last dim (11 rows: a group and a tail) and along a strided dim
- * (inner 9), values and indices, values only, indices only. */
+ * 2..16 and at least 8 rows, and its sorting network for 32-bit elements,
+ * short_sort_network.h, which takes whole groups of eight): every row
+ * equal to the same row sorted alone (the per-row kernel, checked against
+ * merge sort above), for rows along the last dim and along a strided dim
+ * (inner = rows), 8, 13 or 18 of them (whole groups, and groups and a
+ * tail), values and indices, values only, indices only. */
 static void check_short_rows(int dt, int kind, int64_t n)
 {
     const int es = ES[dt];
-    const int64_t rows = 11, total = rows * n;
+    const int64_t rows = 8 + (n % 3) * 5, total = rows * n;
     unsigned char *x = malloc((size_t)total * es), *v = malloc((size_t)total * es);
     unsigned char *v2 = malloc((size_t)total * es), *v1 = malloc((size_t)n * es);
     unsigned char *row = malloc((size_t)n * es);
@@ -413,7 +444,7 @@ static void check_short_rows(int dt, int kind, int64_t n)
     for (int desc = 0; desc < 2; ++desc)
         for (int order = 0; order < 2; ++order)
             for (int lay = 0; lay < 2; ++lay) {
-                /* lay 0: (11, n) rows along the last dim; lay 1: (1, n, 11) */
+                /* lay 0: (rows, n) rows along the last dim; lay 1: (1, n, rows) */
                 const int64_t outer = lay ? 1 : rows, inner = lay ? rows : 1;
                 const int64_t so = n * inner, sl = inner;
                 const int64_t before = kwk_counter(KWK_COUNT_SHORT_SORT_ROWS);
@@ -573,6 +604,7 @@ int main(int argc, char **argv)
         }
     }
     check_advise();
+    check_networks();
     if (big) check_row_threads(big);
     for (int ti = 0; ti < g_ntargets; ++ti)
         printf("target %s: %ld checks, %ld failures\n", g_targets[ti], g_checks[ti], g_failures[ti]);

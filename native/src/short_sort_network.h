@@ -1,0 +1,344 @@
+/*
+ * short_sort_network.h - rows of 2..16 32-bit elements (float32, int32,
+ * uint32) sorted eight at a time by a sorting network, read and written
+ * with vector loads and stores (AVX2 only; short_rows.h's sr_sort takes
+ * every other case and the rows left over here).
+ *
+ * Element j of eight rows sits in one vector (lane l: row l), as in
+ * short_rows.h, but instead of counting each element's rank and scattering
+ * it element by element, the vectors themselves are sorted by Batcher's
+ * odd-even merge network (19 comparators for 8 elements, 63 for 16), each
+ * comparator ordering its two vectors lane by lane by (key, index): the
+ * index breaks ties, so the result is the stable order, which is torch's
+ * for rows of up to 16 (its std::sort leaves them to an insertion sort).
+ * Each position carries the key (signed-compare form, flipped for
+ * descending), the element's index and its raw bits (the key alone loses
+ * -0.0 and NaN payloads, which the output keeps).
+ *
+ *  - columns (inner > 1, the sort dim not the last: sorting along dim 0 of
+ *    a 12 x 79510 tensor): eight neighbouring rows are eight neighbouring
+ *    addresses, so element j of all eight is one load and sorted position
+ *    p of all eight one store (two for the int64 indices);
+ *  - rows (inner == 1, rows of contiguous elements written back to back):
+ *    eight rows become columns and back by 8 x 8 transposes.  Rows are
+ *    read with masked loads (nothing past a row is read); each output row
+ *    is stored as whole vectors whose lanes past the row's end fall on the
+ *    rows after it, written later (in this group, the next, or by
+ *    sr_sort's loop for the last few rows), except where a vector would
+ *    reach past the call's last row: that one is stored masked (AVX2's
+ *    masked stores are slow: one per row cost more than the rest).
+ *
+ * Each length has its own copy of the code (a switch over n), so that the
+ * network's positions are constants and the vectors live in registers or
+ * fixed stack slots.
+ */
+#ifndef KWK_SHORT_SORT_NETWORK_H
+#define KWK_SHORT_SORT_NETWORK_H
+
+#include <stdint.h>
+#include <string.h>
+#include "keys.h"
+#include "transpose8.h"
+
+#if defined(__AVX2__) || defined(KWK_SN_TABLE) /* (the tests check the table) */
+enum { SN_MAX = 16 };
+
+/* Batcher's odd-even merge sort networks for 2..16 elements, as (lo, hi)
+ * position pairs in the order they apply: n's pairs are SN_PAIRS[SN_AT[n]]
+ * up to SN_AT[n + 1].  Built for the next power of two, with each
+ * comparator reaching past n dropped (the missing elements count as +inf
+ * there: it would move nothing); test_sort.c checks every one of them by
+ * the 0-1 principle. */
+static const uint8_t SN_PAIRS[428][2] = {
+    /* 2 elements: 1 */
+    {0, 1},
+    /* 3 elements: 3 */
+    {0, 1}, {0, 2}, {1, 2},
+    /* 4 elements: 5 */
+    {0, 1}, {2, 3}, {0, 2}, {1, 3}, {1, 2},
+    /* 5 elements: 9 */
+    {0, 1}, {2, 3}, {0, 2}, {1, 3}, {1, 2}, {0, 4}, {2, 4}, {1, 2}, {3, 4},
+    /* 6 elements: 12 */
+    {0, 1}, {2, 3}, {4, 5}, {0, 2}, {1, 3}, {1, 2}, {0, 4}, {1, 5}, {2, 4}, {3, 5}, {1, 2},
+    {3, 4},
+    /* 7 elements: 16 */
+    {0, 1}, {2, 3}, {4, 5}, {0, 2}, {1, 3}, {4, 6}, {1, 2}, {5, 6}, {0, 4}, {1, 5}, {2, 6},
+    {2, 4}, {3, 5}, {1, 2}, {3, 4}, {5, 6},
+    /* 8 elements: 19 */
+    {0, 1}, {2, 3}, {4, 5}, {6, 7}, {0, 2}, {1, 3}, {4, 6}, {5, 7}, {1, 2}, {5, 6}, {0, 4},
+    {1, 5}, {2, 6}, {3, 7}, {2, 4}, {3, 5}, {1, 2}, {3, 4}, {5, 6},
+    /* 9 elements: 28 */
+    {0, 1}, {2, 3}, {4, 5}, {6, 7}, {0, 2}, {1, 3}, {4, 6}, {5, 7}, {1, 2}, {5, 6}, {0, 4},
+    {1, 5}, {2, 6}, {3, 7}, {2, 4}, {3, 5}, {1, 2}, {3, 4}, {5, 6}, {0, 8}, {4, 8}, {2, 4},
+    {3, 5}, {6, 8}, {1, 2}, {3, 4}, {5, 6}, {7, 8},
+    /* 10 elements: 32 */
+    {0, 1}, {2, 3}, {4, 5}, {6, 7}, {8, 9}, {0, 2}, {1, 3}, {4, 6}, {5, 7}, {1, 2}, {5, 6},
+    {0, 4}, {1, 5}, {2, 6}, {3, 7}, {2, 4}, {3, 5}, {1, 2}, {3, 4}, {5, 6}, {0, 8}, {1, 9},
+    {4, 8}, {5, 9}, {2, 4}, {3, 5}, {6, 8}, {7, 9}, {1, 2}, {3, 4}, {5, 6}, {7, 8},
+    /* 11 elements: 38 */
+    {0, 1}, {2, 3}, {4, 5}, {6, 7}, {8, 9}, {0, 2}, {1, 3}, {4, 6}, {5, 7}, {8, 10}, {1, 2},
+    {5, 6}, {9, 10}, {0, 4}, {1, 5}, {2, 6}, {3, 7}, {2, 4}, {3, 5}, {1, 2}, {3, 4}, {5, 6},
+    {9, 10}, {0, 8}, {1, 9}, {2, 10}, {4, 8}, {5, 9}, {6, 10}, {2, 4}, {3, 5}, {6, 8}, {7, 9},
+    {1, 2}, {3, 4}, {5, 6}, {7, 8}, {9, 10},
+    /* 12 elements: 42 */
+    {0, 1}, {2, 3}, {4, 5}, {6, 7}, {8, 9}, {10, 11}, {0, 2}, {1, 3}, {4, 6}, {5, 7}, {8, 10},
+    {9, 11}, {1, 2}, {5, 6}, {9, 10}, {0, 4}, {1, 5}, {2, 6}, {3, 7}, {2, 4}, {3, 5}, {1, 2},
+    {3, 4}, {5, 6}, {9, 10}, {0, 8}, {1, 9}, {2, 10}, {3, 11}, {4, 8}, {5, 9}, {6, 10}, {7,
+    11}, {2, 4}, {3, 5}, {6, 8}, {7, 9}, {1, 2}, {3, 4}, {5, 6}, {7, 8}, {9, 10},
+    /* 13 elements: 48 */
+    {0, 1}, {2, 3}, {4, 5}, {6, 7}, {8, 9}, {10, 11}, {0, 2}, {1, 3}, {4, 6}, {5, 7}, {8, 10},
+    {9, 11}, {1, 2}, {5, 6}, {9, 10}, {0, 4}, {1, 5}, {2, 6}, {3, 7}, {8, 12}, {2, 4}, {3, 5},
+    {10, 12}, {1, 2}, {3, 4}, {5, 6}, {9, 10}, {11, 12}, {0, 8}, {1, 9}, {2, 10}, {3, 11}, {4,
+    12}, {4, 8}, {5, 9}, {6, 10}, {7, 11}, {2, 4}, {3, 5}, {6, 8}, {7, 9}, {10, 12}, {1, 2},
+    {3, 4}, {5, 6}, {7, 8}, {9, 10}, {11, 12},
+    /* 14 elements: 53 */
+    {0, 1}, {2, 3}, {4, 5}, {6, 7}, {8, 9}, {10, 11}, {12, 13}, {0, 2}, {1, 3}, {4, 6}, {5,
+    7}, {8, 10}, {9, 11}, {1, 2}, {5, 6}, {9, 10}, {0, 4}, {1, 5}, {2, 6}, {3, 7}, {8, 12},
+    {9, 13}, {2, 4}, {3, 5}, {10, 12}, {11, 13}, {1, 2}, {3, 4}, {5, 6}, {9, 10}, {11, 12},
+    {0, 8}, {1, 9}, {2, 10}, {3, 11}, {4, 12}, {5, 13}, {4, 8}, {5, 9}, {6, 10}, {7, 11}, {2,
+    4}, {3, 5}, {6, 8}, {7, 9}, {10, 12}, {11, 13}, {1, 2}, {3, 4}, {5, 6}, {7, 8}, {9, 10},
+    {11, 12},
+    /* 15 elements: 59 */
+    {0, 1}, {2, 3}, {4, 5}, {6, 7}, {8, 9}, {10, 11}, {12, 13}, {0, 2}, {1, 3}, {4, 6}, {5,
+    7}, {8, 10}, {9, 11}, {12, 14}, {1, 2}, {5, 6}, {9, 10}, {13, 14}, {0, 4}, {1, 5}, {2, 6},
+    {3, 7}, {8, 12}, {9, 13}, {10, 14}, {2, 4}, {3, 5}, {10, 12}, {11, 13}, {1, 2}, {3, 4},
+    {5, 6}, {9, 10}, {11, 12}, {13, 14}, {0, 8}, {1, 9}, {2, 10}, {3, 11}, {4, 12}, {5, 13},
+    {6, 14}, {4, 8}, {5, 9}, {6, 10}, {7, 11}, {2, 4}, {3, 5}, {6, 8}, {7, 9}, {10, 12}, {11,
+    13}, {1, 2}, {3, 4}, {5, 6}, {7, 8}, {9, 10}, {11, 12}, {13, 14},
+    /* 16 elements: 63 */
+    {0, 1}, {2, 3}, {4, 5}, {6, 7}, {8, 9}, {10, 11}, {12, 13}, {14, 15}, {0, 2}, {1, 3}, {4,
+    6}, {5, 7}, {8, 10}, {9, 11}, {12, 14}, {13, 15}, {1, 2}, {5, 6}, {9, 10}, {13, 14}, {0,
+    4}, {1, 5}, {2, 6}, {3, 7}, {8, 12}, {9, 13}, {10, 14}, {11, 15}, {2, 4}, {3, 5}, {10,
+    12}, {11, 13}, {1, 2}, {3, 4}, {5, 6}, {9, 10}, {11, 12}, {13, 14}, {0, 8}, {1, 9}, {2,
+    10}, {3, 11}, {4, 12}, {5, 13}, {6, 14}, {7, 15}, {4, 8}, {5, 9}, {6, 10}, {7, 11}, {2,
+    4}, {3, 5}, {6, 8}, {7, 9}, {10, 12}, {11, 13}, {1, 2}, {3, 4}, {5, 6}, {7, 8}, {9, 10},
+    {11, 12}, {13, 14},
+};
+static const uint16_t SN_AT[SN_MAX + 2] = {0, 0, 0, 1, 4, 9, 18, 30, 46, 65, 93, 125, 163, 205, 253, 306, 365, 428};
+
+#endif
+
+#if defined(__AVX2__)
+#include <immintrin.h>
+#define KWK_HAVE_SORT_NETWORK 1
+
+#define SN_INLINE static inline __attribute__((always_inline))
+#define SN_UNROLL _Pragma("GCC unroll 64")
+
+/* Sort positions 0..n-1 by (key, index), lane by lane. */
+SN_INLINE void sn_network(__m256i *key, __m256i *idx, __m256i *raw, const int n)
+{
+    SN_UNROLL
+    for (int c = SN_AT[n]; c < SN_AT[n + 1]; ++c) {
+        const int a = SN_PAIRS[c][0], b = SN_PAIRS[c][1];
+        const __m256i ka = key[a], kb = key[b], ia = idx[a], ib = idx[b];
+        /* swap where b comes first: kb < ka, or equal keys and ib < ia */
+        const __m256i swap = _mm256_or_si256(
+            _mm256_cmpgt_epi32(ka, kb),
+            _mm256_and_si256(_mm256_cmpeq_epi32(ka, kb), _mm256_cmpgt_epi32(ia, ib)));
+        const __m256i ra = raw[a], rb = raw[b];
+        key[a] = _mm256_blendv_epi8(ka, kb, swap);
+        key[b] = _mm256_blendv_epi8(kb, ka, swap);
+        idx[a] = _mm256_blendv_epi8(ia, ib, swap);
+        idx[b] = _mm256_blendv_epi8(ib, ia, swap);
+        raw[a] = _mm256_blendv_epi8(ra, rb, swap);
+        raw[b] = _mm256_blendv_epi8(rb, ra, swap);
+    }
+}
+
+/* key (signed-compare form) of eight raw elements; flip: all ones for
+ * descending (the key's complement) */
+SN_INLINE __m256i sn_key(int dtype, __m256i raw, __m256i flip)
+{
+    const __m256i sign = _mm256_set1_epi32((int)0x80000000u);
+    __m256i k;
+    if (dtype == KWK_FLOAT32) k = _mm256_xor_si256(kwk_keys8_f32(raw), sign);
+    else if (dtype == KWK_UINT32) k = _mm256_xor_si256(raw, sign);
+    else k = raw; /* int32: the signed order is the order */
+    return _mm256_xor_si256(k, flip);
+}
+
+/* keys and indices of positions 0..n-1 from their raw bits, then sorted */
+SN_INLINE void sn_sort(int dtype, __m256i *key, __m256i *idx, __m256i *raw, const int n, __m256i flip)
+{
+    SN_UNROLL
+    for (int j = 0; j < n; ++j) {
+        key[j] = sn_key(dtype, raw[j], flip);
+        idx[j] = _mm256_set1_epi32(j);
+    }
+    sn_network(key, idx, raw, n);
+}
+
+/* lanes below `count` all ones */
+static inline __m256i sn_lanes_below(int count)
+{
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(count), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+/* Whether the network takes this call's layout (after sr_sort_applies):
+ * columns with unit inner strides, or rows of contiguous elements written
+ * back to back (the stores past a row's end rely on the next row coming
+ * right after it). */
+static int sn_applies(int dtype, int64_t len, int64_t inner, int64_t src_sl, int64_t src_si,
+                      int64_t dst_so, int64_t dst_sl, int64_t dst_si)
+{
+    if (dtype != KWK_FLOAT32 && dtype != KWK_INT32 && dtype != KWK_UINT32) return 0;
+    if (inner == 1) return src_sl == 1 && dst_sl == 1 && dst_so == len;
+    return inner >= 8 && src_si == 1 && dst_si == 1;
+}
+
+SN_INLINE void sn_columns_n(int dtype, const int32_t *src, int64_t outer, int64_t done,
+                            int64_t src_so, int64_t src_sl, int32_t *values, int64_t *indices,
+                            int64_t dst_so, int64_t dst_sl, __m256i flip, const int n)
+{
+    __m256i key[SN_MAX], idx[SN_MAX], raw[SN_MAX];
+    for (int64_t o = 0; o < outer; ++o)
+        for (int64_t i = 0; i < done; i += 8) {
+            const int32_t *s = src + o * src_so + i;
+            SN_UNROLL
+            for (int j = 0; j < n; ++j) raw[j] = _mm256_loadu_si256((const __m256i *)(const void *)(s + j * src_sl));
+            sn_sort(dtype, key, idx, raw, n, flip);
+            const int64_t d = o * dst_so + i;
+            if (values) {
+                SN_UNROLL
+                for (int p = 0; p < n; ++p)
+                    _mm256_storeu_si256((__m256i *)(void *)(values + d + p * dst_sl), raw[p]);
+            }
+            if (indices) {
+                SN_UNROLL
+                for (int p = 0; p < n; ++p) {
+                    int64_t *q = indices + d + p * dst_sl;
+                    _mm256_storeu_si256((__m256i *)(void *)q, _mm256_cvtepi32_epi64(_mm256_castsi256_si128(idx[p])));
+                    _mm256_storeu_si256((__m256i *)(void *)(q + 4),
+                                        _mm256_cvtepi32_epi64(_mm256_extracti128_si256(idx[p], 1)));
+                }
+            }
+        }
+}
+
+/* Columns: for each outer o, inner rows i..i+7 (i + 8 <= inner) at once.
+ * Returns the number of inner rows done per outer (a multiple of 8). */
+static int64_t sn_sort_columns(int dtype, const void *src, int64_t outer, int n, int64_t inner,
+                               int64_t src_so, int64_t src_sl, void *values, int64_t *indices,
+                               int64_t dst_so, int64_t dst_sl, int descending)
+{
+    const __m256i flip = _mm256_set1_epi32(descending ? -1 : 0);
+    const int64_t done = inner & ~(int64_t)7;
+    switch (n) {
+#define SN_CASE(N)                                                                                 \
+    case N:                                                                                        \
+        sn_columns_n(dtype, (const int32_t *)src, outer, done, src_so, src_sl, (int32_t *)values, \
+                     indices, dst_so, dst_sl, flip, N);                                            \
+        break;
+    SN_CASE(2) SN_CASE(3) SN_CASE(4) SN_CASE(5) SN_CASE(6) SN_CASE(7) SN_CASE(8) SN_CASE(9)
+    SN_CASE(10) SN_CASE(11) SN_CASE(12) SN_CASE(13) SN_CASE(14) SN_CASE(15) SN_CASE(16)
+#undef SN_CASE
+    default: return 0;
+    }
+    return done;
+}
+
+/* One output row's n elements from v[0..] (8 lanes a vector), q the
+ * row's start and end the output's end: a vector running past the row is
+ * stored whole (its overhang lands on later rows, written afterwards)
+ * unless it would pass `end`. */
+SN_INLINE void sn_store_row32(int32_t *q, const int32_t *end, const __m256i *v, const int n)
+{
+    SN_UNROLL
+    for (int p0 = 0; p0 < n; p0 += 8) {
+        if (n - p0 < 8 && end - (q + p0) < 8)
+            _mm256_maskstore_epi32((int *)(q + p0), sn_lanes_below(n - p0), v[p0 / 8]);
+        else
+            _mm256_storeu_si256((__m256i *)(void *)(q + p0), v[p0 / 8]);
+    }
+}
+
+/* The same for the indices, widened to int64 (4 a vector). */
+SN_INLINE void sn_store_row64(int64_t *q, const int64_t *end, const __m256i *v, const int n)
+{
+    SN_UNROLL
+    for (int p0 = 0; p0 < n; p0 += 4) {
+        const __m256i w = p0 % 8 ? _mm256_cvtepi32_epi64(_mm256_extracti128_si256(v[p0 / 8], 1))
+                                 : _mm256_cvtepi32_epi64(_mm256_castsi256_si128(v[p0 / 8]));
+        if (n - p0 < 4 && end - (q + p0) < 4)
+            _mm256_maskstore_epi64((long long *)(void *)(q + p0),
+                                   _mm256_cvtepi32_epi64(_mm_cmpgt_epi32(_mm_set1_epi32(n - p0), _mm_setr_epi32(0, 1, 2, 3))), w);
+        else
+            _mm256_storeu_si256((__m256i *)(void *)(q + p0), w);
+    }
+}
+
+SN_INLINE void sn_rows_n(int dtype, const int32_t *src, int64_t outer, int64_t done,
+                         int64_t src_so, int32_t *values, int64_t *indices, __m256i flip,
+                         const int n)
+{
+    enum { NB = 2 }; /* 8 x 8 blocks per group: n <= 16 */
+    __m256i key[SN_MAX], idx[SN_MAX], raw[SN_MAX + 8];
+    const int nb = (n + 7) / 8;
+    for (int64_t r = 0; r < done; r += 8) {
+        const int32_t *s = src + r * src_so;
+        SN_UNROLL
+        for (int b = 0; b < nb; ++b) {
+            const int cols = n - 8 * b < 8 ? n - 8 * b : 8;
+            const __m256i m = sn_lanes_below(cols);
+            __m256i v[8];
+            SN_UNROLL
+            for (int l = 0; l < 8; ++l) v[l] = _mm256_maskload_epi32((const int *)(s + l * src_so + 8 * b), m);
+            kwk_transpose8_epi32(v);
+            SN_UNROLL
+            for (int c = 0; c < 8; ++c) raw[8 * b + c] = v[c];
+        }
+        sn_sort(dtype, key, idx, raw, n, flip);
+        /* rows back: row l's lanes of block b in rv[l][b] */
+        __m256i rv[8][NB], iv[8][NB];
+        SN_UNROLL
+        for (int b = 0; b < nb; ++b) {
+            __m256i v[8], w[8];
+            SN_UNROLL
+            for (int c = 0; c < 8; ++c) {
+                v[c] = 8 * b + c < n ? raw[8 * b + c] : _mm256_setzero_si256();
+                w[c] = 8 * b + c < n ? idx[8 * b + c] : _mm256_setzero_si256();
+            }
+            kwk_transpose8_epi32(v);
+            kwk_transpose8_epi32(w);
+            SN_UNROLL
+            for (int l = 0; l < 8; ++l) {
+                rv[l][b] = v[l];
+                iv[l][b] = w[l];
+            }
+        }
+        /* rows written in order: a row's overhang lands on later rows */
+        SN_UNROLL
+        for (int l = 0; l < 8; ++l) {
+            if (values) sn_store_row32(values + (r + l) * n, values + outer * n, rv[l], n);
+            if (indices) sn_store_row64(indices + (r + l) * n, indices + outer * n, iv[l], n);
+        }
+    }
+}
+
+/* Rows: outer rows of n contiguous elements (src_so apart), written back
+ * to back, eight at a time.  Returns the number of rows done (a multiple
+ * of 8). */
+static int64_t sn_sort_rows(int dtype, const void *src, int64_t outer, int n, int64_t src_so,
+                            void *values, int64_t *indices, int descending)
+{
+    const __m256i flip = _mm256_set1_epi32(descending ? -1 : 0);
+    const int64_t done = outer & ~(int64_t)7;
+    switch (n) {
+#define SN_CASE(N)                                                                                 \
+    case N:                                                                                        \
+        sn_rows_n(dtype, (const int32_t *)src, outer, done, src_so, (int32_t *)values, indices,   \
+                  flip, N);                                                                        \
+        break;
+    SN_CASE(2) SN_CASE(3) SN_CASE(4) SN_CASE(5) SN_CASE(6) SN_CASE(7) SN_CASE(8) SN_CASE(9)
+    SN_CASE(10) SN_CASE(11) SN_CASE(12) SN_CASE(13) SN_CASE(14) SN_CASE(15) SN_CASE(16)
+#undef SN_CASE
+    default: return 0;
+    }
+    return done;
+}
+
+#undef SN_UNROLL
+#undef SN_INLINE
+#endif /* __AVX2__ */
+#endif
