@@ -90,7 +90,26 @@ SW_DEFINE_GATHER(sw_gather_f16, uint16_t, sk_f16)
 SW_DEFINE_GATHER(sw_gather_bf16, uint16_t, sk_bf16)
 SW_DEFINE_GATHER(sw_gather_u32, uint32_t, sk_u32)
 SW_DEFINE_GATHER(sw_gather_i32, uint32_t, sk_i32)
+#if defined(__AVX2__)
+SW_DEFINE_GATHER(sw_gather_f32_scalar, uint32_t, sk_f32)
+/* float32 keys eight at a time (the scalar key's branches keep the
+ * compiler from vectorising it): the selections' block loads of rows in
+ * cache, 14-17% of a kthvalue of 10^4-10^5 floats */
+static void sw_gather_f32(const char *row, int64_t step, int64_t n, uint32_t flip, uint32_t *out)
+{
+    int64_t j = 0;
+    if (step == 4) {
+        const __m256i f = _mm256_set1_epi32((int)flip);
+        for (; j + 8 <= n; j += 8) {
+            const __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(row + 4 * j));
+            _mm256_storeu_si256((__m256i *)(void *)(out + j), _mm256_xor_si256(kwk_keys8_f32(b), f));
+        }
+    }
+    sw_gather_f32_scalar(row + j * step, step, n - j, flip, out + j);
+}
+#else
 SW_DEFINE_GATHER(sw_gather_f32, uint32_t, sk_f32)
+#endif
 SW_DEFINE_GATHER(sw_gather_u64, uint64_t, sk_u64)
 SW_DEFINE_GATHER(sw_gather_i64, uint64_t, sk_i64)
 SW_DEFINE_GATHER(sw_gather_f64, uint64_t, sk_f64)
