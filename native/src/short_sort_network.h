@@ -123,6 +123,8 @@ static const uint16_t SN_AT[SN_MAX + 2] = {0, 0, 0, 1, 4, 9, 18, 30, 46, 65, 93,
 #define KWK_HAVE_SORT_NETWORK 1
 
 #define SN_INLINE static inline __attribute__((always_inline))
+/* every row length with its own copy of a kernel: X(n) for n in 2..SN_MAX */
+#define SN_LENGTHS(X) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15) X(16)
 #define SN_UNROLL _Pragma("GCC unroll 64")
 
 /* Sort positions 0..n-1 by (key, index), lane by lane. */
@@ -230,8 +232,7 @@ static int64_t sn_sort_columns(int dtype, const void *src, int64_t outer, int n,
         sn_columns_n(dtype, (const int32_t *)src, outer, done, src_so, src_sl, (int32_t *)values, \
                      indices, dst_so, dst_sl, flip, N);                                            \
         break;
-    SN_CASE(2) SN_CASE(3) SN_CASE(4) SN_CASE(5) SN_CASE(6) SN_CASE(7) SN_CASE(8) SN_CASE(9)
-    SN_CASE(10) SN_CASE(11) SN_CASE(12) SN_CASE(13) SN_CASE(14) SN_CASE(15) SN_CASE(16)
+    SN_LENGTHS(SN_CASE)
 #undef SN_CASE
     default: return 0;
     }
@@ -330,14 +331,14 @@ static int64_t sn_sort_rows(int dtype, const void *src, int64_t outer, int n, in
         sn_rows_n(dtype, (const int32_t *)src, outer, done, src_so, (int32_t *)values, indices,   \
                   flip, N);                                                                        \
         break;
-    SN_CASE(2) SN_CASE(3) SN_CASE(4) SN_CASE(5) SN_CASE(6) SN_CASE(7) SN_CASE(8) SN_CASE(9)
-    SN_CASE(10) SN_CASE(11) SN_CASE(12) SN_CASE(13) SN_CASE(14) SN_CASE(15) SN_CASE(16)
+    SN_LENGTHS(SN_CASE)
 #undef SN_CASE
     default: return 0;
     }
     return done;
 }
 
+#undef SN_LENGTHS
 #undef SN_UNROLL
 #undef SN_INLINE
 #endif /* __AVX2__ */

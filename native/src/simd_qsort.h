@@ -287,6 +287,17 @@ QS_INLINE __m512i qs32_sort_vec(__m512i v)
         }                                                                     \
         return ls;                                                            \
     }                                                                         \
+    /* One partition step of a[0..n): k with [0, k) <= p < [k, n) (0 < k < n: \
+     * p itself went left), or 0 when p, the pivot, is the largest key: then  \
+     * [n', n) all equal p (in place) and *n becomes n', the rest to sort */  \
+    static inline int64_t qs##S##_split(T *a, int64_t *n)                     \
+    {                                                                         \
+        const T p = qs##S##_pivot(a, *n);                                     \
+        const int64_t k = qs##S##_partition(a, *n, p, 0);                     \
+        if (k < *n) return k;                                                 \
+        *n = qs##S##_partition(a, *n, p, 1);                                  \
+        return 0;                                                             \
+    }                                                                         \
     static void qs##S##_rec(T *a, int64_t n, int depth)                       \
     {                                                                         \
         while (n > QS_BASE_VECS * L) {                                        \
@@ -294,14 +305,8 @@ QS_INLINE __m512i qs32_sort_vec(__m512i v)
                 qs##S##_heap_sort(a, n);                                      \
                 return;                                                       \
             }                                                                 \
-            const T p = qs##S##_pivot(a, n);                                  \
-            int64_t k = qs##S##_partition(a, n, p, 0);                        \
-            if (k == n) {                                                     \
-                /* p is the largest key: [k, n) all equal p after this */     \
-                n = qs##S##_partition(a, n, p, 1);                            \
-                continue;                                                     \
-            }                                                                 \
-            /* 0 < k < n: p itself went left */                               \
+            const int64_t k = qs##S##_split(a, &n);                           \
+            if (k == 0) continue;                                             \
             if (k < n - k) {                                                  \
                 qs##S##_rec(a, k, depth);                                     \
                 a += k;                                                       \
@@ -313,9 +318,9 @@ QS_INLINE __m512i qs32_sort_vec(__m512i v)
         }                                                                     \
         qs##S##_sort_base(a, n);                                              \
     }                                                                         \
-    /* the m smallest of a[0..n) to a[0..m), ascending (the rest in no     \
-     * order): partitions recurse only into the part holding rank m - 1,    \
-     * sorting whatever lies wholly before it */                             \
+    /* the m smallest of a[0..n) to a[0..m), ascending (the rest in no        \
+     * order): partitions recurse only into the part holding rank m - 1,      \
+     * sorting whatever lies wholly before it */                              \
     static void qs##S##_first(T *a, int64_t n, int64_t m, int depth)          \
     {                                                                         \
         while (n > QS_BASE_VECS * L) {                                        \
@@ -328,21 +333,15 @@ QS_INLINE __m512i qs32_sort_vec(__m512i v)
                 qs##S##_heap_sort(a, n);                                      \
                 return;                                                       \
             }                                                                 \
-            const T p = qs##S##_pivot(a, n);                                  \
-            int64_t k = qs##S##_partition(a, n, p, 0);                        \
-            if (k == n) {                                                     \
-                /* [k', n) all equal p, the largest, in place */              \
-                n = qs##S##_partition(a, n, p, 1);                            \
+            const int64_t k = qs##S##_split(a, &n);                           \
+            if (k == 0 || k >= m) {                                           \
+                if (k) n = k;                                                 \
                 continue;                                                     \
             }                                                                 \
-            if (k >= m) {                                                     \
-                n = k;                                                        \
-            } else {                                                          \
-                qs##S##_rec(a, k, depth);                                     \
-                a += k;                                                       \
-                n -= k;                                                       \
-                m -= k;                                                       \
-            }                                                                 \
+            qs##S##_rec(a, k, depth);                                         \
+            a += k;                                                           \
+            n -= k;                                                           \
+            m -= k;                                                           \
         }                                                                     \
         if (m > 0) qs##S##_sort_base(a, n);                                   \
     }                                                                         \

@@ -564,6 +564,17 @@ QA_INLINE int qa32_presort(__m256i *v, const int NV)
         qa##S##_copy(a + ls + bl, buf + br, nr);                              \
         return ls + bl;                                                       \
     }                                                                         \
+    /* One partition step of a[0..n): k with [0, k) <= p < [k, n) (0 < k < n: \
+     * p itself went left), or 0 when p, the pivot, is the largest key: then  \
+     * [n', n) all equal p (in place) and *n becomes n', the rest to sort */  \
+    static inline int64_t qa##S##_split(T *a, int64_t *n)                     \
+    {                                                                         \
+        const T p = qa##S##_pivot(a, *n);                                     \
+        const int64_t k = qa##S##_partition(a, *n, p, 0);                     \
+        if (k < *n) return k;                                                 \
+        *n = qa##S##_partition(a, *n, p, 1);                                  \
+        return 0;                                                             \
+    }                                                                         \
     static void qa##S##_rec(T *a, int64_t n, int depth)                       \
     {                                                                         \
         while (n > QS2_BASE_VECS * L) {                                       \
@@ -571,14 +582,8 @@ QA_INLINE int qa32_presort(__m256i *v, const int NV)
                 qa##S##_heap_sort(a, n);                                      \
                 return;                                                       \
             }                                                                 \
-            const T p = qa##S##_pivot(a, n);                                  \
-            int64_t k = qa##S##_partition(a, n, p, 0);                        \
-            if (k == n) {                                                     \
-                /* p is the largest key: [k, n) all equal p after this */     \
-                n = qa##S##_partition(a, n, p, 1);                            \
-                continue;                                                     \
-            }                                                                 \
-            /* 0 < k < n: p itself went left */                               \
+            const int64_t k = qa##S##_split(a, &n);                           \
+            if (k == 0) continue;                                             \
             if (k < n - k) {                                                  \
                 qa##S##_rec(a, k, depth);                                     \
                 a += k;                                                       \
@@ -590,16 +595,9 @@ QA_INLINE int qa32_presort(__m256i *v, const int NV)
         }                                                                     \
         qa##S##_sort_base(a, n);                                              \
     }                                                                         \
-    /* sort a[0..n) ascending as signed keys (keys biased already) */      \
-    static void simd_qsort_##S##_biased(T *a, int64_t n)                      \
-    {                                                                         \
-        int depth = 4;                                                        \
-        for (int64_t m = n; m > 1; m >>= 1) depth += 2;                       \
-        qa##S##_rec(a, n, depth);                                             \
-    }                                                                         \
-    /* the m smallest of a[0..n) to a[0..m), ascending (the rest in no     \
-     * order): partitions recurse only into the part holding rank m - 1,    \
-     * sorting whatever lies wholly before it */                             \
+    /* the m smallest of a[0..n) to a[0..m), ascending (the rest in no        \
+     * order): partitions recurse only into the part holding rank m - 1,      \
+     * sorting whatever lies wholly before it */                              \
     static void qa##S##_first(T *a, int64_t n, int64_t m, int depth)          \
     {                                                                         \
         while (n > QS2_BASE_VECS * L) {                                       \
@@ -612,23 +610,24 @@ QA_INLINE int qa32_presort(__m256i *v, const int NV)
                 qa##S##_heap_sort(a, n);                                      \
                 return;                                                       \
             }                                                                 \
-            const T p = qa##S##_pivot(a, n);                                  \
-            int64_t k = qa##S##_partition(a, n, p, 0);                        \
-            if (k == n) {                                                     \
-                /* [k', n) all equal p, the largest, in place */              \
-                n = qa##S##_partition(a, n, p, 1);                            \
+            const int64_t k = qa##S##_split(a, &n);                           \
+            if (k == 0 || k >= m) {                                           \
+                if (k) n = k;                                                 \
                 continue;                                                     \
             }                                                                 \
-            if (k >= m) {                                                     \
-                n = k;                                                        \
-            } else {                                                          \
-                qa##S##_rec(a, k, depth);                                     \
-                a += k;                                                       \
-                n -= k;                                                       \
-                m -= k;                                                       \
-            }                                                                 \
+            qa##S##_rec(a, k, depth);                                         \
+            a += k;                                                           \
+            n -= k;                                                           \
+            m -= k;                                                           \
         }                                                                     \
         if (m > 0) qa##S##_sort_base(a, n);                                   \
+    }                                                                         \
+    /* sort a[0..n) ascending as signed keys (keys biased already) */      \
+    static void simd_qsort_##S##_biased(T *a, int64_t n)                      \
+    {                                                                         \
+        int depth = 4;                                                        \
+        for (int64_t m = n; m > 1; m >>= 1) depth += 2;                       \
+        qa##S##_rec(a, n, depth);                                             \
     }                                                                         \
     /* sort a[0..n) ascending (as unsigned keys) */                           \
     static void simd_qsort_##S(T *a, int64_t n)                               \
