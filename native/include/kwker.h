@@ -102,7 +102,10 @@ int kwk_set_row_threads(int n);
 void kwk_release_workspace(void);
 
 /* Sort each row.  values (same dtype as src) or indices (int64) may be NULL
- * when not wanted, not both. */
+ * when not wanted, not both.  The outputs must not overlap src or each
+ * other (kernels may write a row's output before reading later rows, and
+ * the short-row network stores whole vectors that run into the next rows'
+ * places before writing those). */
 int kwk_sort(int dtype, const void *src,
              int64_t outer, int64_t len, int64_t inner,
              int64_t src_so, int64_t src_sl, int64_t src_si,
