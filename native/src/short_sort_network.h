@@ -1,8 +1,8 @@
 /*
  * short_sort_network.h - rows of 2..16 32-bit elements (float32, int32,
  * uint32) sorted eight at a time by a sorting network, read and written
- * with vector loads and stores (AVX2 only; short_rows.h's sr_sort takes
- * every other case and the rows left over here).
+ * with vector loads and stores (the AVX2 target only; short_rows.h's
+ * sr_sort takes every other case and the rows left over here).
  *
  * Element j of eight rows sits in one vector (lane l: row l), as in
  * short_rows.h, but instead of counting each element's rank and scattering
@@ -40,7 +40,7 @@
 #include "keys.h"
 #include "transpose8.h"
 
-#if defined(__AVX2__) || defined(KWK_SN_TABLE) /* (the tests check the table) */
+#if (defined(__AVX2__) && !defined(__AVX512F__)) || defined(KWK_SN_TABLE) /* (tests check it) */
 enum { SN_MAX = 16 };
 
 /* Batcher's odd-even merge sort networks for 2..16 elements, as (lo, hi)
@@ -118,7 +118,10 @@ static const uint16_t SN_AT[SN_MAX + 2] = {0, 0, 0, 1, 4, 9, 18, 30, 46, 65, 93,
 
 #endif
 
-#if defined(__AVX2__)
+/* The AVX2 target only: the unrolled copies cost the build ~10-15 s per
+ * translation unit, and the AVX-512 target (whose 16 lanes would want a
+ * layout of their own) keeps short_rows.h's rank sort. */
+#if defined(__AVX2__) && !defined(__AVX512F__)
 #include <immintrin.h>
 #define KWK_HAVE_SORT_NETWORK 1
 
@@ -341,5 +344,5 @@ static int64_t sn_sort_rows(int dtype, const void *src, int64_t outer, int n, in
 #undef SN_LENGTHS
 #undef SN_UNROLL
 #undef SN_INLINE
-#endif /* __AVX2__ */
+#endif /* __AVX2__ && !__AVX512F__ */
 #endif
