@@ -35,6 +35,14 @@ class editable_wheel_with_pth(editable_wheel):
         return result
 
 
+# CI only (.ci/run sets it): CPU targets the machine cannot run, compiled
+# at -O0.  Their code is still compiled and linked, but no test there can
+# execute it, and the optimised compile of avx512.c is half a minute of a CI
+# run on the 2-core machines.  Never set for a build that is installed for
+# use: those targets would then run unoptimised on CPUs that pick them.
+UNRUN_TARGETS = {t for t in os.environ.get("KWKER_CI_UNRUN_TARGETS", "").split(",") if t}
+
+
 class build_ext_parallel_sources(build_ext):
     """Compile the native library's sources side by side: each CPU target
     compiles every kernel (targets/*.c), and one after another they take
@@ -56,7 +64,10 @@ class build_ext_parallel_sources(build_ext):
 
             def one(obj):
                 src, ext_ = build[obj]
-                compiler._compile(obj, src, ext_, cc_args, extra_postargs, pp_opts)
+                post = list(extra_postargs or [])
+                if os.path.splitext(os.path.basename(src))[0] in UNRUN_TARGETS:
+                    post.append("-O0")  # after -O3: the last -O counts
+                compiler._compile(obj, src, ext_, cc_args, post, pp_opts)
 
             with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
                 list(pool.map(one, [obj for obj in objects if obj in build]))
