@@ -104,8 +104,10 @@ for src in $lib_sources native/fuzz/fuzz_*.c; do
     # #if defined(__AVX2__) are not in these builds: the "avx2" target
     # fuzzed is the portable code compiled for AVX2.  Adding -mavx2 -mbmi
     # -mbmi2 -mfma -mpopcnt to avx2.c brings them in, but clang 14 then took
-    # 7.6 minutes on that file under the sanitizers; the sanitized native
-    # unit tests (gcc) check those kernels.)
+    # 7.7 minutes on that file under the sanitizers (-ftime-trace: the
+    # short-row network's sn_sort_columns 103 s and sn_sort_rows 48 s of
+    # optimisation, the AVX2 quicksort's base cases 51 s, bm_select8 21 s);
+    # the sanitized native unit tests (gcc) check those kernels.)
     if [ "$src" = "$unpicked" ]; then
         compile_jobs+=("clang -O0 -pthread -std=c11 -D_GNU_SOURCE -Inative/include -c $src -o $build/$(basename "$src" .c).o")
     else
