@@ -27,6 +27,7 @@
 #if defined(__AVX512F__)
 #include <immintrin.h>
 #include <stdint.h>
+#include "qsort_drivers.h"
 
 #define KWK_HAVE_SIMD_QSORT 1
 /* the longest row of packed words the quicksort takes (sort_kernels.h) */
@@ -298,53 +299,7 @@ QS_INLINE __m512i qs32_sort_vec(__m512i v)
         *n = qs##S##_partition(a, *n, p, 1);                                  \
         return 0;                                                             \
     }                                                                         \
-    static void qs##S##_rec(T *a, int64_t n, int depth)                       \
-    {                                                                         \
-        while (n > QS_BASE_VECS * L) {                                        \
-            if (depth-- <= 0) {                                               \
-                qs##S##_heap_sort(a, n);                                      \
-                return;                                                       \
-            }                                                                 \
-            const int64_t k = qs##S##_split(a, &n);                           \
-            if (k == 0) continue;                                             \
-            if (k < n - k) {                                                  \
-                qs##S##_rec(a, k, depth);                                     \
-                a += k;                                                       \
-                n -= k;                                                       \
-            } else {                                                          \
-                qs##S##_rec(a + k, n - k, depth);                             \
-                n = k;                                                        \
-            }                                                                 \
-        }                                                                     \
-        qs##S##_sort_base(a, n);                                              \
-    }                                                                         \
-    /* the m smallest of a[0..n) to a[0..m), ascending (the rest in no        \
-     * order): partitions recurse only into the part holding rank m - 1,      \
-     * sorting whatever lies wholly before it */                              \
-    static void qs##S##_first(T *a, int64_t n, int64_t m, int depth)          \
-    {                                                                         \
-        while (n > QS_BASE_VECS * L) {                                        \
-            if (m >= n) {                                                     \
-                qs##S##_rec(a, n, depth);                                     \
-                return;                                                       \
-            }                                                                 \
-            if (m <= 0) return;                                               \
-            if (depth-- <= 0) {                                               \
-                qs##S##_heap_sort(a, n);                                      \
-                return;                                                       \
-            }                                                                 \
-            const int64_t k = qs##S##_split(a, &n);                           \
-            if (k == 0 || k >= m) {                                           \
-                if (k) n = k;                                                 \
-                continue;                                                     \
-            }                                                                 \
-            qs##S##_rec(a, k, depth);                                         \
-            a += k;                                                           \
-            n -= k;                                                           \
-            m -= k;                                                           \
-        }                                                                     \
-        if (m > 0) qs##S##_sort_base(a, n);                                   \
-    }                                                                         \
+    QS_DRIVERS(qs##S, T, QS_BASE_VECS * L)                                   \
     /* sort a[0..n) ascending */                                              \
     static void simd_qsort_##S(T *a, int64_t n)                               \
     {                                                                         \

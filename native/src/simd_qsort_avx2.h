@@ -41,6 +41,7 @@
 #if defined(__AVX2__) && !defined(__AVX512F__)
 #include <immintrin.h>
 #include <stdint.h>
+#include "qsort_drivers.h"
 #include "transpose8.h"
 
 #define KWK_HAVE_SIMD_QSORT 1
@@ -575,53 +576,7 @@ QA_INLINE int qa32_presort(__m256i *v, const int NV)
         *n = qa##S##_partition(a, *n, p, 1);                                  \
         return 0;                                                             \
     }                                                                         \
-    static void qa##S##_rec(T *a, int64_t n, int depth)                       \
-    {                                                                         \
-        while (n > QS2_BASE_VECS * L) {                                       \
-            if (depth-- <= 0) {                                               \
-                qa##S##_heap_sort(a, n);                                      \
-                return;                                                       \
-            }                                                                 \
-            const int64_t k = qa##S##_split(a, &n);                           \
-            if (k == 0) continue;                                             \
-            if (k < n - k) {                                                  \
-                qa##S##_rec(a, k, depth);                                     \
-                a += k;                                                       \
-                n -= k;                                                       \
-            } else {                                                          \
-                qa##S##_rec(a + k, n - k, depth);                             \
-                n = k;                                                        \
-            }                                                                 \
-        }                                                                     \
-        qa##S##_sort_base(a, n);                                              \
-    }                                                                         \
-    /* the m smallest of a[0..n) to a[0..m), ascending (the rest in no        \
-     * order): partitions recurse only into the part holding rank m - 1,      \
-     * sorting whatever lies wholly before it */                              \
-    static void qa##S##_first(T *a, int64_t n, int64_t m, int depth)          \
-    {                                                                         \
-        while (n > QS2_BASE_VECS * L) {                                       \
-            if (m >= n) {                                                     \
-                qa##S##_rec(a, n, depth);                                     \
-                return;                                                       \
-            }                                                                 \
-            if (m <= 0) return;                                               \
-            if (depth-- <= 0) {                                               \
-                qa##S##_heap_sort(a, n);                                      \
-                return;                                                       \
-            }                                                                 \
-            const int64_t k = qa##S##_split(a, &n);                           \
-            if (k == 0 || k >= m) {                                           \
-                if (k) n = k;                                                 \
-                continue;                                                     \
-            }                                                                 \
-            qa##S##_rec(a, k, depth);                                         \
-            a += k;                                                           \
-            n -= k;                                                           \
-            m -= k;                                                           \
-        }                                                                     \
-        if (m > 0) qa##S##_sort_base(a, n);                                   \
-    }                                                                         \
+    QS_DRIVERS(qa##S, T, QS2_BASE_VECS * L)                                   \
     /* sort a[0..n) ascending as signed keys (keys biased already) */      \
     static void simd_qsort_##S##_biased(T *a, int64_t n)                      \
     {                                                                         \
