@@ -20,6 +20,7 @@ TOPK_REDONE = 2    # KWK_COUNT_SHORT_TOPK_REDONE
 THRESHOLD_TOPK = 4    # KWK_COUNT_THRESHOLD_TOPK_ROWS
 THRESHOLD_TIES = 5    # KWK_COUNT_THRESHOLD_TOPK_TIES
 THRESHOLD_REDONE = 6  # KWK_COUNT_THRESHOLD_TOPK_REDONE
+STABLE_BY_THRESHOLD = 7  # KWK_COUNT_SHORT_TOPK_STABLE_BY_THRESHOLD
 
 SORT_MAX = 16      # SR_SORT_MAX
 TOPK_MAX_LEN = 256  # SR_TOPK_MAX_LEN
@@ -34,7 +35,7 @@ KINDS = ("random", "ties", "bf16ties", "equal", "nan", "special")
 
 
 def counters():
-    return [lib.kwk_counter(i) for i in range(7)]
+    return [lib.kwk_counter(i) for i in range(8)]
 
 
 def counted(fn):
@@ -136,6 +137,9 @@ def _topk_all(x, n, dtype, rows, dim=-1):
                     expect = rows if counter == kernel else 0
                     assert got[counter] == expect, (n, k, largest, sorted_, got)
                 assert got[TOPK_REDONE] <= got[SHORT_TOPK]
+                assert got[STABLE_BY_THRESHOLD] <= got[TOPK_REDONE]
+                if order_is_torch():
+                    assert got[STABLE_BY_THRESHOLD] == 0, got
                 assert got[THRESHOLD_TIES] + got[THRESHOLD_REDONE] <= got[THRESHOLD_TOPK]
                 if not order_is_torch():
                     assert got[THRESHOLD_TIES] == 0, got  # the stable answer is exact
@@ -224,6 +228,57 @@ def test_topk_threshold_ties_and_overflow(kw, gen, target, dtype):
         got = counted(lambda: compare("topk", z, k))
         assert got[THRESHOLD_TIES] == (1 if torch_order else 0), got
         compare("topk", z, k, largest=False)
+
+
+def _router_rows(n, dtype, gen):
+    """Router-like rows (softmax of bfloat16 logits: a quarter of them tie
+    among their 9 largest), one row all equal, one with every value twice."""
+    logits = (torch.randn(64, n, generator=gen) * 2).to(torch.bfloat16).float()
+    x = (logits.softmax(-1) if dtype.is_floating_point else logits * 8).to(dtype)
+    x[5, :] = x[5, 0]
+    x[9, : n // 2] = x[9, n // 2:]
+    return x
+
+
+ROUTER_CASES = ((128, 8), (64, 6), (16, 2), (200, 4))
+ROUTER_DTYPES = (torch.float32, torch.bfloat16, torch.int32, torch.int16)
+
+
+@pytest.mark.parametrize("dtype", ROUTER_DTYPES, ids=str)
+def test_topk_tied_rows_torch_order(kw, gen, target, dtype):
+    """In torch order the eight-rows kernel's tied rows are emulated, never
+    answered by the threshold kernel's stable ranking."""
+    for n, k in ROUTER_CASES:
+        x = _router_rows(n, dtype, gen)
+        for largest in (True, False):
+            got = counted(lambda: compare("topk", x, k, largest=largest))
+            assert got[SHORT_TOPK] == 64 and got[TOPK_REDONE] >= 2, got
+            assert got[STABLE_BY_THRESHOLD] == 0, got
+
+
+@pytest.mark.parametrize("dtype", ROUTER_DTYPES, ids=str)
+def test_topk_tied_rows_stable_by_threshold(kw_stable, gen, target, dtype):
+    """With ties="stable" the eight-rows kernel's tied contiguous rows of >=
+    16 are answered by the threshold kernel's ranking of (key, position);
+    strided rows go to the per-row kernel.  Checked against a stable
+    sort."""
+    from test_exactness import _is_stable_topk
+    for n, k in ROUTER_CASES:
+        x = _router_rows(n, dtype, gen)
+        for largest in (True, False):
+            for sorted_ in (True, False):
+                before = counters()
+                got = torch.topk(x, k, -1, largest, sorted_)
+                c = [a - b for a, b in zip(counters(), before)]
+                assert c[SHORT_TOPK] == 64, c
+                assert 0 < c[STABLE_BY_THRESHOLD] <= c[TOPK_REDONE], c
+                _is_stable_topk(x, k, 1, largest, sorted_, got)
+        y = layout(x, "step", -1)
+        before = counters()
+        got = torch.topk(y, k, -1)
+        c = [a - b for a, b in zip(counters(), before)]
+        assert c[STABLE_BY_THRESHOLD] == 0, c
+        _is_stable_topk(y, k, 1, True, True, got)
 
 
 def test_topk_threshold_layouts(kw, gen):

@@ -71,7 +71,10 @@ enum {
     KWK_COUNT_THRESHOLD_TOPK_ROWS = 4,   /* topk rows through the threshold kernel */
     KWK_COUNT_THRESHOLD_TOPK_TIES = 5,   /* of those, rows emulated in torch order */
     KWK_COUNT_THRESHOLD_TOPK_REDONE = 6, /* of those, rows redone per row */
-    KWK_NUM_COUNTERS = 7
+    KWK_COUNT_SHORT_TOPK_STABLE_BY_THRESHOLD = 7, /* tied rows the eight-rows kernel
+                                                    handed back answered by the
+                                                    threshold kernel (stable order) */
+    KWK_NUM_COUNTERS = 8
 };
 int64_t kwk_counter(int which);
 

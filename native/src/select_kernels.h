@@ -282,6 +282,54 @@ static int topk_emulate_words(int dtype, const void *src, int64_t len, int64_t i
     return KWK_OK;
 }
 
+/* The stable answer of rows list[0..*nrows) of contiguous rows (src_sl ==
+ * 1) by tt_row (keys of <= 32 bits, TT_ROW_MIN_LEN..TT_MAX_LEN elements,
+ * k <= SR_TOPK_MAX_K), written to the outputs; the rows it cannot take
+ * (too many candidates, or a call outside those bounds) are left in
+ * list[0..*nrows), in order, for the caller.  sr_topk hands back the rows
+ * with a tie among their first k + 1 keys: routers' softmax of bfloat16
+ * logits ties in a quarter of the rows, which the per-row kernel took
+ * ~900 ns each (128 elements) and tt_row ~120 ns. */
+static int topk_stable_by_threshold(int dtype, const void *src, int64_t len, int64_t inner,
+                                    int64_t src_so, int64_t src_si, int64_t k, void *values,
+                                    int64_t *indices, int64_t dst_so, int64_t dst_sl,
+                                    int64_t dst_si, int largest, int64_t *list, int64_t *nrows)
+{
+    const tt_keys_fn keys_of = tt_keys_for(dtype);
+    if (!keys_of || len < TT_ROW_MIN_LEN || len > TT_MAX_LEN || k < 1 || k > SR_TOPK_MAX_K)
+        return KWK_OK;
+    const int es = KWK_DTYPES[dtype].elem_size;
+    const uint32_t flip = largest ? (uint32_t)kwk_width_mask(KWK_DTYPES[dtype].key_bits) : 0;
+    int32_t *key = (int32_t *)malloc((size_t)(len + SR_LANES) * sizeof(int32_t));
+    int32_t *cand = (int32_t *)malloc((size_t)(len + SR_LANES) * sizeof(int32_t));
+    if (!key || !cand) {
+        free(key);
+        free(cand);
+        return KWK_E_NOMEM;
+    }
+    int32_t at[SR_TOPK_MAX_K * SR_LANES];
+    int64_t left = 0;
+    for (int64_t r = 0; r < *nrows; ++r) {
+        const int64_t t = list[r];
+        const int64_t o = t / inner, i = t % inner;
+        const int64_t d = o * dst_so + i * dst_si;
+        const char *row = (const char *)src + (o * src_so + i * src_si) * es;
+        keys_of(row, len, flip ^ 0x80000000u, key);
+        if (tt_row(key, len, (int)k, 0, at, cand) != TT_EXACT) {
+            list[left++] = t;
+            continue;
+        }
+        out_row out = {row, es, values ? (char *)values + d * es : NULL,
+                       indices ? indices + d : NULL, dst_sl, es, dtype == KWK_BFLOAT16};
+        for (int64_t p = 0; p < k; ++p) emit(&out, p, at[p * SR_LANES]);
+    }
+    kwk_count(KWK_COUNT_SHORT_TOPK_STABLE_BY_THRESHOLD, *nrows - left);
+    *nrows = left;
+    free(key);
+    free(cand);
+    return KWK_OK;
+}
+
 /* Short rows, small k: contiguous rows of TT_MIN_LEN..TT_MAX_LEN elements
  * one by one from a threshold (topk_threshold.h), shorter or strided ones
  * eight rows at a time (short_rows.h).  The rows a kernel hands back (the
@@ -308,6 +356,13 @@ static int topk_short_rows(int dtype, const void *src, int64_t outer, int64_t le
                                     indices, dst_so, dst_sl, dst_si, largest, sorted, redo, nredo);
     } else {
         const int64_t es = KWK_DTYPES[dtype].elem_size;
+        /* stable order, contiguous rows: tt_row ranks (key, position)
+         * words, exact whatever the ties; what it cannot take (too many
+         * candidates) stays in the list for the per-row kernel */
+        if (status == KWK_OK && nredo > 0 && src_sl == 1)
+            status = topk_stable_by_threshold(dtype, src, len, inner, src_so, src_si, k, values,
+                                              indices, dst_so, dst_sl, dst_si, largest, redo,
+                                              &nredo);
         for (int64_t r = 0; status == KWK_OK && r < nredo; ++r) {
             const int64_t o = redo[r] / inner, i = redo[r] % inner;
             const int64_t d = o * dst_so + i * dst_si;

@@ -43,6 +43,7 @@ enum {
     SR_TOPK_MAX_K = 8,
     SR_TOPK_MAX_LEN = 256,
     SR_MIN_ROWS = 8,
+    SR_PACKED_MIN_K = 2, /* sr_topk packs positions into the keys from this k */
 };
 
 #if defined(__GNUC__)
@@ -65,6 +66,11 @@ static inline sr_v sr_eq(sr_v a, sr_v b) { return _mm256_cmpeq_epi32(a, b); }
 static inline sr_v sr_add(sr_v a, sr_v b) { return _mm256_add_epi32(a, b); }
 static inline sr_v sr_sub(sr_v a, sr_v b) { return _mm256_sub_epi32(a, b); }
 static inline sr_v sr_or(sr_v a, sr_v b) { return _mm256_or_si256(a, b); }
+static inline sr_v sr_and(sr_v a, sr_v b) { return _mm256_and_si256(a, b); }
+static inline sr_v sr_xor(sr_v a, sr_v b) { return _mm256_xor_si256(a, b); }
+/* logical shifts by s (0..31) */
+static inline sr_v sr_srl(sr_v a, int s) { return _mm256_srl_epi32(a, _mm_cvtsi32_si128(s)); }
+static inline sr_v sr_sll(sr_v a, int s) { return _mm256_sll_epi32(a, _mm_cvtsi32_si128(s)); }
 /* m ? b : a, lane by lane (m all ones or zero) */
 static inline sr_v sr_blend(sr_v a, sr_v b, sr_v m) { return _mm256_blendv_epi8(a, b, m); }
 static inline unsigned sr_mask(sr_v m) { return (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(m)); }
@@ -85,6 +91,10 @@ static inline sr_v sr_eq(sr_v a, sr_v b) { SR_LANEWISE(a.l[l] == b.l[l] ? -1 : 0
 static inline sr_v sr_add(sr_v a, sr_v b) { SR_LANEWISE((int32_t)((uint32_t)a.l[l] + (uint32_t)b.l[l])) }
 static inline sr_v sr_sub(sr_v a, sr_v b) { SR_LANEWISE((int32_t)((uint32_t)a.l[l] - (uint32_t)b.l[l])) }
 static inline sr_v sr_or(sr_v a, sr_v b) { SR_LANEWISE(a.l[l] | b.l[l]) }
+static inline sr_v sr_and(sr_v a, sr_v b) { SR_LANEWISE(a.l[l] & b.l[l]) }
+static inline sr_v sr_xor(sr_v a, sr_v b) { SR_LANEWISE(a.l[l] ^ b.l[l]) }
+static inline sr_v sr_srl(sr_v a, int s) { SR_LANEWISE((int32_t)((uint32_t)a.l[l] >> s)) }
+static inline sr_v sr_sll(sr_v a, int s) { SR_LANEWISE((int32_t)((uint32_t)a.l[l] << s)) }
 static inline sr_v sr_blend(sr_v a, sr_v b, sr_v m) { SR_LANEWISE(m.l[l] ? b.l[l] : a.l[l]) }
 static inline unsigned sr_mask(sr_v m)
 {
@@ -464,6 +474,58 @@ static unsigned sr_smallest(const int32_t *col, int64_t n, int m, int k, int32_t
 #undef SR_CASE
 }
 
+/* sr_smallest_mk on packed words, which carry their positions (no second
+ * pass to find them): each key of col (n per lane) becomes key << 16 | j
+ * for keys of <= 16 bits (`narrow`; exact: n <= SR_TOPK_MAX_LEN), else the
+ * key with its low `sh` bits (those of n - 1) replaced by j, both in
+ * signed order.  A row's words are distinct and ordered by (key, j)
+ * wherever the keys (or their kept bits) differ.  The m smallest words of
+ * each lane in order, their positions to at[p * SR_LANES] for p < k.
+ * Returns the lanes where two of the m share their key bits (a true tie,
+ * or for 32-bit keys two keys too close for the packed order to be
+ * theirs): those rows are the caller's to redo, as sr_smallest's tied
+ * ones. */
+SR_INLINE unsigned sr_smallest_packed_mk(const int32_t *col, int64_t n, const int m, const int k,
+                                         int narrow, int sh, int32_t *at)
+{
+    sr_v best[SR_TOPK_MAX_K + 1];
+    for (int p = 0; p < m; ++p) best[p] = sr_set1(INT32_MAX);
+    const sr_v keep = sr_set1((int32_t)~((1u << sh) - 1)), sign = sr_set1(INT32_MIN),
+               one = sr_set1(1);
+    sr_v jv = sr_set1(0);
+    for (int64_t j = 0; j < n; ++j) {
+        const sr_v c = sr_load(col + j * SR_LANES);
+        sr_v x = sr_or(narrow ? sr_xor(sr_sll(c, 16), sign) : sr_and(c, keep), jv);
+        jv = sr_add(jv, one);
+        for (int p = 0; p < m; ++p) {
+            const sr_v b = best[p];
+            best[p] = sr_min(b, x);
+            x = sr_max(b, x);
+        }
+    }
+    sr_v tie = sr_set1(0);
+    for (int p = 0; p + 1 < m; ++p)
+        tie = sr_or(tie, sr_eq(sr_srl(best[p], sh), sr_srl(best[p + 1], sh)));
+    const sr_v low = sr_set1((int32_t)((1u << sh) - 1));
+    for (int p = 0; p < k; ++p) sr_store(at + p * SR_LANES, sr_and(best[p], low));
+    return sr_mask(tie);
+}
+
+/* sr_smallest_packed_mk with m and k constants (as sr_smallest). */
+static unsigned sr_smallest_packed(const int32_t *col, int64_t n, int m, int k, int narrow, int sh,
+                                   int32_t *at)
+{
+#define SR_CASE(K)                                                            \
+    case K:                                                                   \
+        return m == K ? sr_smallest_packed_mk(col, n, K, K, narrow, sh, at)   \
+                      : sr_smallest_packed_mk(col, n, K + 1, K, narrow, sh, at);
+    switch (k) {
+    SR_CASE(1) SR_CASE(2) SR_CASE(3) SR_CASE(4) SR_CASE(5) SR_CASE(6) SR_CASE(7) SR_CASE(8)
+    default: return (1u << SR_LANES) - 1;
+    }
+#undef SR_CASE
+}
+
 #if defined(__AVX2__)
 /* Dense output of rows of 32-bit elements (AVX2): a full group of eight
  * consecutive rows, `so` elements apart, writes one contiguous block of
@@ -625,9 +687,22 @@ static int sr_topk(int dtype, const void *src, int64_t outer, int64_t len, int64
     sr_plan_storage plan;
     const void *dense_plan = sr_dense_plan_for(&plan, es, src_sl, inner, src_so, len, k, dst_so,
                                                dst_sl, values, indices);
+    /* positions packed into the keys from k = 2 (k = 1: the one equality
+     * pass is as cheap as packing), for keys of <= 16 bits (exact) and
+     * float32 (the low bits given up are the mantissa's last: only values
+     * within 2^-16 of each other collide, and are redone); not for 32-bit
+     * integers, whose small values differ in exactly those bits */
+    const int narrow = KWK_DTYPES[dtype].key_bits <= 16;
+    const int packed = k >= SR_PACKED_MIN_K && (narrow || dtype == KWK_FLOAT32);
+    const int sh = narrow ? 16 : kwk_bits_for((uint64_t)(len - 1));
     for (int64_t t0 = 0; sr_next_group(&w, &g); t0 += SR_LANES) {
         load(&g, len, src_sl * es, flip, col);
-        const unsigned tie = sr_smallest(col, len, m, (int)k, at);
+        unsigned tie;
+        if (packed) {
+            tie = sr_smallest_packed(col, len, m, (int)k, narrow, sh, at);
+        } else {
+            tie = sr_smallest(col, len, m, (int)k, at);
+        }
         for (unsigned t = tie & ((1u << g.count) - 1); t; t &= t - 1)
             redo[(*nredo)++] = t0 + __builtin_ctz(t);
         sr_emit_group_top(&g, tie, at, (int)k, es, src_sl * es, dtype, (char *)values, indices,

@@ -51,6 +51,7 @@ enum {
     TT_MAX_LEN = 4095,
     TT_CAND_MAX = 64,
     TT_RANK_MAX = 24, /* candidates ranked by counting; more: by insertion */
+    TT_ROW_MIN_LEN = 16, /* tt_row's least: two whole vectors of keys */
 };
 
 /* What tt_row found. */
@@ -131,7 +132,7 @@ static int tt_row(const int32_t *key, int64_t n, int k, int tie_check, int32_t *
                   int32_t *cand)
 {
     /* 16 lane minima: even vectors in mn[0], odd ones in mn[1] (n >=
-     * TT_MIN_LEN: every lane of both holds a real element) */
+     * TT_ROW_MIN_LEN: every lane of both holds a real element) */
     const int64_t nv = (n + SR_LANES - 1) / SR_LANES;
     sr_v mn[2] = {sr_load(key), sr_load(key + SR_LANES)};
     int64_t v = 2;
