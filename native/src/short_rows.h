@@ -427,6 +427,21 @@ static int sr_topk_applies(int dtype, int64_t rows, int64_t len, int64_t k, int 
            sr_loader(dtype) != NULL;
 }
 
+/* Each lane's list best[0..m) of the smallest keys seen, ascending, after
+ * x is sunk into it (the largest of the m + 1 falls out): 2m min/max.
+ * Lists start as m INT32_MAX sentinels, pushed out by the n >= m keys.
+ * No skip test for a vector that enters no lane's list: with eight lanes
+ * one usually enters, and the branch cost more than it saved (measured
+ * 4096x64..256). */
+SR_INLINE void sr_sink(sr_v *best, const int m, sr_v x)
+{
+    for (int p = 0; p < m; ++p) {
+        const sr_v b = best[p];
+        best[p] = sr_min(b, x);
+        x = sr_max(b, x);
+    }
+}
+
 /* For each of the group's lanes: the m smallest keys in order (best[0..m)),
  * and the index of each of the first k (idx[p]) when those m keys are
  * pairwise distinct.  Returns the lanes with a tie among them. */
@@ -435,18 +450,8 @@ SR_INLINE unsigned sr_smallest_mk(const int32_t *col, int64_t n, const int m, co
 {
     sr_v best[SR_TOPK_MAX_K + 1];
     for (int p = 0; p < m; ++p) best[p] = sr_set1(INT32_MAX);
-    /* n >= m keys: the m sentinels are pushed out (equal keys are the same
-     * key: only values matter in this pass).  No skip test for keys that
-     * enter no lane's list: with eight lanes one usually enters, and the
-     * branch cost more than it saved (measured 4096x64..256). */
-    for (int64_t j = 0; j < n; ++j) {
-        sr_v x = sr_load(col + j * SR_LANES);
-        for (int p = 0; p < m; ++p) {
-            const sr_v b = best[p];
-            best[p] = sr_min(b, x);
-            x = sr_max(b, x);
-        }
-    }
+    /* equal keys are the same key: only values matter in this pass */
+    for (int64_t j = 0; j < n; ++j) sr_sink(best, m, sr_load(col + j * SR_LANES));
     sr_v tie = sr_set1(0);
     for (int p = 0; p + 1 < m; ++p) tie = sr_or(tie, sr_eq(best[p], best[p + 1]));
     /* each of the k best keys' index, by equality (a scan of hit masks
@@ -461,17 +466,26 @@ SR_INLINE unsigned sr_smallest_mk(const int32_t *col, int64_t n, const int m, co
     return sr_mask(tie);
 }
 
+/* The dispatch of sr_smallest and sr_smallest_packed: `return CALL(M, K)`
+ * with M and K constants, for each k of 1..SR_TOPK_MAX_K and m = k + 1 or
+ * m = k (= n), so each copy of the kernel keeps its lists in registers;
+ * every lane tied (all rows redone) for any other k. */
+_Static_assert(SR_TOPK_MAX_K == 8, "SR_SWITCH_K lists k = 1..8");
+#define SR_K_CASE(K, m, CALL) case K: return (m) == K ? CALL(K, K) : CALL(K + 1, K);
+#define SR_SWITCH_K(k, m, CALL)                                               \
+    switch (k) {                                                              \
+    SR_K_CASE(1, m, CALL) SR_K_CASE(2, m, CALL) SR_K_CASE(3, m, CALL)         \
+    SR_K_CASE(4, m, CALL) SR_K_CASE(5, m, CALL) SR_K_CASE(6, m, CALL)         \
+    SR_K_CASE(7, m, CALL) SR_K_CASE(8, m, CALL)                               \
+    default: return (1u << SR_LANES) - 1;                                     \
+    }
+
 /* sr_smallest_mk with m and k constants (m = k + 1, or m = k = n). */
 static unsigned sr_smallest(const int32_t *col, int64_t n, int m, int k, int32_t *at)
 {
-#define SR_CASE(K)                                                            \
-    case K:                                                                   \
-        return m == K ? sr_smallest_mk(col, n, K, K, at) : sr_smallest_mk(col, n, K + 1, K, at);
-    switch (k) {
-    SR_CASE(1) SR_CASE(2) SR_CASE(3) SR_CASE(4) SR_CASE(5) SR_CASE(6) SR_CASE(7) SR_CASE(8)
-    default: return (1u << SR_LANES) - 1;
-    }
-#undef SR_CASE
+#define SR_CALL(M, K) sr_smallest_mk(col, n, M, K, at)
+    SR_SWITCH_K(k, m, SR_CALL)
+#undef SR_CALL
 }
 
 /* sr_smallest_mk on packed words, which carry their positions (no second
@@ -495,13 +509,8 @@ SR_INLINE unsigned sr_smallest_packed_mk(const int32_t *col, int64_t n, const in
     sr_v jv = sr_set1(0);
     for (int64_t j = 0; j < n; ++j) {
         const sr_v c = sr_load(col + j * SR_LANES);
-        sr_v x = sr_or(narrow ? sr_xor(sr_sll(c, 16), sign) : sr_and(c, keep), jv);
+        sr_sink(best, m, sr_or(narrow ? sr_xor(sr_sll(c, 16), sign) : sr_and(c, keep), jv));
         jv = sr_add(jv, one);
-        for (int p = 0; p < m; ++p) {
-            const sr_v b = best[p];
-            best[p] = sr_min(b, x);
-            x = sr_max(b, x);
-        }
     }
     sr_v tie = sr_set1(0);
     for (int p = 0; p + 1 < m; ++p)
@@ -515,16 +524,12 @@ SR_INLINE unsigned sr_smallest_packed_mk(const int32_t *col, int64_t n, const in
 static unsigned sr_smallest_packed(const int32_t *col, int64_t n, int m, int k, int narrow, int sh,
                                    int32_t *at)
 {
-#define SR_CASE(K)                                                            \
-    case K:                                                                   \
-        return m == K ? sr_smallest_packed_mk(col, n, K, K, narrow, sh, at)   \
-                      : sr_smallest_packed_mk(col, n, K + 1, K, narrow, sh, at);
-    switch (k) {
-    SR_CASE(1) SR_CASE(2) SR_CASE(3) SR_CASE(4) SR_CASE(5) SR_CASE(6) SR_CASE(7) SR_CASE(8)
-    default: return (1u << SR_LANES) - 1;
-    }
-#undef SR_CASE
+#define SR_CALL(M, K) sr_smallest_packed_mk(col, n, M, K, narrow, sh, at)
+    SR_SWITCH_K(k, m, SR_CALL)
+#undef SR_CALL
 }
+#undef SR_SWITCH_K
+#undef SR_K_CASE
 
 #if defined(__AVX2__)
 /* Dense output of rows of 32-bit elements (AVX2): a full group of eight
