@@ -50,7 +50,8 @@ __attribute__((noinline)) int run_call(int op, int dt, const void *x, int64_t ro
 {
     if (op == 0)
         return kwk_topk(dt, x, rows, n, 1, n, 1, 1, k, vals, idx, k, 1, 1, flag, sorted, order);
-    return kwk_sort(dt, x, rows, n, 1, n, 1, 1, vals, idx, n, 1, 1, flag, order);
+    /* argsort (op 2) asks for no values, as kwker.ops.sorting does */
+    return kwk_sort(dt, x, rows, n, 1, n, 1, 1, op == 2 ? NULL : vals, idx, n, 1, 1, flag, order);
 }
 int main(int argc, char **argv)
 {
@@ -64,6 +65,7 @@ int main(int argc, char **argv)
     FILE *f = fopen(argv[1], "rb");
     if (!f || fread(x, (size_t)es, (size_t)(rows * n), f) != (size_t)(rows * n)) return 3;
     fclose(f);
+    if (op == 2) for (int64_t i = 0; i < es * rows * out_n; ++i) ((char *)vals)[i] = 0;
     const int rc = run_call(op, dt, x, rows, n, k, vals, idx, atoi(argv[8]), atoi(argv[9]),
                             atoi(argv[10]));
     uint64_t h = hash(vals, (size_t)(es * rows * out_n), 1469598103934665603ull);
@@ -116,7 +118,7 @@ def calls(ids, order):
         if e.op == "topk":
             args = (0, a["k"], int(a.get("largest", True)), int(a.get("sorted", True)))
         else:
-            args = (1, 0, int(a.get("descending", False)), 1)
+            args = (1 if e.op == "sort" else 2, 0, int(a.get("descending", False)), 1)
         stable = order == "stable" or (e.op != "topk" and a.get("stable", False))
         yield e.id, x, rows, n, args, 0 if stable else 1
 

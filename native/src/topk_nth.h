@@ -303,6 +303,14 @@ static inline int tn_ibits(int64_t len) { return len > 1 ? kwk_bits_for((uint64_
         tn_sort_keys32(s, ns, top + 1);                                       \
         int d = 0;                                                            \
         for (int64_t i = 1; i <= top; ++i) d |= s[i] == s[i - 1];             \
+        /* the birthday bound of tn_smallest, from the sample: about        \
+         * (top + 1) len / ns candidates over at least the sample's span of  \
+         * key values.  bfloat16 logits (k = 200 of 32000) tie in every row \
+         * but rarely among a dozen sampled keys: the bound sends them to   \
+         * the exact path before a candidate pass that would be wasted. */  \
+        const double c_est = (double)(top + 1) * (double)len / (double)ns;    \
+        const double span_est = (double)(s[top] - s[0]) + 1.0;               \
+        d |= c_est * c_est > 2.0 * TN_SURE_TIES * span_est;                   \
         *dup = d;                                                             \
         /* candidates past about 3/4 of the row: take them all */             \
         if (rs >= ns || rs * 4 >= ns * 3) return (UT)~(UT)0;                  \
