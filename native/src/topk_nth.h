@@ -165,6 +165,12 @@ enum { TN_MERGE_MAX = 256 };
 /* Rows whose candidates would repeat a key this many times if spread
  * evenly over their range go straight to the exact path. */
 #define TN_SURE_TIES 4.0
+/* The birthday bound: c keys spread evenly over `span` key values repeat
+ * about c^2 / 2 span times; TN_SURE_TIES or more: a tie is all but sure. */
+static inline int tn_sure_ties(double c, double span)
+{
+    return c * c > 2.0 * TN_SURE_TIES * span;
+}
 /* Lane minima for the threshold of small m (m <= TN_LANES / 2). */
 enum { TN_LANES = 64 };
 
@@ -310,7 +316,7 @@ static inline int tn_ibits(int64_t len) { return len > 1 ? kwk_bits_for((uint64_
          * the exact path before a candidate pass that would be wasted. */  \
         const double c_est = (double)(top + 1) * (double)len / (double)ns;    \
         const double span_est = (double)(s[top] - s[0]) + 1.0;               \
-        d |= c_est * c_est > 2.0 * TN_SURE_TIES * span_est;                   \
+        d |= tn_sure_ties(c_est, span_est);                                   \
         *dup = d;                                                             \
         /* candidates past about 3/4 of the row: take them all */             \
         if (rs >= ns || rs * 4 >= ns * 3) return (UT)~(UT)0;                  \
@@ -348,7 +354,7 @@ static inline int tn_ibits(int64_t len) { return len > 1 ? kwk_bits_for((uint64_
              * about c^2 / 2D times when spread evenly (more when not): a    \
              * tie is then all but sure, and the sort would be wasted */     \
             const double span = (double)((hi >> ibits) - (lo >> ibits)) + 1.0; \
-            if (torch && (double)c * (double)c > 2.0 * TN_SURE_TIES * span) return 0; \
+            if (torch && tn_sure_ties((double)c, span)) return 0;             \
             const int kb = kwk_bits_for((any ^ all) >> ibits);                \
             if (c <= TN_MERGE_MAX && kb > 0) {                                \
                 words_small_sort(w, tmp, c);                                  \
