@@ -115,6 +115,8 @@ def info() -> dict:
         "native_version": _native.version(),
         "target": _native.target(),
         "native_error": _native.LOAD_ERROR,
+        # install()'s size-rule check in C (kwker._gate), or the Python one
+        "gate": patching.gate_module() is not None,
         "torch": torch.__version__,
         "installed_ops": list(patching.installed_ops()),
         "ties": "stable" if dispatch.Policy.order == _native.ORDER_STABLE else "torch",

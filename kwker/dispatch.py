@@ -25,7 +25,7 @@ from kwker.ops import quantile as quantile_ops
 from kwker.ops import selection, sorting
 from kwker.ops import unique as unique_ops
 from kwker.ops.backward import with_torch_backward
-from kwker.support import ARGUMENTS, DIM, NONEMPTY, SMALL, TORCH_RAISES, Condition
+from kwker.support import ARGUMENTS, CPU_DENSE, DIM, NONEMPTY, SMALL, TORCH_RAISES, Condition
 
 _ret = torch.return_types
 
@@ -48,6 +48,12 @@ class Stats:
         # that the entries bump them the same way: snapshot() reports them
         # under the SMALL key with the others
         self.small: Dict[str, int] = dict.fromkeys(support.OPS, 0)
+        # tensors on other devices sent to torch by install()'s C gate
+        # (kwker._gate) before the entry parses anything: reported under
+        # CPU_DENSE, the reason the entry gives them
+        self.off_cpu: Dict[str, int] = dict.fromkeys(support.OPS, 0)
+        # the gates patched in: they count in C, taken here when read
+        self.gates: list = []
         self.fallback: Dict[str, Counter] = {}
         self.time_ns: Dict[str, list] = {}  # op -> [fast ns, fallback ns]
 
@@ -65,14 +71,32 @@ class Stats:
             times = self.time_ns.setdefault(op, [0, 0])
         times[0 if fast else 1] += ns
 
+    def add_gate(self, gate) -> None:
+        with self.lock:
+            self.gates.append(gate)
+
+    def remove_gate(self, gate) -> None:
+        """A gate patched out: its counts are kept, it is no longer read."""
+        with self.lock:
+            self._take_gate_counts()
+            self.gates.remove(gate)
+
+    def _take_gate_counts(self) -> None:
+        for gate in self.gates:
+            small, off_cpu = gate.take_counts()
+            self.small[gate.op] += small
+            self.off_cpu[gate.op] += off_cpu
+
     def snapshot(self) -> dict:
         with self.lock:
+            self._take_gate_counts()
             snap = {}
             for op in sorted(set(self.fast) | set(self.fallback)):
-                fast, small = self.fast.get(op, 0), self.small.get(op, 0)
+                fast = self.fast.get(op, 0)
                 fallback = dict(self.fallback.get(op, {}))
-                if small:
-                    fallback[SMALL.key] = fallback.get(SMALL.key, 0) + small
+                for key, counts in ((SMALL.key, self.small), (CPU_DENSE.key, self.off_cpu)):
+                    if counts.get(op, 0):
+                        fallback[key] = fallback.get(key, 0) + counts[op]
                 if fast or fallback:
                     snap[op] = {"fast": fast, "fallback": fallback}
             for op, (fast_ns, fallback_ns) in list(self.time_ns.items()):
@@ -82,8 +106,9 @@ class Stats:
 
     def reset(self) -> None:
         with self.lock:
+            self._take_gate_counts()
             # zeroed in place: the entries hold these two dicts
-            for counts in (self.fast, self.small):
+            for counts in (self.fast, self.small, self.off_cpu):
                 for op in counts:
                     counts[op] = 0
             self.fallback.clear()
@@ -137,6 +162,9 @@ def _size_rule_first(op, body):
             return wrapped(*args, **kwargs)
         return body(wrapped, instance, args, kwargs, decide_only)
     entry.__name__ = entry.__qualname__ = f"{op}_entry"
+    # what install()'s C gate needs to run the first check itself
+    # (patching.py): the op, and the rest of the entry
+    entry.size_rule_op, entry.body = op, body
     return entry
 
 

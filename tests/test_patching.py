@@ -1,6 +1,8 @@
 """install()/uninstall(): what gets patched, identity after uninstall, and
 that the patched functions behave like torch's for everything but speed
-(equality, hashing, pickling, TorchScript, torch.compile, threads)."""
+(equality, hashing, pickling, TorchScript, torch.compile, threads).  Every
+test runs twice: with the C gate's wrappers (kwker._gate) and with the
+Python ones (KWKER_NO_GATE=1), as wrapt tests its own C extension."""
 import os
 import pickle
 import subprocess
@@ -16,6 +18,15 @@ import kwker
 from kwker import patching
 from kwker_testing import (OPS, ORIG, ORIG_METHOD, TARGET_NAMES, assert_same, compare, fast_count,
                            make_values)
+
+
+@pytest.fixture(autouse=True, params=["gate", "python"])
+def _wrappers(request, monkeypatch):
+    if request.param == "python":
+        monkeypatch.setenv(patching.GATE_ENV_VAR, "1")
+    else:
+        monkeypatch.delenv(patching.GATE_ENV_VAR, raising=False)
+
 
 # Tensor methods implemented in C (on TensorBase): install sets them on
 # torch.Tensor, uninstall must delete them again
@@ -322,6 +333,7 @@ def test_info_and_stats(gen):
     assert info["torch"] == torch.__version__
     assert info["target"] in TARGET_NAMES
     assert info["native_error"] is None
+    assert info["gate"] is (patching.GATE_ENV_VAR not in os.environ)  # the fixture's two ways
     kwker.install()
     kwker.reset_stats()
     x = make_values("random", (3, 9), torch.float32, gen)

@@ -18,9 +18,15 @@ tree=$(mktemp -d)
 trap 'rm -rf "$tree"' EXIT
 git ls-files -z | xargs -0 cp --parents -t "$tree"
 (cd "$tree" && KWKER_SANITIZE=1 python native/build_ffi.py >/dev/null)
+# install()'s C gate (native/python/kwker_gate.c), sanitized too
+gate_so="$tree/kwker/_gate$(python -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))')"
+${CC:-gcc} -O1 -g -shared -fPIC -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+    -I"$(python -c 'import sysconfig; print(sysconfig.get_paths()["include"])')" \
+    native/python/kwker_gate.c -o "$gate_so"
 if [ $# -eq 0 ]; then
     set -- tests/test_exactness.py tests/test_native_targets.py tests/test_regressions.py \
-        tests/test_properties.py tests/test_scale.py -k "not memory_growth and not allocation_failure"
+        tests/test_properties.py tests/test_scale.py tests/test_gate.py \
+        -k "not memory_growth and not allocation_failure"
 fi
 cd "$tree"
 LD_PRELOAD="$(${CC:-gcc} -print-file-name=libasan.so) $(${CC:-gcc} -print-file-name=libubsan.so)" \
