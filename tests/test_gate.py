@@ -162,7 +162,7 @@ def test_no_reference_leaks(wrappers, gen):
         call()
     gc.collect()
     refs = (sys.getrefcount(small), sys.getrefcount(large))
-    for _ in range(200):
+    for _ in range(100):
         for call in calls:
             call()
     gc.collect()

@@ -115,6 +115,11 @@ static int gate_small(Gate *g, PyObject *x)
  * (kwker.dispatch.Stats adds them to its own when it reports); plain
  * increments under the GIL, approximate without one, as the Python
  * counters are. */
+static PyObject *gate_take_counts(PyObject *self, PyObject *ignored);
+#define GATE_TAKE_COUNTS_METHOD                                               \
+    {"take_counts", gate_take_counts, METH_NOARGS,                            \
+     "(small, off_cpu): the calls sent to torch since the last take, zeroed"}
+
 static PyObject *gate_take_counts(PyObject *self, PyObject *ignored)
 {
     (void)ignored;
@@ -266,8 +271,7 @@ static PyObject *method_gate_reduce_ex(PyObject *self, PyObject *protocol)
 }
 
 static PyMethodDef method_gate_methods[] = {
-    {"take_counts", gate_take_counts, METH_NOARGS,
-     "(small, off_cpu): the calls sent to torch since the last take, zeroed"},
+    GATE_TAKE_COUNTS_METHOD,
     {"__copy__", gate_self, METH_NOARGS, NULL},
     {"__deepcopy__", gate_self, METH_O, NULL},
     {"__reduce_ex__", method_gate_reduce_ex, METH_O, NULL},
@@ -276,33 +280,26 @@ static PyMethodDef method_gate_methods[] = {
 
 /* ------------------------------------------------------------- common */
 
+/* Every object a gate holds, for the GC's traverse and clear. */
+#define GATE_OBJECTS(X)                                                       \
+    X(op) X(body) X(tensor_type) X(namespace) X(name) X(original) X(owner)    \
+    X(bind_as) X(dict)
+
 static int gate_traverse(PyObject *self, visitproc visit, void *arg)
 {
     Gate *g = (Gate *)self;
-    Py_VISIT(g->op);
-    Py_VISIT(g->body);
-    Py_VISIT(g->tensor_type);
-    Py_VISIT(g->namespace);
-    Py_VISIT(g->name);
-    Py_VISIT(g->original);
-    Py_VISIT(g->owner);
-    Py_VISIT(g->bind_as);
-    Py_VISIT(g->dict);
+#define GATE_VISIT(field) Py_VISIT(g->field);
+    GATE_OBJECTS(GATE_VISIT)
+#undef GATE_VISIT
     return 0;
 }
 
 static int gate_clear(PyObject *self)
 {
     Gate *g = (Gate *)self;
-    Py_CLEAR(g->op);
-    Py_CLEAR(g->body);
-    Py_CLEAR(g->tensor_type);
-    Py_CLEAR(g->namespace);
-    Py_CLEAR(g->name);
-    Py_CLEAR(g->original);
-    Py_CLEAR(g->owner);
-    Py_CLEAR(g->bind_as);
-    Py_CLEAR(g->dict);
+#define GATE_CLEAR(field) Py_CLEAR(g->field);
+    GATE_OBJECTS(GATE_CLEAR)
+#undef GATE_CLEAR
     return 0;
 }
 
@@ -364,52 +361,42 @@ static PyGetSetDef gate_getset[] = {
 };
 
 static PyMethodDef function_gate_methods[] = {
-    {"take_counts", gate_take_counts, METH_NOARGS,
-     "(small, off_cpu): the calls sent to torch since the last take, zeroed"},
+    GATE_TAKE_COUNTS_METHOD,
     {NULL, NULL, 0, NULL},
 };
+
+/* the slots both types share */
+#define GATE_TYPE_SLOTS                                                       \
+    .tp_basicsize = sizeof(Gate), .tp_new = PyType_GenericNew,               \
+    .tp_dealloc = gate_dealloc, .tp_traverse = gate_traverse,                 \
+    .tp_clear = gate_clear, .tp_call = PyVectorcall_Call,                     \
+    .tp_vectorcall_offset = offsetof(Gate, vectorcall),                       \
+    .tp_dictoffset = offsetof(Gate, dict), .tp_members = gate_members,        \
+    .tp_getset = gate_getset
 
 static PyTypeObject FunctionGateType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "kwker._gate.FunctionGate",
     .tp_doc = "The size rule's check in front of a dispatch entry (wrapt wrapper form).",
-    .tp_basicsize = sizeof(Gate),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_new = PyType_GenericNew,
     .tp_init = function_gate_init,
-    .tp_dealloc = gate_dealloc,
-    .tp_traverse = gate_traverse,
-    .tp_clear = gate_clear,
-    .tp_call = PyVectorcall_Call,
-    .tp_vectorcall_offset = offsetof(Gate, vectorcall),
-    .tp_dictoffset = offsetof(Gate, dict),
     .tp_methods = function_gate_methods,
-    .tp_members = gate_members,
-    .tp_getset = gate_getset,
+    GATE_TYPE_SLOTS,
 };
 
 static PyTypeObject MethodGateType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "kwker._gate.MethodGate",
     .tp_doc = "torch.Tensor.<op> while installed: the size rule's check, then the entry.",
-    .tp_basicsize = sizeof(Gate),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL |
                 Py_TPFLAGS_METHOD_DESCRIPTOR,
-    .tp_new = PyType_GenericNew,
     .tp_init = method_gate_init,
-    .tp_dealloc = gate_dealloc,
-    .tp_traverse = gate_traverse,
-    .tp_clear = gate_clear,
-    .tp_call = PyVectorcall_Call,
-    .tp_vectorcall_offset = offsetof(Gate, vectorcall),
-    .tp_dictoffset = offsetof(Gate, dict),
     .tp_descr_get = method_gate_get,
     .tp_richcompare = method_gate_richcompare,
     .tp_hash = method_gate_hash,
     .tp_repr = method_gate_repr,
     .tp_methods = method_gate_methods,
-    .tp_members = gate_members,
-    .tp_getset = gate_getset,
+    GATE_TYPE_SLOTS,
 };
 
 static struct PyModuleDef gate_module = {
