@@ -107,7 +107,7 @@ class Stats:
     def reset(self) -> None:
         with self.lock:
             self._take_gate_counts()
-            # zeroed in place: the entries hold these two dicts
+            # zeroed in place: the entries hold these dicts
             for counts in (self.fast, self.small, self.off_cpu):
                 for op in counts:
                     counts[op] = 0
