@@ -510,7 +510,7 @@ QA_INLINE int qa32_presort(__m256i *v, const int NV)
     }                                                                         \
     /* partition a[0..n), n >= 2 * QS2_UNROLL * L: returns k with a[0..k)     \
      * the keys <= p (< p when strict), a[k..n) the others */                 \
-    static int64_t qa##S##_partition(T *a, int64_t n, T p, int strict)        \
+    QA_INLINE int64_t qa##S##_partition_as(T *a, int64_t n, T p, const int strict) \
     {                                                                         \
         enum { U = QS2_UNROLL };                                              \
         const __m256i pv = qa##S##_set1(p);                                   \
@@ -565,15 +565,25 @@ QA_INLINE int qa32_presort(__m256i *v, const int NV)
         qa##S##_copy(a + ls + bl, buf + br, nr);                              \
         return ls + bl;                                                       \
     }                                                                         \
+    /* the two partitions, each compiled with its comparison fixed (strict \
+     * tested once per call, not per vector) */                              \
+    static int64_t qa##S##_partition_le(T *a, int64_t n, T p)                 \
+    {                                                                         \
+        return qa##S##_partition_as(a, n, p, 0);                              \
+    }                                                                         \
+    static int64_t qa##S##_partition_lt(T *a, int64_t n, T p)                 \
+    {                                                                         \
+        return qa##S##_partition_as(a, n, p, 1);                              \
+    }                                                                         \
     /* One partition step of a[0..n): k with [0, k) <= p < [k, n) (0 < k < n: \
      * p itself went left), or 0 when p, the pivot, is the largest key: then  \
      * [n', n) all equal p (in place) and *n becomes n', the rest to sort */  \
     static inline int64_t qa##S##_split(T *a, int64_t *n)                     \
     {                                                                         \
         const T p = qa##S##_pivot(a, *n);                                     \
-        const int64_t k = qa##S##_partition(a, *n, p, 0);                     \
+        const int64_t k = qa##S##_partition_le(a, *n, p);                     \
         if (k < *n) return k;                                                 \
-        *n = qa##S##_partition(a, *n, p, 1);                                  \
+        *n = qa##S##_partition_lt(a, *n, p);                                  \
         return 0;                                                             \
     }                                                                         \
     QS_DRIVERS(qa##S, T, QS2_BASE_VECS * L)                                   \
