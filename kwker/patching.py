@@ -61,18 +61,23 @@ def _gated(owner, original, entry):
     if owner is not torch.Tensor:
         function_gate = gate.FunctionGate(**common)
         return KwkerFunctionWrapper(original, function_gate), function_gate
-    method = gate.MethodGate(original=original, owner=torch.Tensor, **common)
+    method = _named_as(gate.MethodGate(original=original, owner=torch.Tensor, **common),
+                       original)
     method.__wrapped__ = original
-    method.__name__ = original.__name__
-    method.__qualname__ = getattr(original, "__qualname__", original.__name__)
-    method.__doc__ = original.__doc__
 
     def bound(*args, **kwargs):  # x.<op> taken without a call: as KwkerMethod binds
         return method(*args, **kwargs)
-    bound.__name__, bound.__qualname__, bound.__doc__ = (
-        method.__name__, method.__qualname__, method.__doc__)
-    method.bind_as = bound
+    method.bind_as = _named_as(bound, original)
     return method, method
+
+
+def _named_as(target, original):
+    """target with original's __name__ (a bound x.<op> pickles as
+    getattr(x, name)), __qualname__ and __doc__."""
+    target.__name__ = original.__name__
+    target.__qualname__ = getattr(original, "__qualname__", original.__name__)
+    target.__doc__ = original.__doc__
+    return target
 
 # op -> (patch torch.<op>?, patch torch.Tensor.<op>?, TorchScript builtin)
 # Tensor.unique is Python code that calls torch.unique at run time, so
@@ -131,16 +136,11 @@ class KwkerMethod:
 
     def __init__(self, original, entry):
         self.__wrapped__ = original
-        self.__name__ = original.__name__
-        self.__qualname__ = getattr(original, "__qualname__", original.__name__)
-        self.__doc__ = original.__doc__
+        _named_as(self, original)
 
         def method(*args, **kwargs):
             return entry(original, None, args, kwargs)
-        method.__name__ = original.__name__  # a bound x.<op> pickles as getattr(x, name)
-        method.__qualname__ = self.__qualname__
-        method.__doc__ = original.__doc__
-        self._method = method
+        self._method = _named_as(method, original)
 
     def __get__(self, instance, owner=None, _bind=MethodType):
         if instance is None:
