@@ -83,6 +83,39 @@ def test_the_3x3_network_on_every_zero_one_window(dtype, target):
     assert torch.equal(values, ref_values) and torch.equal(index, ref_index)
 
 
+@pytest.mark.parametrize("kernel", [(4, 4), (2, 7)])
+def test_generated_networks_on_every_zero_one_window(kernel, target):
+    """Windows other than 3x3 run a generated median network (up to 128
+    elements): all 2^n zero-one windows of two shapes through the kernel
+    (native/tests/test_median_net.c checks the networks alone up to n = 25),
+    positions included, so the tie rule is checked on every tie pattern."""
+    kh, kw = kernel
+    n = kh * kw
+    codes = torch.arange(1 << n)
+    windows = ((codes[:, None] >> torch.arange(n)) & 1).to(torch.float32).view(-1, kh, kw)
+    windows = windows.permute(1, 0, 2).reshape(1, kh, (1 << n) * kw)
+    # stride 1: the vector rows see every window (and the mixed ones between)
+    args = (list(kernel), [1, 1], [0, 0, 0, 0], "zeros")
+    ref_values, ref_index = R.median_pool2d_windows(windows, *args)
+    values, index = K.median_pool2d(windows, *args)
+    assert torch.equal(values, ref_values) and torch.equal(index, ref_index)
+
+
+@pytest.mark.parametrize("kernel", [(9, 9), (11, 11), (8, 16), (12, 11)])
+@pytest.mark.parametrize("kind", KINDS)
+def test_large_windows(kernel, kind, target, gen):
+    """Windows of 64..128 elements (generated networks at their largest) and
+    one of 132 (past MP_NET_MAX: the insertion sort), stride 1 (vector rows)
+    and 2."""
+    x = _input(kind, (1, 2, 14, 27), torch.float32, gen)
+    for stride in ([1, 1], [2, 2]):
+        args = (list(kernel), stride, [kernel[1] // 2, 2, kernel[0] // 2, 1], "reflect")
+        ref_values, ref_index = R.median_pool2d_windows(x, *args)
+        values, index = K.median_pool2d(x, *args)
+        _assert_same(ref_values, values)
+        assert torch.equal(ref_index, index)
+
+
 def test_layouts_and_ranks(gen):
     """Non-contiguous inputs, a lone plane (H, W) and extra leading dims."""
     x = make_values("ties", (4, 10, 3, 7), torch.float32, gen).permute(0, 2, 3, 1)
@@ -314,7 +347,7 @@ def test_native_status_codes_for_bad_geometry():
 # ---------------------------------------------------------------- kornia
 
 @pytest.mark.parametrize("border", ["reflect", "constant", "replicate"])
-@pytest.mark.parametrize("size", [3, 5])
+@pytest.mark.parametrize("size", [3, 5, 7])
 def test_matches_kornia_median_blur(border, size, gen):
     """kornia.filters.median_blur (0.9: lower median, odd windows, the
     output as large as the input) on finite inputs; kornia makes a window

@@ -14,7 +14,10 @@ import torch
 from kwker.nn import functional as KF
 from kwker.nn import reference as R
 
-SHAPES = [(1, 3, 224, 224), (64, 3, 64, 64)]
+# (input shape, window side): the 3x3 network, the 5x5 one written out,
+# and a generated 7x7 network
+CASES = [((1, 3, 224, 224), 3), ((64, 3, 64, 64), 3), ((1, 3, 224, 224), 5),
+         ((64, 3, 64, 64), 5), ((1, 3, 224, 224), 7)]
 
 
 def best(fn, repeats, budget=0.2):
@@ -38,32 +41,32 @@ def forward_backward(fn, x, grad):
 
 def median_pool2d_rows(repeats):
     rows = []
-    for shape in SHAPES:
+    for shape, k in CASES:
         gen = torch.Generator().manual_seed(0)
         x = torch.randn(shape, generator=gen)
-        args = ((3, 3), (1, 1), (1, 1, 1, 1), "reflect")
+        args = ((k, k), (1, 1), (k // 2,) * 4, "reflect")
         ref = lambda t: R.median_pool2d(t, *args)  # noqa: E731
-        fast = lambda t: KF.median_pool2d(t, 3)  # noqa: E731
+        fast = lambda t: KF.median_pool2d(t, k)  # noqa: E731
         assert torch.equal(ref(x), fast(x))
         t_ref, t_fast = best(lambda: ref(x), repeats), best(lambda: fast(x), repeats)
         others = {}
         if importlib.util.find_spec("kornia"):
             import kornia
-            others["kornia"] = best(lambda: kornia.filters.median_blur(x, 3), repeats)
-        if importlib.util.find_spec("cv2"):
+            others["kornia"] = best(lambda: kornia.filters.median_blur(x, k), repeats)
+        if importlib.util.find_spec("cv2") and k <= 5:  # medianBlur: float32 up to 5x5
             import cv2
             planes = x.reshape(-1, *shape[-2:]).numpy()
-            others["opencv"] = best(lambda: [cv2.medianBlur(p, 3) for p in planes], repeats)
+            others["opencv"] = best(lambda: [cv2.medianBlur(p, k) for p in planes], repeats)
         if importlib.util.find_spec("scipy"):
             from scipy import ndimage
             arr = x.numpy()
-            others["scipy"] = best(lambda: ndimage.median_filter(arr, size=(1, 1, 3, 3),
+            others["scipy"] = best(lambda: ndimage.median_filter(arr, size=(1, 1, k, k),
                                                                  mode="mirror"), repeats)
         xg = x.clone().requires_grad_()
         grad = torch.randn(shape, generator=gen)
         b_ref = best(forward_backward(ref, xg, grad), repeats)
         b_fast = best(forward_backward(fast, xg, grad), repeats)
-        rows.append((shape, t_ref, t_fast, b_ref, b_fast, others))
+        rows.append((shape, k, t_ref, t_fast, b_ref, b_fast, others))
     return rows
 
 
@@ -73,14 +76,14 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="fewer top-k layer rows")
     args = parser.parse_args(argv)
     torch.set_num_threads(1)
-    print("median_pool2d 3x3, reflect padding, float32, 1 thread; ms per call (min of "
+    print("median_pool2d kxk, stride 1, reflect padding, float32, 1 thread; ms per call (min of "
           f"{args.repeats})")
-    print(f"{'input':>16} {'fwd ref':>8} {'fwd kwk':>8} {'x':>6} {'f+b ref':>8} "
+    print(f"{'input':>16} {'k':>2} {'fwd ref':>8} {'fwd kwk':>8} {'x':>6} {'f+b ref':>8} "
           f"{'f+b kwk':>8} {'x':>6}  others (fwd ms, ratio to kwker)")
-    for shape, t_ref, t_fast, b_ref, b_fast, others in median_pool2d_rows(args.repeats):
+    for shape, k, t_ref, t_fast, b_ref, b_fast, others in median_pool2d_rows(args.repeats):
         extra = "  ".join(f"{name} {t * 1e3:.2f} ({t / t_fast:.1f}x)"
                           for name, t in others.items())
-        print(f"{'x'.join(map(str, shape)):>16} {t_ref * 1e3:8.2f} {t_fast * 1e3:8.2f} "
+        print(f"{'x'.join(map(str, shape)):>16} {k:2d} {t_ref * 1e3:8.2f} {t_fast * 1e3:8.2f} "
               f"{t_ref / t_fast:5.1f}x {b_ref * 1e3:8.2f} {b_fast * 1e3:8.2f} "
               f"{b_ref / b_fast:5.1f}x  {extra}")
     print()
