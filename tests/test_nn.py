@@ -308,6 +308,65 @@ def test_resolve_padding():
     assert R.resolve_padding(5, 5, (3, 3), (1, 1), (1, 2)) == (2, 2, 1, 1)
 
 
+# ------------------------------------------------------------ median_pool1d
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+@pytest.mark.parametrize("mode", MODES)
+def test_median_pool1d_equals_its_reference_and_the_unfold_recipe(dtype, mode, target, gen):
+    """median_pool1d (median_pool2d's kernel on the one-row image): values,
+    positions and gradient bits as the reference; values and positions as
+    the usual recipe F.pad + Tensor.unfold + median (whose gradient may round
+    differently: its backward sums in another order)."""
+    for kernel, stride, padding in ((3, 1, (1, 1)), (5, 1, (2, 2)), (4, 2, (1, 2)),
+                                    (25, 1, (12, 12)), (7, 3, (0, 0))):
+        for kind in KINDS:
+            x = _input(kind, (2, 3, 40), dtype, gen)
+            args = (kernel, stride, list(padding), mode)
+            values, index = K.median_pool1d(x, *args)
+            ref_values, ref_index = R.median_pool1d_windows(x, *args)
+            _assert_same(ref_values, values)
+            assert torch.equal(ref_index, index)
+            pad_mode = "constant" if mode == "zeros" else mode
+            recipe = torch.nn.functional.pad(x, padding, mode=pad_mode).unfold(
+                -1, kernel, stride).median(-1)
+            _assert_same(recipe.values, values)
+            assert torch.equal(recipe.indices, index)
+            if mode == "circular":
+                continue
+            xr = x.clone().requires_grad_()
+            xf = x.clone().requires_grad_()
+            grad = torch.randn(values.shape, generator=gen, dtype=dtype)
+            (ref_grad,) = torch.autograd.grad(R.median_pool1d(xr, *args), xr, grad)
+            (got_grad,) = torch.autograd.grad(K.median_pool1d(xf, *args)[0], xf, grad)
+            _assert_same(ref_grad, got_grad)
+
+
+def test_median_pool1d_module_opcheck_and_transforms(gen):
+    x = make_values("ties", (2, 3, 17), torch.float64, gen).requires_grad_()
+    fast, ref = knn.MedianPool1d(5, use_fast=True), R.MedianPool1d(5)
+    assert fast.state_dict().keys() == ref.state_dict().keys()
+    _assert_same(ref(x), fast(x))
+    assert fast(x).shape == x.shape  # "same"
+    assert knn.MedianPool1d(4, stride=2)(x).shape[-1] == 9
+    xg = torch.randn(2, 3, 11, dtype=torch.float64, generator=gen, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda t: KF.median_pool1d(t, 3), (xg,))  # no ties
+    opcheck(K.median_pool1d.default, (x, 5, 1, [2, 2], "reflect"),
+            test_utils=("test_schema", "test_autograd_registration", "test_faketensor",
+                        "test_aot_dispatch_dynamic"))
+    got = torch.vmap(lambda t: K.median_pool1d(t, 3, 1, [1, 1], "zeros")[0])(x.detach())
+    _assert_same(K.median_pool1d(x.detach(), 3, 1, [1, 1], "zeros")[0], got)
+    model = knn.MedianPool1d(3, use_fast=True)
+    ep = torch.export.export(model, (x.detach(),))
+    assert any("kwker.median_pool1d" in str(n.target) for n in ep.graph.nodes)
+    _assert_same(model(x.detach()), ep.module()(x.detach()))
+    # decomposed (as AOTInductor lowers it): the median_pool2d it is made of
+    ep = ep.run_decompositions()
+    assert any("kwker.median_pool2d" in str(n.target) for n in ep.graph.nodes)
+    _assert_same(model(x.detach()), ep.module()(x.detach()))
+    with pytest.raises(ValueError):
+        K.median_pool1d(x, 3, 1, [1, 1, 1, 1], "zeros")
+
+
 # ---------------------------------------------------------------- errors
 
 def test_bad_arguments_raise_torchs_errors():

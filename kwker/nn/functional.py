@@ -2,7 +2,7 @@
 import torch
 
 import kwker.torch_ops  # noqa: F401  (registers torch.ops.kwker)
-from kwker.nn.reference import _pair, resolve_padding
+from kwker.nn.reference import _pair, resolve_padding, resolve_padding1d
 
 
 def median_pool2d(x, kernel_size=3, stride=1, padding=None, padding_mode="reflect"):
@@ -21,3 +21,13 @@ def median_pool2d(x, kernel_size=3, stride=1, padding=None, padding_mode="reflec
     padding = resolve_padding(h, w, kernel_size, stride, padding)
     return torch.ops.kwker.median_pool2d.default(x, list(kernel_size), list(stride),
                                                  list(padding), padding_mode)[0]
+
+
+def median_pool1d(x, kernel_size=3, stride=1, padding=None, padding_mode="reflect"):
+    """The 1-d median filter of x (*, L), as median_pool2d of the one-row
+    image (same kernel, same rules); padding None/"same" (default), an int
+    or (left, right).  Equals kwker.nn.reference.median_pool1d bit for bit,
+    gradient included (see its note on Tensor.unfold recipes)."""
+    padding = resolve_padding1d(x.shape[-1], kernel_size, stride, padding)
+    return torch.ops.kwker.median_pool1d.default(x, kernel_size, stride, list(padding),
+                                                 padding_mode)[0]

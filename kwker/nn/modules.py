@@ -54,6 +54,31 @@ class MedianPool2d(FastModule, reference.MedianPool2d):
         return super().extra_repr() + f", use_fast={self.use_fast!r}"
 
 
+class MedianPool1d(FastModule, reference.MedianPool1d):
+    __doc__ = reference.MedianPool1d.__doc__ + """
+
+    Kwker's torch.ops.kwker.median_pool1d (median_pool2d's kernel on the
+    one-row image) when use_fast says so: the reference's values and
+    gradients bit for bit."""
+
+    def __init__(self, kernel_size=3, stride=1, padding=None, padding_mode="reflect",
+                 use_fast="auto"):
+        super().__init__(kernel_size, stride, padding, padding_mode)
+        self._init_fast(use_fast)
+
+    _native_takes = MedianPool2d._native_takes
+
+    def forward(self, x):
+        if self._fast_for(x):
+            kernel_size, stride, padding, mode = self.resolved(x)
+            return torch.ops.kwker.median_pool1d.default(x, kernel_size, stride, list(padding),
+                                                         mode)[0]
+        return super().forward(x)
+
+    def extra_repr(self):
+        return super().extra_repr() + f", use_fast={self.use_fast!r}"
+
+
 def fast_modules(model):
     """(name, module) of every Kwker fast module in model (model included)."""
     return [(name, m) for name, m in model.named_modules() if isinstance(m, FastModule)]

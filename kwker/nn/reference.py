@@ -28,6 +28,35 @@ def median_pool2d(x, kernel_size, stride, padding, padding_mode):
     return median_pool2d_windows(x, kernel_size, stride, padding, padding_mode)[0]
 
 
+def median_pool1d_windows(x, kernel_size, stride, padding, padding_mode):
+    """(values, indices) of the 1-d median filter of x (*, L): the 2-d
+    filter of the one-row image (*, 1, L), 1 x kernel_size windows, padding
+    (left, right) on the row.  Values and indices equal those of
+    F.pad + Tensor.unfold(-1, kernel_size, stride) + median(-1); the
+    gradient is F.unfold's (col2im sums a position's gradient window offset
+    by window offset), and Tensor.unfold's backward sums in another order:
+    it can differ from this one in the last bits where an element is the
+    median of three or more windows."""
+    values, indices = median_pool2d_windows(x.unsqueeze(-2), (1, kernel_size), (1, stride),
+                                            (padding[0], padding[1], 0, 0), padding_mode)
+    return values.squeeze(-2), indices.squeeze(-2)
+
+
+def median_pool1d(x, kernel_size, stride, padding, padding_mode):
+    return median_pool1d_windows(x, kernel_size, stride, padding, padding_mode)[0]
+
+
+def resolve_padding1d(length, kernel_size, stride, padding):
+    """(left, right) from MedianPool1d's padding: None or "same" (as
+    resolve_padding along a row), an int (both sides) or a pair."""
+    if padding is None or padding == "same":
+        left, right, _, _ = resolve_padding(1, length, (1, kernel_size), (1, stride), None)
+        return (left, right)
+    if isinstance(padding, int):
+        return (padding, padding)
+    return tuple(padding)
+
+
 def _pair(value):
     return (value, value) if isinstance(value, int) else tuple(value)
 
@@ -75,6 +104,34 @@ class MedianPool2d(torch.nn.Module):
 
     def forward(self, x):
         return median_pool2d(x, *self.resolved(x))
+
+    def extra_repr(self):
+        return (f"kernel_size={self.kernel_size}, stride={self.stride}, "
+                f"padding={self.padding!r}, padding_mode={self.padding_mode!r}")
+
+
+class MedianPool1d(torch.nn.Module):
+    """The 1-d median filter as plain torch (median_pool1d_windows: F.pad,
+    F.unfold, torch.median on the one-row image): the reference
+    kwker.nn.MedianPool1d reproduces.  No parameters or buffers.
+    kernel_size/stride: int; padding: None/"same" (default), an int or
+    (left, right); padding_mode: "reflect" (default), "zeros", "replicate" or
+    "circular"."""
+
+    def __init__(self, kernel_size=3, stride=1, padding=None, padding_mode="reflect"):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride
+        self.padding = padding
+        self.padding_mode = padding_mode
+
+    def resolved(self, x):
+        """(kernel_size, stride, padding, padding_mode) for input x."""
+        padding = resolve_padding1d(x.shape[-1], self.kernel_size, self.stride, self.padding)
+        return self.kernel_size, self.stride, padding, self.padding_mode
+
+    def forward(self, x):
+        return median_pool1d(x, *self.resolved(x))
 
     def extra_repr(self):
         return (f"kernel_size={self.kernel_size}, stride={self.stride}, "

@@ -1,6 +1,8 @@
-"""torch.ops.kwker layers built on sorting: median_pool2d.
+"""torch.ops.kwker layers built on sorting: median_pool2d (and median_pool1d,
+its one-row case).
 
     values, positions = torch.ops.kwker.median_pool2d(x, [3, 3], [1, 1], [1, 1, 1, 1], "reflect")
+    values, positions = torch.ops.kwker.median_pool1d(x, 5, 1, [2, 2], "reflect")
 
 Arguments are resolved (kwker.nn.functional.median_pool2d does that from
 the usual int / pair / "same" forms): kernel_size and stride as pairs,
@@ -32,6 +34,8 @@ _ARGS = "int[2] kernel_size, int[2] stride, int[4] padding, str padding_mode"
 LIB.define(f"median_pool2d(Tensor self, {_ARGS}) -> (Tensor values, Tensor indices)")
 LIB.define(f"median_pool2d_backward(Tensor grad_output, Tensor self, Tensor indices, {_ARGS}) "
            "-> Tensor")
+LIB.define("median_pool1d(Tensor self, int kernel_size, int stride, int[2] padding, "
+           "str padding_mode) -> (Tensor values, Tensor indices)")
 
 PADDING_MODES = ("zeros", "reflect", "replicate", "circular")
 _LOADED = native.lib is not None
@@ -205,6 +209,23 @@ def median_pool2d_vmap(info, in_dims, x, *args):
     return torch.ops.kwker.median_pool2d.default(x.movedim(in_dims[0], 0), *args), (0, 0)
 
 
+# ------------------------------------------------------------ median_pool1d
+
+def median_pool1d(x, kernel_size, stride, padding, padding_mode):
+    """The 1-d median filter of x (*, L): the 2-d one of the one-row image
+    (*, 1, L) with 1 x kernel_size windows and padding (left, right, 0, 0),
+    so the same kernel, values, positions (0..kernel_size-1) and gradient
+    (summed as F.unfold's backward, col2im, sums).  Registered as a
+    composite of median_pool2d: autograd, vmap, compile and export see
+    median_pool2d."""
+    check(x.dim() >= 1, lambda: "median_pool1d expects an input of at least 1 dim")
+    check_value(len(padding) == 2, lambda: "median_pool1d's padding needs 2 values")
+    values, indices = torch.ops.kwker.median_pool2d.default(
+        x.unsqueeze(-2), [1, kernel_size], [1, stride], [padding[0], padding[1], 0, 0],
+        padding_mode)
+    return values.squeeze(-2), indices.squeeze(-2)
+
+
 def _register():
     for name, cpu, other, fake, autograd in (
             ("median_pool2d", median_pool2d_cpu, median_pool2d_any, median_pool2d_fake,
@@ -217,6 +238,7 @@ def _register():
         LIB.impl(name, kernel_entry(autograd), "Autograd")
         torch.library.register_fake("kwker::" + name, fake, lib=LIB)
     torch.library.register_vmap("kwker::median_pool2d", median_pool2d_vmap, lib=LIB)
+    LIB.impl("median_pool1d", median_pool1d, "CompositeImplicitAutograd")
 
 
 _register()
