@@ -45,7 +45,6 @@
     MP_CE(T, s, 4, 7) MP_CE(T, s, 4, 2) MP_CE(T, s, 6, 4)                     \
     MP_CE(T, s, 4, 2)
 
-
 /* ---- windows other than 3x3: a generated median selection network ----
  * For a window of n <= MP_NET_MAX elements, the comparators of Batcher's
  * odd-even merge sort over the next power of two N >= n, keeping those
@@ -342,83 +341,95 @@ static void mp_fill_padded_##S(const T *plane, T *pad, const int64_t *rows,    \
     }                                                                          \
 }                                                                              \
                                                                                \
-/* One output row of a 3x3 window: r0..r2 are the window's padded rows.   \
- * Outputs go in blocks of MP_LANES, each step a loop over the block's     \
- * lanes, on order keys (keys.h: -0.0 as +0.0, NaN largest), whose integer \
- * min/max compile without branches: the median key from the network, then \
- * its stable-rank position (the (4 - #smaller)-th element of equal key, in \
- * window order), then the first NaN's position when the window has one.   \
- * The value written is the input element at that position, bits and all.  \
- * The AVX2 target does stride-1 rows with intrinsics first. */             \
-static void mp_row3x3_##S(const T *r0, const T *r1, const T *r2, int64_t ow,   \
-                          int64_t sw, T *out, int64_t *index)                  \
+/* The portable rows: outputs in blocks of MP_LANES, each step a loop over \
+ * the block's lanes, on order keys (keys.h: -0.0 as +0.0, NaN largest),   \
+ * whose integer min/max compile without branches: the median key from a  \
+ * network, then its stable-rank position (the (rank - #smaller)-th        \
+ * element of equal key, in window order), then the first NaN's position  \
+ * when the window has one.  The value written is the input element at    \
+ * that position, bits and all.  `off[k]`: window element k's offset from  \
+ * the window's top-left corner in the padded plane.                       \
+ *                                                                         \
+ * mp_block_keys: the keys of the block's m windows of n elements (unused  \
+ * lanes 0) and each lane's first NaN (n if none). */                      \
+static inline void mp_block_keys_##S(const T *top, const int64_t *off, int n,  \
+                                     int64_t o0, int64_t sw, int64_t m,        \
+                                     UT key[][MP_LANES], int32_t *nan_at)      \
 {                                                                              \
-    UT key[9][MP_LANES], s[9][MP_LANES];                                       \
-    int32_t need[MP_LANES], seen[MP_LANES], pick[MP_LANES], nan_at[MP_LANES];  \
-    int64_t x0 = sw == 1 ? MP_ROW3X3_VECTOR(S, r0, r1, r2, ow, out, index) : 0; \
-    for (int64_t o0 = x0; o0 < ow; o0 += MP_LANES) {                           \
-        int64_t n = ow - o0 < MP_LANES ? ow - o0 : MP_LANES;                   \
-        for (int l = 0; l < MP_LANES; l++) nan_at[l] = 9;                      \
-        for (int k = 8; k >= 0; k--) {                                         \
-            const T *r = (k < 3 ? r0 : k < 6 ? r1 : r2) + o0 * sw + k % 3;     \
-            for (int64_t l = 0; l < n; l++) {                                  \
-                T e = r[l * sw];                                               \
-                UT b;                                                          \
-                memcpy(&b, &e, sizeof b);                                      \
-                key[k][l] = KEY(b);                                            \
-                nan_at[l] = e != e ? k : nan_at[l];                            \
-            }                                                                  \
-            for (int64_t l = n; l < MP_LANES; l++) key[k][l] = 0; /* unused */ \
+    for (int l = 0; l < MP_LANES; l++) nan_at[l] = n;                          \
+    for (int k = n - 1; k >= 0; k--) {                                         \
+        const T *r = top + off[k] + o0 * sw;                                   \
+        for (int64_t l = 0; l < m; l++) {                                      \
+            T e = r[l * sw];                                                   \
+            UT b;                                                              \
+            memcpy(&b, &e, sizeof b);                                          \
+            key[k][l] = KEY(b);                                                \
+            nan_at[l] = e != e ? k : nan_at[l];                                \
         }                                                                      \
-        memcpy(s, key, sizeof key);                                            \
-        MP_MEDIAN9(UT, s);                                                     \
-        for (int l = 0; l < MP_LANES; l++) {                                   \
-            need[l] = 4;                                                       \
-            seen[l] = 0;                                                       \
-            pick[l] = 9;                                                       \
-        }                                                                      \
-        for (int k = 0; k < 9; k++)                                            \
-            for (int l = 0; l < MP_LANES; l++) need[l] -= key[k][l] < s[4][l]; \
-        for (int k = 0; k < 9; k++)                                            \
-            for (int l = 0; l < MP_LANES; l++) {                               \
-                int32_t eq = key[k][l] == s[4][l];                             \
-                pick[l] = (eq & (seen[l] == need[l]) & (pick[l] == 9)) ? k : pick[l]; \
-                seen[l] += eq;                                                 \
-            }                                                                  \
-        for (int64_t l = 0; l < n; l++) {                                      \
-            int32_t p = nan_at[l] < 9 ? nan_at[l] : pick[l];                   \
-            out[o0 + l] = (p < 3 ? r0 : p < 6 ? r1 : r2)[(o0 + l) * sw + p % 3]; \
-            index[o0 + l] = p;                                                 \
-        }                                                                      \
+        for (int64_t l = m; l < MP_LANES; l++) key[k][l] = 0; /* unused */     \
     }                                                                          \
 }                                                                              \
                                                                                \
-/* Any window of at most MP_NET_MAX elements: mp_row3x3's steps with the  \
- * generated network (mp_median_network) in place of the 3x3 one; the     \
- * AVX2 target does stride-1 rows with intrinsics first.  `off[k]`:       \
- * element k's offset from the window's top-left corner. */               \
+/* mp_block_finish: the block's outputs from the median keys med[]. */      \
+static inline void mp_block_finish_##S(const T *top, const int64_t *off, int n, \
+                                       int rank, const UT key[][MP_LANES],     \
+                                       const UT *med, const int32_t *nan_at,   \
+                                       int64_t o0, int64_t sw, int64_t m,      \
+                                       T *out, int64_t *index)                 \
+{                                                                              \
+    int32_t need[MP_LANES], seen[MP_LANES], pick[MP_LANES];                    \
+    for (int l = 0; l < MP_LANES; l++) {                                       \
+        need[l] = rank;                                                        \
+        seen[l] = 0;                                                           \
+        pick[l] = n;                                                           \
+    }                                                                          \
+    for (int k = 0; k < n; k++)                                                \
+        for (int l = 0; l < MP_LANES; l++) need[l] -= key[k][l] < med[l];      \
+    for (int k = 0; k < n; k++)                                                \
+        for (int l = 0; l < MP_LANES; l++) {                                   \
+            int32_t eq = key[k][l] == med[l];                                  \
+            pick[l] = (eq & (seen[l] == need[l]) & (pick[l] == n)) ? k : pick[l]; \
+            seen[l] += eq;                                                     \
+        }                                                                      \
+    for (int64_t l = 0; l < m; l++) {                                          \
+        int32_t p = nan_at[l] < n ? nan_at[l] : pick[l];                       \
+        out[o0 + l] = top[off[p] + (o0 + l) * sw];                             \
+        index[o0 + l] = p;                                                     \
+    }                                                                          \
+}                                                                              \
+                                                                               \
+/* A 3x3 row (off: the 9 offsets), with MP_MEDIAN9; the AVX2 target does   \
+ * stride-1 rows with intrinsics first. */                                 \
+static void mp_row3x3_##S(const T *top, const int64_t *off, int64_t ow,        \
+                          int64_t sw, T *out, int64_t *index)                  \
+{                                                                              \
+    UT key[9][MP_LANES], s[9][MP_LANES];                                       \
+    int32_t nan_at[MP_LANES];                                                  \
+    int64_t x0 = sw == 1 ? MP_ROW3X3_VECTOR(S, top, top + off[3], top + off[6], \
+                                            ow, out, index) : 0;               \
+    for (int64_t o0 = x0; o0 < ow; o0 += MP_LANES) {                           \
+        int64_t m = ow - o0 < MP_LANES ? ow - o0 : MP_LANES;                   \
+        mp_block_keys_##S(top, off, 9, o0, sw, m, key, nan_at);                \
+        memcpy(s, key, sizeof key);                                            \
+        MP_MEDIAN9(UT, s);                                                     \
+        mp_block_finish_##S(top, off, 9, 4, key, s[4], nan_at, o0, sw, m, out, index); \
+    }                                                                          \
+}                                                                              \
+                                                                               \
+/* Any window of at most MP_NET_MAX elements, with the generated network   \
+ * (mp_median_network); the AVX2 target does stride-1 rows with           \
+ * intrinsics first. */                                                    \
 static void mp_row_net_##S(const T *top, const int64_t *off, int64_t ow,       \
                            int64_t sw, const mp_net *net, T *out,              \
                            int64_t *index)                                     \
 {                                                                              \
     const int n = net->n;                                                      \
     UT key[MP_NET_MAX][MP_LANES], s[MP_NET_MAX][MP_LANES];                     \
-    int32_t need[MP_LANES], seen[MP_LANES], pick[MP_LANES], nan_at[MP_LANES];  \
+    int32_t nan_at[MP_LANES];                                                  \
     int64_t x0 = sw == 1 ? MP_ROW_NET_VECTOR(S, top, off, ow, net, out, index) : 0; \
     for (int64_t o0 = x0; o0 < ow; o0 += MP_LANES) {                           \
         int64_t m = ow - o0 < MP_LANES ? ow - o0 : MP_LANES;                   \
-        for (int l = 0; l < MP_LANES; l++) nan_at[l] = n;                      \
-        for (int k = n - 1; k >= 0; k--) {                                     \
-            const T *r = top + off[k] + o0 * sw;                               \
-            for (int64_t l = 0; l < m; l++) {                                  \
-                T e = r[l * sw];                                               \
-                UT b;                                                          \
-                memcpy(&b, &e, sizeof b);                                      \
-                key[k][l] = KEY(b);                                            \
-                nan_at[l] = e != e ? k : nan_at[l];                            \
-            }                                                                  \
-            for (int64_t l = m; l < MP_LANES; l++) key[k][l] = 0; /* unused */ \
-        }                                                                      \
+        mp_block_keys_##S(top, off, n, o0, sw, m, key, nan_at);                \
         memcpy(s, key, (size_t)n * sizeof key[0]);                             \
         for (int q = 0; q < net->count; q++) {                                 \
             UT *u = s[net->i[q]], *w = s[net->j[q]];                           \
@@ -428,25 +439,8 @@ static void mp_row_net_##S(const T *top, const int64_t *off, int64_t ow,       \
                 w[l] = b_ < a_ ? a_ : b_;                                      \
             }                                                                  \
         }                                                                      \
-        const UT *med = s[net->rank];                                          \
-        for (int l = 0; l < MP_LANES; l++) {                                   \
-            need[l] = net->rank;                                               \
-            seen[l] = 0;                                                       \
-            pick[l] = n;                                                       \
-        }                                                                      \
-        for (int k = 0; k < n; k++)                                            \
-            for (int l = 0; l < MP_LANES; l++) need[l] -= key[k][l] < med[l];  \
-        for (int k = 0; k < n; k++)                                            \
-            for (int l = 0; l < MP_LANES; l++) {                               \
-                int32_t eq = key[k][l] == med[l];                              \
-                pick[l] = (eq & (seen[l] == need[l]) & (pick[l] == n)) ? k : pick[l]; \
-                seen[l] += eq;                                                 \
-            }                                                                  \
-        for (int64_t l = 0; l < m; l++) {                                      \
-            int32_t p = nan_at[l] < n ? nan_at[l] : pick[l];                   \
-            out[o0 + l] = top[off[p] + (o0 + l) * sw];                         \
-            index[o0 + l] = p;                                                 \
-        }                                                                      \
+        mp_block_finish_##S(top, off, n, net->rank, key, s[net->rank], nan_at, \
+                            o0, sw, m, out, index);                            \
     }                                                                          \
 }                                                                              \
                                                                                \
@@ -497,22 +491,20 @@ static int mp_forward_##S(const T *src, int64_t planes, int64_t h, int64_t w,  \
     }                                                                          \
     mp_axis_map(maps, hp, g[4], h, mode);                                      \
     mp_axis_map(maps + hp, wp, g[6], w, mode);                                 \
-    const int use_net = kh * kw <= MP_NET_MAX && !(kh == 3 && kw == 3);        \
+    const int is3x3 = kh == 3 && kw == 3, use_net = kh * kw <= MP_NET_MAX && !is3x3; \
     mp_net net = {0};                                                          \
     int64_t off[MP_NET_MAX];                                                   \
-    if (use_net) {                                                             \
-        mp_median_network((int)(kh * kw), &net);                               \
+    if (use_net) mp_median_network((int)(kh * kw), &net);                      \
+    if (use_net || is3x3)                                                      \
         for (int64_t k = 0; k < kh * kw; k++) off[k] = (k / kw) * wp + k % kw; \
-    }                                                                          \
     for (int64_t c = 0; c < planes; c++) {                                     \
         mp_fill_padded_##S(src + c * h * w, pad, maps, maps + hp, hp, wp, w, g[6]); \
         T *o = out + c * oh * ow;                                              \
         int64_t *ix = index + c * oh * ow;                                     \
         for (int64_t y = 0; y < oh; y++) {                                     \
             const T *top = pad + y * sh * wp;                                  \
-            if (kh == 3 && kw == 3)                                            \
-                mp_row3x3_##S(top, top + wp, top + 2 * wp, ow, sw,             \
-                              o + y * ow, ix + y * ow);                        \
+            if (is3x3)                                                         \
+                mp_row3x3_##S(top, off, ow, sw, o + y * ow, ix + y * ow);      \
             else if (use_net)                                                  \
                 mp_row_net_##S(top, off, ow, sw, &net, o + y * ow, ix + y * ow); \
             else                                                               \
