@@ -55,6 +55,7 @@ def median_pool2d_rows(repeats):
             others["kornia"] = best(lambda: kornia.filters.median_blur(x, k), repeats)
         if importlib.util.find_spec("cv2") and k <= 5:  # medianBlur: float32 up to 5x5
             import cv2
+            cv2.setNumThreads(1)  # one thread, as torch and Kwker here
             planes = x.reshape(-1, *shape[-2:]).numpy()
             others["opencv"] = best(lambda: [cv2.medianBlur(p, k) for p in planes], repeats)
         if importlib.util.find_spec("scipy"):
