@@ -71,6 +71,29 @@ def median_pool2d_rows(repeats):
     return rows
 
 
+def median_pool1d_rows(repeats):
+    """(shape, k, reference, Kwker, reference f+b, Kwker f+b, whisper's
+    recipe) for 1-d filters: whisper's timing median filter (F.pad reflect,
+    Tensor.unfold, sort, the middle element; values only)."""
+    rows = []
+    for shape, k in (((10, 40, 1500), 3), ((10, 40, 1500), 7)):
+        gen = torch.Generator().manual_seed(0)
+        x = torch.randn(shape, generator=gen)
+        args = (k, 1, (k // 2, k // 2), "reflect")
+        ref = lambda t: R.median_pool1d(t, *args)  # noqa: E731
+        fast = lambda t: KF.median_pool1d(t, k)  # noqa: E731
+        whisper = lambda t: torch.nn.functional.pad(  # noqa: E731
+            t, (k // 2, k // 2), mode="reflect").unfold(-1, k, 1).sort()[0][..., k // 2]
+        assert torch.equal(ref(x), fast(x)) and torch.equal(whisper(x), fast(x))
+        xg = x.clone().requires_grad_()
+        grad = torch.randn(shape, generator=gen)
+        rows.append((shape, k, best(lambda: ref(x), repeats), best(lambda: fast(x), repeats),
+                     best(forward_backward(ref, xg, grad), repeats),
+                     best(forward_backward(fast, xg, grad), repeats),
+                     best(lambda: whisper(x), repeats)))
+    return rows
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=7)
@@ -87,6 +110,12 @@ def main(argv=None):
         print(f"{'x'.join(map(str, shape)):>16} {k:2d} {t_ref * 1e3:8.2f} {t_fast * 1e3:8.2f} "
               f"{t_ref / t_fast:5.1f}x {b_ref * 1e3:8.2f} {b_fast * 1e3:8.2f} "
               f"{b_ref / b_fast:5.1f}x  {extra}")
+    print("median_pool1d, stride 1, reflect padding, float32, 1 thread; ms per call")
+    for shape, k, t_ref, t_fast, b_ref, b_fast, t_whisper in median_pool1d_rows(args.repeats):
+        print(f"{'x'.join(map(str, shape)):>16} {k:2d} {t_ref * 1e3:8.2f} {t_fast * 1e3:8.2f} "
+              f"{t_ref / t_fast:5.1f}x {b_ref * 1e3:8.2f} {b_fast * 1e3:8.2f} "
+              f"{b_ref / b_fast:5.1f}x  whisper's unfold + sort {t_whisper * 1e3:.2f} "
+              f"({t_whisper / t_fast:.1f}x)")
     print()
     from kwker.nn import bench_sparse
     bench_sparse.print_rows(args.repeats)
