@@ -516,6 +516,21 @@ static int mp_forward_##S(const T *src, int64_t planes, int64_t h, int64_t w,  \
     return KWK_OK;                                                             \
 }                                                                              \
                                                                                \
+/* dst (an input row) += the padded row src through the column map, in the  \
+ * padded row's order (the pad's backward); the interior, columns          \
+ * left..left+w-1, maps to the row itself and is added as a block: per     \
+ * element the adds come in the same order (left border, interior, right   \
+ * border), so the sums are the same. */                                   \
+static void mp_add_padded_row_##S(T *dst, const T *src, const int64_t *cols,   \
+                                  int64_t wp, int64_t w, int64_t left)         \
+{                                                                              \
+    for (int64_t pw = 0; pw < left; pw++)                                      \
+        if (cols[pw] >= 0) dst[cols[pw]] += src[pw];                           \
+    for (int64_t c = 0; c < w; c++) dst[c] += src[left + c];                   \
+    for (int64_t pw = left + w; pw < wp; pw++)                                 \
+        if (cols[pw] >= 0) dst[cols[pw]] += src[pw];                           \
+}                                                                              \
+                                                                               \
 static int mp_backward_##S(const T *grad, const int64_t *index,                \
                            int64_t planes, int64_t h, int64_t w,               \
                            const int64_t *g, int mode, T *grad_input)          \
@@ -556,9 +571,7 @@ static int mp_backward_##S(const T *grad, const int64_t *index,                \
                     }                                                          \
                 }                                                              \
                 if (rows[ph] < 0) continue;                                    \
-                T *dst = gi + rows[ph] * w;                                    \
-                for (int64_t pw = 0; pw < wp; pw++)                            \
-                    if (cols[pw] >= 0) dst[cols[pw]] += acc[pw];               \
+                mp_add_padded_row_##S(gi + rows[ph] * w, acc, cols, wp, w, g[6]); \
             }                                                                  \
             continue;                                                          \
         }                                                                      \
@@ -572,9 +585,7 @@ static int mp_backward_##S(const T *grad, const int64_t *index,                \
         }                                                                      \
         for (int64_t ph = 0; ph < hp; ph++) {                                  \
             if (rows[ph] < 0) continue;                                        \
-            T *dst = gi + rows[ph] * w;                                        \
-            for (int64_t pw = 0; pw < wp; pw++)                                \
-                if (cols[pw] >= 0) dst[cols[pw]] += pad[ph * wp + pw];         \
+            mp_add_padded_row_##S(gi + rows[ph] * w, pad + ph * wp, cols, wp, w, g[6]); \
         }                                                                      \
     }                                                                          \
     free(pad); free(maps);                                                     \
