@@ -216,8 +216,9 @@ def median_pool1d(x, kernel_size, stride, padding, padding_mode):
     (*, 1, L) with 1 x kernel_size windows and padding (left, right, 0, 0),
     so the same kernel, values, positions (0..kernel_size-1) and gradient
     (summed as F.unfold's backward, col2im, sums).  Registered as a
-    composite of median_pool2d: autograd, vmap, compile and export see
-    median_pool2d."""
+    composite of median_pool2d: autograd, vmap and compile see
+    median_pool2d; torch.export keeps median_pool1d until its
+    decompositions run."""
     check(x.dim() >= 1, lambda: "median_pool1d expects an input of at least 1 dim")
     check_value(len(padding) == 2, lambda: "median_pool1d's padding needs 2 values")
     values, indices = torch.ops.kwker.median_pool2d.default(
