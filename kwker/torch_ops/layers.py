@@ -161,11 +161,16 @@ class _MedianPool2d(torch.autograd.Function):
         ctx.arguments = [kernel_size, stride, padding, padding_mode]
         ctx.mark_non_differentiable(output[1])
         ctx.save_for_backward(x, output[1])
+        # no zeros for the positions' (int64, output-sized) missing gradient:
+        # filling them cost as much as the backward kernel
+        ctx.set_materialize_grads(False)
         return output
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad_values, grad_indices):
+        if grad_values is None:
+            return None, None, None, None, None
         x, indices = ctx.saved_tensors
         grad = function_kernel(torch.ops.kwker.median_pool2d_backward.default,
                                median_pool2d_backward_cpu, grad_values, x, indices,
