@@ -199,3 +199,63 @@ def _stable_topk(x, k, largest=True):
     """torch.topk with equal values in index order (ties="stable")."""
     values, indices = ORIG["sort"](x, dim=-1, descending=largest, stable=True)
     return torch.return_types.topk((values[..., :k].contiguous(), indices[..., :k].contiguous()))
+
+
+# topk of contiguous float32 / bfloat16 rows from TN_LANE_ROW_MIN = 1024
+# elements and k from TN_LANE_MIN_K = 4 (m = k + 1 in torch's order, k in
+# the stable one, up to 512) takes its candidates beyond the m-th best of L
+# lane bounds (topk_nth.h: L the least power of two from 64 that is >= 4 m,
+# rows of at least 4 L; from 1024 m elements the bounds come from a quarter
+# of the row).  Lengths around the row minimum, the lane counts' depth and
+# the quarter's switch; k where L doubles (m = 16/17, 32/33, ..., 256/257)
+# and around the largest m; rows that make the bounds loose (sorted: a quarter's
+# bounds far below the answer) or useless (NaN in every element of some
+# lanes: a smallest-k bound of +inf that no element meets).
+LANE_LENGTHS = (1023, 1024, 1025, 1031, 2048, 2049, 4100, 16383, 16384, 16385, 66561)
+LANE_KS = (3, 4, 15, 16, 31, 32, 50, 63, 64, 127, 128, 255, 256, 511, 512)
+
+
+def _lane_rows(kind, n, dtype, gen):
+    rows = max(2, -(-8192 // n))
+    if kind == "nan_lanes":  # whole lanes (every 64th element, shifted) NaN
+        x = torch.randn(rows, n, generator=gen).to(dtype)
+        for lane in (0, 5, 63):
+            x[:, lane::64] = float("nan")
+        return x
+    if kind == "nan_all_but":  # NaN everywhere but k-ish values
+        x = torch.full((rows, n), float("nan"), dtype=dtype)
+        x[:, torch.randint(0, n, (20,), generator=gen)] = torch.randn(rows, 20, generator=gen).to(dtype)
+        return x
+    if kind == "clustered":  # the best values all in one stretch of the row
+        x = torch.randn(rows, n, generator=gen).to(dtype)
+        x[:, n // 3:n // 3 + 200] += 50
+        return x
+    return _skip_rows(kind, n, dtype, gen)
+
+
+@pytest.mark.parametrize("dtype", (torch.float32, torch.bfloat16), ids=str)
+@pytest.mark.parametrize("kind", ["random", "bf16ties", "sorted", "reversed", "nan", "nan_lanes",
+                                  "nan_all_but", "clustered", "minus_inf_mass", "zeros", "equal"])
+def test_topk_lane_threshold(kw, gen, dtype, kind):
+    for n in LANE_LENGTHS:
+        x = _lane_rows(kind, n, dtype, gen)
+        for k in LANE_KS:
+            if 4 * k > n:
+                continue
+            for largest in (True, False):
+                compare("topk", x, k, largest=largest)
+        compare("topk", x, 16, sorted=False)
+
+
+@pytest.mark.parametrize("dtype", (torch.float32, torch.bfloat16), ids=str)
+def test_topk_lane_threshold_stable(kw_stable, gen, dtype):
+    kinds = ("random", "bf16ties", "sorted", "nan_lanes", "clustered", "zeros")
+    kinds += ("nan",) if dtype != torch.bfloat16 else ()  # (see the test above)
+    for kind in kinds:
+        for n in (1024, 4100, 16385, 66561):
+            x = _lane_rows(kind, n, dtype, gen)
+            if kind.startswith("nan") and dtype == torch.bfloat16:
+                continue
+            for k in (4, 16, 17, 64, 128, 257, 512):
+                for largest in (True, False):
+                    compare("topk", x, k, largest=largest, reference=_stable_topk)

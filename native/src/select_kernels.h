@@ -66,7 +66,9 @@ enum {
     TK_LIST,        /* top m (m <= SW_LIST_MAX) by (key, index), streamed */
     TK_HEAP_STABLE, /* stable order, k small next to len: streamed heap */
     TK_EMULATE,     /* torch order, nth_element branch, sorted=0 */
-    TK_NTH,         /* keys <= 32 bits, in place of the two below: topk_nth.h */
+    TK_NTH,         /* keys <= 32 bits: candidates beyond a threshold (topk_nth.h);
+                     * in place of the two below, and of the streamed and
+                     * CAND paths for k >= TN_LANE_MIN_K on float32 rows */
     TK_GENERAL      /* anything else: topk_row_general */
 };
 
@@ -91,6 +93,11 @@ enum {
         const int raw = tn_raw_ok(dtype, src_sl * es);                        \
         int mode;                                                             \
         if (torch && !sorted && !heap_path) mode = TK_EMULATE;                \
+        else if (raw && dtype == KWK_FLOAT32 && k >= TN_LANE_MIN_K &&         \
+                 len >= TN_LANE_ROW_MIN && tn_lanes_for(m, len))              \
+            /* float rows: candidates beyond the m-th best lane bound (see  \
+             * TN_LANE_MIN_K for the figures) */                              \
+            mode = TK_NTH;                                                    \
         else if (m <= SW_LANES && len <= SW_CAND_MAX && !stream_skip) mode = TK_CAND; \
         else if ((k >= TN_HEAP_MIN_K || (!torch && !heap_path && m > SW_LIST_MAX)) && \
                  sizeof(UT) <= 4 && len <= (int64_t)UINT32_MAX)               \

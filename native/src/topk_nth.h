@@ -1,7 +1,9 @@
 /*
  * topk_nth.h - topk rows with a large k, for keys of at most 32 bits:
- * candidates from a sampled threshold, and torch's order reproduced only
- * when ties make it show.
+ * candidates beyond a threshold (from lane bounds or a sample), and
+ * torch's order reproduced only when ties make it show.  Also the rows of
+ * a small k (from TN_LANE_MIN_K) over contiguous float32 rows, where the
+ * lane bounds beat the streamed heap select.
  *
  * torch (TopKImpl.h) takes, on (value, index) pairs compared by value,
  * std::partial_sort(first, first + k, last) when k * 64 <= length (the heap
@@ -21,10 +23,16 @@
  * emulated.
  *
  * The fast answer, per row:
- *  1. a sample of about 2 sqrt(len) keys (flipped: smallest = selected),
- *     sorted, gives a threshold t about 3 sigma above the rank k + 1 (and
- *     predicts ties: equal sampled keys below t send the row straight to
- *     the exact path);
+ *  1. a threshold t with a few more than m = k + 1 keys (k in the stable
+ *     order) at or below it: on contiguous float32 rows (AVX2)
+ *     with m up to 128, the m-th best of L >= 4 m lane bounds (each lane's
+ *     largest value, one vector max per eight values; tn_lane_threshold),
+ *     which m distinct elements reach, so t is always a bound and about
+ *     1.1 m elements pass on random rows; otherwise a sample of about
+ *     2 sqrt(len) keys (flipped: smallest = selected), sorted, gives t
+ *     about 3 sigma above the rank k + 1.  Both predict ties: equal keys
+ *     among the m best bounds or below t in the sample send the row
+ *     straight to the exact path;
  *  2. one pass collects the candidates, keys <= t, as words
  *     key << ibits | index in index order (too few: every key is taken).
  *     AVX2: eight elements per compare, the passing lanes' words packed
@@ -44,6 +52,12 @@
 #include <math.h>
 #include "row_io.h"
 #include "select_words.h"
+
+/* How common a row's candidates are expected to be: TN_DENSE, common enough
+ * that every group of eight is packed without a branch on its mask;
+ * TN_SPARSE, rare enough (under one in 64) that one test per 32 values
+ * skips most of the row; TN_MIXED, neither (a branch per group). */
+enum { TN_MIXED = 0, TN_DENSE = 1, TN_SPARSE = 2 };
 
 #if defined(__AVX2__)
 #include <immintrin.h>
@@ -96,21 +110,61 @@ static inline unsigned tn_raw_mask(__m256 v, __m256 tv, int largest)
                    : (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(v, tv, _CMP_LE_OQ));
 }
 
+/* tn_raw_f32's loop for rare candidates: one test per 32 values, the
+ * groups of a passing block packed one by one; *jp: where it stopped. */
+static int64_t tn_raw_f32_sparse(const char *row, int64_t len, __m256 t8, int largest,
+                                 __m256i flip, int ibits, uint64_t *out, int64_t *jp)
+{
+    int64_t c = 0, j = 0;
+    for (; j + 32 <= len; j += 32) {
+        const float *p = (const float *)(const void *)(row + 4 * j);
+        const __m256 v0 = _mm256_loadu_ps(p), v1 = _mm256_loadu_ps(p + 8);
+        const __m256 v2 = _mm256_loadu_ps(p + 16), v3 = _mm256_loadu_ps(p + 24);
+        /* as tn_raw_mask: largest, !(v < t) (NaN passes); smallest, v <= t */
+        __m256 any;
+        if (largest)
+            any = _mm256_or_ps(_mm256_or_ps(_mm256_cmp_ps(v0, t8, _CMP_NLT_UQ),
+                                            _mm256_cmp_ps(v1, t8, _CMP_NLT_UQ)),
+                               _mm256_or_ps(_mm256_cmp_ps(v2, t8, _CMP_NLT_UQ),
+                                            _mm256_cmp_ps(v3, t8, _CMP_NLT_UQ)));
+        else
+            any = _mm256_or_ps(_mm256_or_ps(_mm256_cmp_ps(v0, t8, _CMP_LE_OQ),
+                                            _mm256_cmp_ps(v1, t8, _CMP_LE_OQ)),
+                               _mm256_or_ps(_mm256_cmp_ps(v2, t8, _CMP_LE_OQ),
+                                            _mm256_cmp_ps(v3, t8, _CMP_LE_OQ)));
+        if (_mm256_testz_ps(any, any)) continue; /* no sign bit set */
+        for (int g = 0; g < 32; g += 8) {
+            const __m256i b = _mm256_loadu_si256((const __m256i *)(row + 4 * (j + g)));
+            const unsigned mask = tn_raw_mask(_mm256_castsi256_ps(b), t8, largest);
+            if (mask) c = tn_pack8(_mm256_xor_si256(kwk_keys8_f32(b), flip), mask, j + g, ibits, out, c);
+        }
+    }
+    *jp = j;
+    return c;
+}
+
 /* The candidates of a contiguous float32 row: the words of the elements
  * whose key is <= the key of tv (every element when `all`), in index
- * order; returns their count.  dense: candidates are common enough that
- * every group is packed, without a branch on its mask. */
+ * order; returns their count.  dense: TN_DENSE, TN_SPARSE or TN_MIXED. */
 static int64_t tn_raw_f32(const char *row, int64_t len, float tv, int largest, int all,
                           int dense, int ibits, uint64_t *out)
 {
     const __m256 t8 = _mm256_set1_ps(tv);
     const __m256i flip = _mm256_set1_epi32(largest ? -1 : 0);
     int64_t c = 0, j = 0;
-    for (; j + 8 <= len; j += 8) {
-        const __m256i b = _mm256_loadu_si256((const __m256i *)(row + 4 * j));
-        const unsigned mask = all ? 0xFFu : tn_raw_mask(_mm256_castsi256_ps(b), t8, largest);
-        if (mask || dense) /* dense: no branch to mispredict */
+    if (all || dense == TN_DENSE) { /* no branch to mispredict */
+        for (; j + 8 <= len; j += 8) {
+            const __m256i b = _mm256_loadu_si256((const __m256i *)(row + 4 * j));
+            const unsigned mask = all ? 0xFFu : tn_raw_mask(_mm256_castsi256_ps(b), t8, largest);
             c = tn_pack8(_mm256_xor_si256(kwk_keys8_f32(b), flip), mask, j, ibits, out, c);
+        }
+    } else {
+        if (dense == TN_SPARSE) c = tn_raw_f32_sparse(row, len, t8, largest, flip, ibits, out, &j);
+        for (; j + 8 <= len; j += 8) {
+            const __m256i b = _mm256_loadu_si256((const __m256i *)(row + 4 * j));
+            const unsigned mask = tn_raw_mask(_mm256_castsi256_ps(b), t8, largest);
+            if (mask) c = tn_pack8(_mm256_xor_si256(kwk_keys8_f32(b), flip), mask, j, ibits, out, c);
+        }
     }
     for (; j < len; ++j) {
         float v;
@@ -130,12 +184,13 @@ static int64_t tn_raw_bf16(const char *row, int64_t len, float tv, int largest, 
 {
     const __m256 t8 = _mm256_set1_ps(tv);
     const __m256i flip = _mm256_set1_epi32(largest ? 0xFFFF : 0);
+    const int pack_all = all || dense == TN_DENSE; /* (TN_SPARSE: as mixed) */
     int64_t c = 0, j = 0;
     for (; j + 8 <= len; j += 8) {
         const __m256i b = _mm256_slli_epi32(
             _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(row + 2 * j))), 16);
         const unsigned mask = all ? 0xFFu : tn_raw_mask(_mm256_castsi256_ps(b), t8, largest);
-        if (mask || dense) {
+        if (mask || pack_all) {
             const __m256i k = _mm256_xor_si256(_mm256_srli_epi32(kwk_keys8_f32(b), 16), flip);
             c = tn_pack8(k, mask, j, ibits, out, c);
         }
@@ -149,11 +204,87 @@ static int64_t tn_raw_bf16(const char *row, int64_t len, float tv, int largest, 
     }
     return c;
 }
+
+/* Lane bounds for the threshold of a contiguous float32 row: of L lanes
+ * (element j in lane j mod L), the largest value of each (smallest for
+ * !largest) into acc[0..L), over every `every`-th run of L elements
+ * (every > 1: whole runs only; a subset's bounds are bounds too).  Each
+ * lane's bound is one of its elements' values or, for a lane whose elements are all NaN, the start value (-inf
+ * for the largest: NaN, the largest key, still lies above it; +inf for the
+ * smallest, where no element lies at or below it, so the candidates can
+ * fall short of m and the caller then takes every element).  max_ps(x,
+ * acc) keeps acc when x is NaN: no NaN ever enters a bound.  One vector
+ * max per eight elements, no key made: about a read of the row. */
+#define TN_DEFINE_LANE_BOUND(NAME, ES, LOAD8, LOAD1)                          \
+    static void NAME(const char *row, int64_t len, int largest, int L, int every, float *acc) \
+    {                                                                         \
+        const __m256 init = _mm256_set1_ps(largest ? -INFINITY : INFINITY);   \
+        for (int v = 0; v < L; v += 8) _mm256_store_ps(acc + v, init);        \
+        int64_t j = 0;                                                        \
+        const int64_t step = (int64_t)L * every;                              \
+        if (largest) {                                                        \
+            for (; j + step <= len; j += step)                                \
+                for (int v = 0; v < L; v += 8)                                \
+                    _mm256_store_ps(acc + v, _mm256_max_ps(LOAD8(row + ES * (j + v)), \
+                                                           _mm256_load_ps(acc + v))); \
+        } else {                                                              \
+            for (; j + step <= len; j += step)                                \
+                for (int v = 0; v < L; v += 8)                                \
+                    _mm256_store_ps(acc + v, _mm256_min_ps(LOAD8(row + ES * (j + v)), \
+                                                           _mm256_load_ps(acc + v))); \
+        }                                                                     \
+        if (every > 1) return;                                                \
+        for (int l = 0; j < len; ++j, ++l) {                                  \
+            const float x = LOAD1(row + ES * j);                              \
+            if (largest ? x > acc[l] : x < acc[l]) acc[l] = x;                \
+        }                                                                     \
+    }
+
+static inline __m256 tn_load8_f32(const char *p) { return _mm256_loadu_ps((const float *)(const void *)p); }
+TN_DEFINE_LANE_BOUND(tn_lane_bound_f32, 4, tn_load8_f32, sw_load_f32)
+#undef TN_DEFINE_LANE_BOUND
 #endif
+
+/* Lanes for m selected from a raw float32 row of len: the least power of two from
+ * TN_LANE_MIN that is >= 4 m (the m-th best of L lane bounds then has
+ * about 1.05-1.15 m elements at or beyond it on random rows, measured),
+ * with at least TN_LANE_DEPTH elements a lane; 0: no lane threshold (m too
+ * large, the row too short, or no AVX2). */
+enum { TN_LANE_MIN = 64, TN_LANE_MAX = 2048, TN_LANE_DEPTH = 4 };
+/* Raw float32 rows from TN_LANE_ROW_MIN long and k from TN_LANE_MIN_K take the lane
+ * threshold in topk, for m up to TN_LANE_MAX / 4 (beyond: the sampled
+ * threshold).  Measured, ns/element, one thread, random float32 rows,
+ * largest, torch order, against the path each replaced (the streamed heap
+ * select, CAND, or for k >= 128 the sampled threshold): 64x16384 k=8 0.19
+ * -> 0.18, k=32 0.56 -> 0.25, k=64 0.98 -> 0.34, k=128 0.93 -> 0.52, k=256
+ * 1.09 -> 0.78; 256x4096 k=8 0.50 -> 0.24, k=64 2.70 -> 0.90; 512x2048
+ * k=32 2.54 -> 0.85; 8x128256 k=64 0.24 -> 0.17, k=128 0.39 -> 0.19, k=256
+ * 0.48 -> 0.22.  Below k = 4 the heap's one pass is as fast (256x4096 k=1
+ * 0.15 either way); 4096 lanes gained nothing at k = 500..1000. */
+enum { TN_LANE_ROW_MIN = 1024, TN_LANE_MIN_K = 4 };
+/* Rows from this many elements per selected one take their lane bounds
+ * from a quarter of the row: three quarters of a pass saved against about
+ * 3 m more candidates to sort (64x16384 k=50 from a quarter: 0.62 ns/el,
+ * whole: 0.33; 8x128256 k=8 quarter 0.12, whole 0.18). */
+enum { TN_LANE_SUBSET_PER_M = 1024 };
+static inline int tn_lanes_for(int64_t m, int64_t len)
+{
+#if defined(__AVX2__)
+    int L = TN_LANE_MIN;
+    while (L < 4 * m && L < TN_LANE_MAX) L *= 2;
+    return L >= 4 * m && len >= (int64_t)TN_LANE_DEPTH * L ? L : 0;
+#else
+    (void)m;
+    (void)len;
+    return 0;
+#endif
+}
+
 
 /* Heap-branch rows (k * 64 <= length) take the candidates from this k:
  * below it the streamed heap select skips nearly every block and is
- * bound by reading the row. */
+ * bound by reading the row (except contiguous float32 rows, which take the
+ * lane threshold from TN_LANE_MIN_K). */
 enum { TN_HEAP_MIN_K = 128 };
 /* Slack words after a candidate buffer (tn_pack8 stores whole vectors). */
 enum { TN_SLACK = 8 };
@@ -205,6 +336,49 @@ static void tn_sort_keys32(uint32_t *a, int64_t n, int64_t m)
     for (int64_t i = 0; i < n; ++i) a[i] = (uint32_t)(w[i] >> 16);
 #endif
 }
+
+#if defined(__AVX2__)
+/* The m-th best lane bound of a raw row as a flipped key into *t (1), or 0
+ * when the row is not raw or has no lanes for m.  *dup: two of the m best
+ * bounds are equal (a tie among the selected is then likely); *expect:
+ * about how many elements lie at or beyond t. */
+#define TN_LANE_RAW_u32(r, m, t, dup, e) tn_lane_threshold((r)->row, (r)->len, (r)->flip != 0, m, t, dup, e)
+static int tn_lane_threshold(const char *row, int64_t len, int largest, int64_t m,
+                             uint32_t *t, int *dup, int64_t *expect)
+{
+    const int L = tn_lanes_for(m, len);
+    if (!L) return 0;
+    _Alignas(32) float acc[TN_LANE_MAX];
+    uint32_t s[TN_LANE_MAX];
+    /* long rows: bounds from a quarter of the row (one run of L in four),
+     * about 4 m candidates for a quarter of the first pass */
+    const int every = len >= (int64_t)TN_LANE_SUBSET_PER_M * m ? 4 : 1;
+    tn_lane_bound_f32(row, len, largest, L, every, acc);
+    const uint32_t flip = largest ? 0xFFFFFFFFu : 0u;
+    for (int l = 0; l < L; ++l) {
+        uint32_t b;
+        memcpy(&b, &acc[l], 4);
+        s[l] = kwk_key_f32(b) ^ flip;
+    }
+    tn_sort_keys32(s, L, m);
+    int d = 0;
+    for (int64_t i = 1; i < m; ++i) d |= s[i] == s[i - 1];
+    *dup = d;
+    *t = s[m - 1];
+    /* measured 1.05-1.15 m on random rows from all lanes; from a quarter,
+     * about four times that */
+    *expect = (every > 1 ? 5 : 2) * m;
+    return 1;
+}
+#else
+#define TN_LANE_RAW_u32(r, m, t, dup, e) ((void)(r), (void)(m), (void)(t), (void)(dup), (void)(e), 0)
+#endif
+/* bfloat16 rows keep the sample: their top values tie often enough that
+ * the lanes' tie prediction sent most vocabulary rows (k 4..50) on to the
+ * exact path after the lane pass (8x128256 k=4: 0.13 -> 0.21 ms) */
+#define TN_LANE_RAW_u16(r, m, t, dup, e) ((void)(r), (void)(m), (void)(t), (void)(dup), (void)(e), 0)
+#define TN_LANE_RAW_u8(r, m, t, dup, e) ((void)(r), (void)(m), (void)(t), (void)(dup), (void)(e), 0)
+#define TN_LANE_RAW_u64(r, m, t, dup, e) ((void)(r), (void)(m), (void)(t), (void)(dup), (void)(e), 0)
 
 /* Index bits of a row's words. */
 static inline int tn_ibits(int64_t len) { return len > 1 ? kwk_bits_for((uint64_t)(len - 1)) : 0; }
@@ -272,12 +446,20 @@ static inline int tn_ibits(int64_t len) { return len > 1 ? kwk_bits_for((uint64_
                                                                               \
     /* A key t with, very likely, a few more than m keys <= t (the maximum  \
      * key when that would be most of the row).  *dup: the sample holds     \
-     * equal keys at or below t (ties among the selected are then likely). */ \
-    static UT tn_threshold_##SUF(tn_row_##SUF *r, int64_t m, int *dup)        \
+     * equal keys at or below t (ties among the selected are then likely); \
+     * *expect: about how many keys are <= t on a random row. */           \
+    static UT tn_threshold_##SUF(tn_row_##SUF *r, int64_t m, int *dup, int64_t *expect) \
     {                                                                         \
         uint32_t s[TN_SAMPLE_MAX];                                            \
         const int64_t len = r->len;                                           \
+        *expect = r->len;                                                     \
         if (sizeof(UT) > 4) return (UT)~(UT)0; /* (never chosen: all keys) */ \
+        if (r->raw && !r->have_keys) {                                        \
+            /* float32 rows: the m-th best of 4 m or more lane bounds, one    \
+             * vector max per eight values, no keys gathered */              \
+            uint32_t lt;                                                      \
+            if (TN_LANE_RAW_##SUF(r, m, &lt, dup, expect)) return (UT)lt;     \
+        }                                                                     \
         if (m <= TN_LANES / 2 && len >= 4 * TN_LANES) {                       \
             /* small m: the m-th smallest of TN_LANES lane minima bounds     \
              * the m-th smallest key from above (m distinct elements lie at  \
@@ -294,6 +476,7 @@ static inline int tn_ibits(int64_t len) { return len > 1 ? kwk_bits_for((uint64_
             for (int l = 0; l < TN_LANES; ++l) s[l] = (uint32_t)mn[l];       \
             tn_sort_keys32(s, TN_LANES, m);                                   \
             *dup = 0;                                                         \
+            *expect = 2 * m;                                                  \
             return (UT)s[m - 1];                                              \
         }                                                                     \
         int64_t ns = 2 * sw_isqrt(len);                                       \
@@ -318,6 +501,7 @@ static inline int tn_ibits(int64_t len) { return len > 1 ? kwk_bits_for((uint64_
         const double span_est = (double)(s[top] - s[0]) + 1.0;               \
         d |= tn_sure_ties(c_est, span_est);                                   \
         *dup = d;                                                             \
+        *expect = (int64_t)((double)(rs + 1) * (double)len / (double)ns);     \
         /* candidates past about 3/4 of the row: take them all */             \
         if (rs >= ns || rs * 4 >= ns * 3) return (UT)~(UT)0;                  \
         return (UT)s[rs];                                                     \
@@ -332,10 +516,13 @@ static inline int tn_ibits(int64_t len) { return len > 1 ? kwk_bits_for((uint64_
     {                                                                         \
         const int ibits = tn_ibits(r->len);                                   \
         int dup = 0;                                                          \
-        const UT t = tn_threshold_##SUF(r, m, &dup);                          \
+        int64_t expect;                                                       \
+        const UT t = tn_threshold_##SUF(r, m, &dup, &expect);                 \
         if (torch && dup) return 0;                                           \
-        int64_t c = tn_candidates_##SUF(r, t, m * 32 > r->len, ibits, w);     \
-        if (c < m) c = tn_candidates_##SUF(r, (UT)~(UT)0, 1, ibits, w);      \
+        const int density = m * 32 > r->len ? TN_DENSE                        \
+                            : expect * 64 <= r->len ? TN_SPARSE : TN_MIXED;    \
+        int64_t c = tn_candidates_##SUF(r, t, density, ibits, w);             \
+        if (c < m) c = tn_candidates_##SUF(r, (UT)~(UT)0, TN_DENSE, ibits, w); \
         if (c > 4 * m + 256) {                                                \
             /* a poor sample: select first (which scrambles the order) */     \
             words_select(w, tmp, c, m);                                       \
@@ -383,7 +570,7 @@ static inline int tn_ibits(int64_t len) { return len > 1 ? kwk_bits_for((uint64_
     static void tn_emulate_##SUF(tn_row_##SUF *r, int64_t k, int sorted, uint64_t *w) \
     {                                                                         \
         const int ibits = tn_ibits(r->len);                                   \
-        tn_candidates_##SUF(r, (UT)~(UT)0, 1, ibits, w); /* every element */  \
+        tn_candidates_##SUF(r, (UT)~(UT)0, TN_DENSE, ibits, w); /* every element */ \
         wemu_nth_element(w, k - 1, r->len, ibits);                            \
         if (sorted) wemu_std_sort(w, k - 1, ibits);                           \
     }
