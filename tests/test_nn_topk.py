@@ -96,9 +96,13 @@ def test_dense_rows_from_block_maxima(kind, target, gen):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
 @pytest.mark.parametrize("relu", [True, False])
 def test_topk_activation_gradient_is_the_references(relu, dtype, gen):
-    for shape in ((4, 300), (3, 301)):  # 301: the native backward's scalar tail
+    # 301: the native backward's scalar tail; float32 rows from 1024 take the
+    # kept positions from torch.topk's indices (topk_layer_kernels.h)
+    for shape in ((4, 300), (3, 301), (3, 2000), (2, 5000)):
         x = make_values("bf16ties", shape, dtype, gen)
         x[0, 3] = float("nan")
+        x[-1] = -x[-1].abs() - 1  # every kept value negative: ReLU stops its gradient
+        x[1, :60] = 0.0  # kept zeros: ReLU's gradient is 0 at 0
         grad = torch.randn(x.shape, generator=gen, dtype=dtype)
         grad[:, ::7] = -0.0  # kept: the sign stays; dropped: +0.0
         grad[1, ::5] = float("nan")

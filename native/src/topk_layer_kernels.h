@@ -182,6 +182,24 @@ TL_DEFINE_BLOCK_ANY(double, f64)
 TL_DEFINE_FILTER(float, f32)
 TL_DEFINE_FILTER(double, f64)
 
+/* out[0..n) = v.  A +0.0 fill (the activation's) is a memset: the C
+ * library's large-size path (rep stosb) writes whole lines without first
+ * reading them, where a vector store loop reads each line of a cold output
+ * before writing it. */
+#define TL_DEFINE_FILL(T, SUF)                                                \
+    static void tl_fill_##SUF(T *out, int64_t n, T v)                         \
+    {                                                                         \
+        const T zero = 0;                                                     \
+        if (memcmp(&v, &zero, sizeof v) == 0) {                               \
+            memset(out, 0, (size_t)n * sizeof(T));                            \
+            return;                                                           \
+        }                                                                     \
+        for (int64_t j = 0; j < n; ++j) out[j] = v;                           \
+    }
+TL_DEFINE_FILL(float, f32)
+TL_DEFINE_FILL(double, f64)
+#undef TL_DEFINE_FILL
+
 /* One row of one float type: T (type of the values), UT (same-width
  * unsigned), KEY (its order key). */
 #define TL_DEFINE_ROW(T, UT, SUF, KEY)                                        \
@@ -215,7 +233,7 @@ TL_DEFINE_FILTER(double, f64)
         if (c >= 0 && (mode == KWK_TOPK_DENSE_FILTER ? !tnan : eq == k - gt)) { \
             const int filter = mode == KWK_TOPK_DENSE_FILTER;                 \
             const T base = filter ? fill : (T)0;                              \
-            for (int64_t j = 0; j < n; ++j) out[j] = base;                    \
+            tl_fill_##SUF(out, n, base);                                      \
             memset(mask, filter, (size_t)n);                                  \
             for (int64_t i = 0; i < c; ++i) {                                 \
                 if (keys[i] < t) continue;                                    \
@@ -247,7 +265,7 @@ TL_DEFINE_FILTER(double, f64)
                            1, KWK_ORDER_TORCH);                               \
         if (st != KWK_OK) return st;                                          \
         memset(mask, 0, (size_t)n);                                           \
-        for (int64_t j = 0; j < n; ++j) out[j] = (T)0;                        \
+        tl_fill_##SUF(out, n, (T)0);                                          \
         for (int64_t i = 0; i < k; ++i) {                                     \
             const int64_t j = tidx[i];                                        \
             T v = x[j];                                                       \
@@ -416,10 +434,59 @@ static int impl_mask_grad(int es, const void *grad, const uint8_t *mask, int64_t
     return KWK_OK;
 }
 
+/* Rows the activation takes from impl_topk's indices: float32 rows where
+ * topk takes the lane threshold (topk_nth.h), one pass and a bit over the
+ * row, which the row kernel's block maxima and radix select do not reach
+ * (64x16384 k=32: 0.53 -> 0.35 ms, 256x16384 k=64 3.8 -> 1.9 ms, one
+ * thread; the layer's forward, filled output and mask included). */
+static int tl_by_topk(int dtype, int64_t len, int64_t k, int mode)
+{
+    return dtype == KWK_FLOAT32 && mode != KWK_TOPK_DENSE_FILTER && k >= TN_LANE_MIN_K &&
+           k < len && len >= TN_LANE_ROW_MIN && tn_lanes_for(k + 1, len) > 0;
+}
+
+/* The activation from torch.topk's own indices (impl_topk, torch's order:
+ * the set torch keeps, ties included), rows in chunks whose index block
+ * stays near 1 MB: the output and mask zeroed, the k kept written by
+ * position, as the reference scatters them. */
+static int tl_rows_by_topk(const float *src, int64_t rows, int64_t len, int64_t k, int mode,
+                           float *out, uint8_t *mask)
+{
+    const int relu = mode == KWK_TOPK_DENSE_RELU;
+    int64_t chunk = ((int64_t)1 << 17) / k;
+    if (chunk < 1) chunk = 1;
+    if (chunk > rows) chunk = rows;
+    int64_t *idx = malloc((size_t)(chunk * k) * sizeof(int64_t));
+    if (!idx) return KWK_E_NOMEM;
+    int st = KWK_OK;
+    for (int64_t r0 = 0; r0 < rows && st == KWK_OK; r0 += chunk) {
+        const int64_t nr = rows - r0 < chunk ? rows - r0 : chunk;
+        st = impl_topk(KWK_FLOAT32, src + r0 * len, nr, len, 1, len, 1, 1, k, NULL, idx, k, 1, 1,
+                       1, 1, KWK_ORDER_TORCH);
+        for (int64_t r = 0; r < nr && st == KWK_OK; ++r) {
+            const float *x = src + (r0 + r) * len;
+            float *o = out + (r0 + r) * len;
+            uint8_t *m = mask + (r0 + r) * len;
+            tl_fill_f32(o, len, 0.0f);
+            memset(m, 0, (size_t)len);
+            for (int64_t i = 0; i < k; ++i) {
+                const int64_t j = idx[r * k + i];
+                const float v = x[j];
+                m[j] = (uint8_t)!(relu && v <= 0);
+                o[j] = relu && v < 0 ? 0.0f : v;
+            }
+        }
+    }
+    free(idx);
+    return st;
+}
+
 static int impl_topk_dense(int dtype, const void *src, int64_t rows, int64_t len, int64_t k,
                            int mode, double fill, void *out, uint8_t *mask)
 {
     if (rows == 0 || len == 0) return KWK_OK;
+    if (tl_by_topk(dtype, len, k, mode))
+        return tl_rows_by_topk(src, rows, len, k, mode, out, mask);
     const size_t es = dtype == KWK_FLOAT32 ? 4 : 8;
     /* one row's k indices, keys, candidates, block maxima, k values and
      * candidate positions (in that order: each part stays aligned for its
