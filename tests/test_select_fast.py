@@ -201,17 +201,18 @@ def _stable_topk(x, k, largest=True):
     return torch.return_types.topk((values[..., :k].contiguous(), indices[..., :k].contiguous()))
 
 
-# topk of contiguous float32 / bfloat16 rows from TN_LANE_ROW_MIN = 1024
-# elements and k from TN_LANE_MIN_K = 4 (m = k + 1 in torch's order, k in
-# the stable one, up to 512) takes its candidates beyond the m-th best of L
-# lane bounds (topk_nth.h: L the least power of two from 64 that is >= 4 m,
-# rows of at least 4 L; from 1024 m elements the bounds come from a quarter
-# of the row).  Lengths around the row minimum, the lane counts' depth and
-# the quarter's switch; k where L doubles (m = 16/17, 32/33, ..., 256/257)
-# and around the largest m; rows that make the bounds loose (sorted: a quarter's
-# bounds far below the answer) or useless (NaN in every element of some
-# lanes: a smallest-k bound of +inf that no element meets).
-LANE_LENGTHS = (1023, 1024, 1025, 1031, 2048, 2049, 4100, 16383, 16384, 16385, 66561)
+# topk of contiguous float32 rows of TN_LANE_ROW_MIN = 1024 to
+# TN_LANE_ROW_MAX = 32768 elements with k from TN_LANE_MIN_K = 4 (m = k + 1
+# in torch's order, k in the stable one, up to 512) takes its candidates
+# beyond the m-th best of L lane bounds (topk_nth.h: L the least power of
+# two from 64 that is >= 4 m, rows of at least 4 L; from 1024 m elements
+# the bounds come from a quarter of the row).  Lengths around both ends,
+# the lane counts' depth and the quarter's switch; k where L doubles (m =
+# 16/17, 32/33, ..., 256/257) and around the largest m; rows that make the
+# bounds loose (sorted: a quarter's bounds far below the answer) or useless
+# (NaN in every element of some lanes: a smallest-k bound of +inf that no
+# element meets).  bfloat16 rows (other paths) run the same checks.
+LANE_LENGTHS = (1023, 1024, 1025, 1031, 2048, 2049, 4100, 16383, 16384, 16385, 32768, 32769)
 LANE_KS = (3, 4, 15, 16, 31, 32, 50, 63, 64, 127, 128, 255, 256, 511, 512)
 
 
@@ -252,10 +253,26 @@ def test_topk_lane_threshold_stable(kw_stable, gen, dtype):
     kinds = ("random", "bf16ties", "sorted", "nan_lanes", "clustered", "zeros")
     kinds += ("nan",) if dtype != torch.bfloat16 else ()  # (see the test above)
     for kind in kinds:
-        for n in (1024, 4100, 16385, 66561):
+        for n in (1024, 4100, 16385, 32768):
             x = _lane_rows(kind, n, dtype, gen)
             if kind.startswith("nan") and dtype == torch.bfloat16:
                 continue
             for k in (4, 16, 17, 64, 128, 257, 512):
                 for largest in (True, False):
                     compare("topk", x, k, largest=largest, reference=_stable_topk)
+
+
+def test_topk_lane_threshold_gives_way_to_ties(kw, gen):
+    """A call whose rows mostly tie among their k + 1 best (float32 logits
+    rounded to bfloat16) leaves the lane path after TN_LANE_PROBE_ROWS = 4
+    rows for the streamed heap it replaced; rows before and after the
+    switch, tied or not, keep torch's answer."""
+    for n in (4100, 16384):
+        tied = torch.randn(12, n, generator=gen).to(torch.bfloat16).float() * 4
+        tied[:, :40] = 7.0  # a tie across every k below
+        free = torch.randn(12, n, generator=gen, dtype=torch.float64).float()
+        for x in (tied, torch.cat([tied[:6], free[:6]]), torch.cat([free[:6], tied[:6]]),
+                  torch.cat([tied[:3], free[:3], tied[3:9], free[3:]])):
+            for k in (8, 16, 50):
+                compare("topk", x, k)
+                compare("topk", x, k, largest=False)

@@ -93,11 +93,6 @@ enum {
         const int raw = tn_raw_ok(dtype, src_sl * es);                        \
         int mode;                                                             \
         if (torch && !sorted && !heap_path) mode = TK_EMULATE;                \
-        else if (raw && dtype == KWK_FLOAT32 && k >= TN_LANE_MIN_K &&         \
-                 len >= TN_LANE_ROW_MIN && tn_lanes_for(m, len))              \
-            /* float rows: candidates beyond the m-th best lane bound (see  \
-             * TN_LANE_MIN_K for the figures) */                              \
-            mode = TK_NTH;                                                    \
         else if (m <= SW_LANES && len <= SW_CAND_MAX && !stream_skip) mode = TK_CAND; \
         else if ((k >= TN_HEAP_MIN_K || (!torch && !heap_path && m > SW_LIST_MAX)) && \
                  sizeof(UT) <= 4 && len <= (int64_t)UINT32_MAX)               \
@@ -112,6 +107,16 @@ enum {
         if ((mode == TK_GENERAL || mode == TK_EMULATE) && sizeof(UT) <= 4 &&  \
             len <= (int64_t)UINT32_MAX)                                       \
             mode = TK_NTH;                                                    \
+        /* float32 rows: candidates beyond the m-th best lane bound (see    \
+         * TN_LANE_MIN_K for the figures).  A streamed mode it replaces     \
+         * comes back when most rows tie among their k + 1 best (logits    \
+         * rounded to bfloat16): the lane pass is then wasted before the    \
+         * exact streamed one. */                                           \
+        int alt = -1, lane_tries = 0, lane_ties = 0;                          \
+        if (mode != TK_EMULATE && raw && dtype == KWK_FLOAT32 && tn_lane_row(k, m, len)) { \
+            if (mode == TK_HEAP_TORCH || mode == TK_LIST || mode == TK_HEAP_STABLE) alt = mode; \
+            mode = TK_NTH;                                                    \
+        }                                                                     \
         UT buf[SW_BLOCK];                                                     \
         kwk_kv *h = NULL, *kv = NULL;                                         \
         UT *keys = NULL;                                                      \
@@ -171,8 +176,15 @@ enum {
                     const int64_t mn = torch ? (k < len ? k + 1 : len) : k;   \
                     const uint64_t imask = kwk_width_mask(tn_ibits(len));     \
                     tn_row_##SUF r = {g, out.row, out.step, len, flip, raw, keys, 0}; \
-                    if ((heap_path || sorted || !torch) &&                    \
-                        tn_smallest_##SUF(&r, mn, torch, nw, ntmp)) {         \
+                    const int fast = (heap_path || sorted || !torch) &&       \
+                                     tn_smallest_##SUF(&r, mn, torch, nw, ntmp); \
+                    if (alt >= 0) {                                           \
+                        ++lane_tries;                                         \
+                        lane_ties += !fast;                                   \
+                        if (lane_tries >= TN_LANE_PROBE_ROWS && 2 * lane_ties > lane_tries) \
+                            mode = alt; /* (m is alt's: TK_NTH has its own) */ \
+                    }                                                         \
+                    if (fast) {                                               \
                         for (int64_t j = 0; j < k; ++j) emit(&out, j, (int64_t)(nw[j] & imask)); \
                     } else if (heap_path) {                                   \
                         sw_heap_torch_##SUF(g, out.row, out.step, len, k, flip, h, buf, beats); \

@@ -435,14 +435,17 @@ static int impl_mask_grad(int es, const void *grad, const uint8_t *mask, int64_t
 }
 
 /* Rows the activation takes from impl_topk's indices: float32 rows where
- * topk takes the lane threshold (topk_nth.h), one pass and a bit over the
- * row, which the row kernel's block maxima and radix select do not reach
- * (64x16384 k=32: 0.53 -> 0.35 ms, 256x16384 k=64 3.8 -> 1.9 ms, one
- * thread; the layer's forward, filled output and mask included). */
+ * topk takes the lane threshold (topk_nth.h: rows of up to 32768): two
+ * light vector passes over the row (lane maxima, then candidates), where
+ * the row kernel's block maxima, key gathering and radix select took more
+ * (forward with the filled output and mask,
+ * one thread, min of 15: 64x16384 k=32 0.53 -> 0.41 ms, 16x32000 k=50
+ * 0.24 -> 0.19 ms; 256x16384 k=64, 16 MB read from memory, about 4 ms
+ * either way). */
 static int tl_by_topk(int dtype, int64_t len, int64_t k, int mode)
 {
-    return dtype == KWK_FLOAT32 && mode != KWK_TOPK_DENSE_FILTER && k >= TN_LANE_MIN_K &&
-           k < len && len >= TN_LANE_ROW_MIN && tn_lanes_for(k + 1, len) > 0;
+    return dtype == KWK_FLOAT32 && mode != KWK_TOPK_DENSE_FILTER && k < len &&
+           tn_lane_row(k, k + 1, len);
 }
 
 /* The activation from torch.topk's own indices (impl_topk, torch's order:

@@ -245,23 +245,35 @@ TN_DEFINE_LANE_BOUND(tn_lane_bound_f32, 4, tn_load8_f32, sw_load_f32)
 #undef TN_DEFINE_LANE_BOUND
 #endif
 
-/* Lanes for m selected from a raw float32 row of len: the least power of two from
- * TN_LANE_MIN that is >= 4 m (the m-th best of L lane bounds then has
- * about 1.05-1.15 m elements at or beyond it on random rows, measured),
- * with at least TN_LANE_DEPTH elements a lane; 0: no lane threshold (m too
- * large, the row too short, or no AVX2). */
+/* Lanes for m selected from a raw float32 row of len (at most
+ * TN_LANE_ROW_MAX): the least power of two from TN_LANE_MIN that is >= 4 m
+ * (the m-th best of L lane bounds then has about 1.05-1.15 m elements at
+ * or beyond it on random rows, measured), with at least TN_LANE_DEPTH
+ * elements a lane; 0: no lane threshold (m too large, the row too short
+ * or too long, or no AVX2). */
 enum { TN_LANE_MIN = 64, TN_LANE_MAX = 2048, TN_LANE_DEPTH = 4 };
-/* Raw float32 rows from TN_LANE_ROW_MIN long and k from TN_LANE_MIN_K take the lane
- * threshold in topk, for m up to TN_LANE_MAX / 4 (beyond: the sampled
- * threshold).  Measured, ns/element, one thread, random float32 rows,
- * largest, torch order, against the path each replaced (the streamed heap
- * select, CAND, or for k >= 128 the sampled threshold): 64x16384 k=8 0.19
- * -> 0.18, k=32 0.56 -> 0.25, k=64 0.98 -> 0.34, k=128 0.93 -> 0.52, k=256
- * 1.09 -> 0.78; 256x4096 k=8 0.50 -> 0.24, k=64 2.70 -> 0.90; 512x2048
- * k=32 2.54 -> 0.85; 8x128256 k=64 0.24 -> 0.17, k=128 0.39 -> 0.19, k=256
- * 0.48 -> 0.22.  Below k = 4 the heap's one pass is as fast (256x4096 k=1
- * 0.15 either way); 4096 lanes gained nothing at k = 500..1000. */
+/* Raw float32 rows from TN_LANE_ROW_MIN to TN_LANE_ROW_MAX long and k from
+ * TN_LANE_MIN_K take the lane threshold in topk, for m up to TN_LANE_MAX / 4
+ * (beyond: the sampled threshold).  Measured, ns/element, one thread,
+ * random float32 rows, largest, torch order, against the path each
+ * replaced (the streamed heap select, CAND, or for k >= 128 the sampled
+ * threshold): 64x16384 k=8 0.19 -> 0.18, k=32 0.56 -> 0.25, k=64 0.98 ->
+ * 0.34, k=128 0.93 -> 0.52, k=256 1.09 -> 0.78; 256x4096 k=8 0.50 -> 0.24,
+ * k=64 2.70 -> 0.90; 512x2048 k=32 2.54 -> 0.85.  Below k = 4 the heap's
+ * one pass is as fast (256x4096 k=1 0.15 either way); 4096 lanes gained
+ * nothing at k = 500..1000. */
 enum { TN_LANE_ROW_MIN = 1024, TN_LANE_MIN_K = 4 };
+/* Rows longer than this (128 KB: up to it the second pass finds the row in
+ * L2) keep the streamed heap or the sample: in the corpus they are large
+ * inputs read from memory, where the lane bounds' extra pass cost more
+ * than it saved (32x128256 k=20: 0.79 -> 1.2-1.8 ms; 256x91599 k=20: 9.5
+ * -> 11.2 ms; the TopK activation at 256x65536 k=256 16 -> 21 ms), though
+ * rows already in cache gained (8x128256 k=64 0.24 -> 0.17, k=256 0.48 ->
+ * 0.22). */
+enum { TN_LANE_ROW_MAX = 32768 };
+/* Rows probed before a call's lane path gives way to the streamed mode it
+ * replaced, when most rows so far tied. */
+enum { TN_LANE_PROBE_ROWS = 4 };
 /* Rows from this many elements per selected one take their lane bounds
  * from a quarter of the row: three quarters of a pass saved against about
  * 3 m more candidates to sort (64x16384 k=50 from a quarter: 0.62 ns/el,
@@ -272,7 +284,7 @@ static inline int tn_lanes_for(int64_t m, int64_t len)
 #if defined(__AVX2__)
     int L = TN_LANE_MIN;
     while (L < 4 * m && L < TN_LANE_MAX) L *= 2;
-    return L >= 4 * m && len >= (int64_t)TN_LANE_DEPTH * L ? L : 0;
+    return L >= 4 * m && len >= (int64_t)TN_LANE_DEPTH * L && len <= TN_LANE_ROW_MAX ? L : 0;
 #else
     (void)m;
     (void)len;
@@ -286,6 +298,13 @@ static inline int tn_lanes_for(int64_t m, int64_t len)
  * bound by reading the row (except contiguous float32 rows, which take the
  * lane threshold from TN_LANE_MIN_K). */
 enum { TN_HEAP_MIN_K = 128 };
+/* topk rows (k, m = k + 1 in torch's order, len) that take the lane
+ * threshold when contiguous float32. */
+static inline int tn_lane_row(int64_t k, int64_t m, int64_t len)
+{
+    return k >= TN_LANE_MIN_K && len >= TN_LANE_ROW_MIN && tn_lanes_for(m, len) > 0;
+}
+
 /* Slack words after a candidate buffer (tn_pack8 stores whole vectors). */
 enum { TN_SLACK = 8 };
 /* Sample sizes for the threshold. */
