@@ -438,10 +438,10 @@ static int impl_mask_grad(int es, const void *grad, const uint8_t *mask, int64_t
  * topk takes the lane threshold (topk_nth.h: rows of up to 32768): two
  * light vector passes over the row (lane maxima, then candidates), where
  * the row kernel's block maxima, key gathering and radix select took more
- * (forward with the filled output and mask,
- * one thread, min of 15: 64x16384 k=32 0.53 -> 0.41 ms, 16x32000 k=50
- * 0.24 -> 0.19 ms; 256x16384 k=64, 16 MB read from memory, about 4 ms
- * either way). */
+ * (forward with the filled output and mask, one thread, min of 15:
+ * 64x16384 k=32 0.53 -> 0.41 ms, 16x32000 k=50 0.24 -> 0.19 ms; 256x16384
+ * k=64, 16 MB read from memory, about 4 ms either way).  The kept elements
+ * are written as tl_row's tie path writes them. */
 static int tl_by_topk(int dtype, int64_t len, int64_t k, int mode)
 {
     return dtype == KWK_FLOAT32 && mode != KWK_TOPK_DENSE_FILTER && k < len &&
