@@ -200,6 +200,27 @@ TL_DEFINE_FILL(float, f32)
 TL_DEFINE_FILL(double, f64)
 #undef TL_DEFINE_FILL
 
+/* The activation of a row from torch.topk's k indices idx, as the
+ * reference scatters them: zeros elsewhere, the kept values (ReLU'd when
+ * relu) at idx, the mask where the gradient passes (kept, and with ReLU
+ * not <= 0; NaN passes). */
+#define TL_DEFINE_SCATTER(T, SUF)                                             \
+    static void tl_scatter_kept_##SUF(const T *x, int64_t n, const int64_t *idx, int64_t k, \
+                                      int relu, T *out, uint8_t *mask)        \
+    {                                                                         \
+        memset(mask, 0, (size_t)n);                                           \
+        tl_fill_##SUF(out, n, (T)0);                                          \
+        for (int64_t i = 0; i < k; ++i) {                                     \
+            const int64_t j = idx[i];                                         \
+            const T v = x[j];                                                 \
+            mask[j] = (uint8_t)!(relu && v <= 0);                             \
+            out[j] = relu && v < 0 ? (T)0 : v;                                \
+        }                                                                     \
+    }
+TL_DEFINE_SCATTER(float, f32)
+TL_DEFINE_SCATTER(double, f64)
+#undef TL_DEFINE_SCATTER
+
 /* One row of one float type: T (type of the values), UT (same-width
  * unsigned), KEY (its order key). */
 #define TL_DEFINE_ROW(T, UT, SUF, KEY)                                        \
@@ -264,15 +285,7 @@ TL_DEFINE_FILL(double, f64)
         int st = impl_topk(TL_DTYPE_##SUF, x, 1, n, 1, n, 1, 1, k, tvals, tidx, k, 1, 1, 1, \
                            1, KWK_ORDER_TORCH);                               \
         if (st != KWK_OK) return st;                                          \
-        memset(mask, 0, (size_t)n);                                           \
-        tl_fill_##SUF(out, n, (T)0);                                          \
-        for (int64_t i = 0; i < k; ++i) {                                     \
-            const int64_t j = tidx[i];                                        \
-            T v = x[j];                                                       \
-            mask[j] = (uint8_t)!(relu && v <= 0);                             \
-            if (relu && v < 0) v = 0;                                         \
-            out[j] = v;                                                       \
-        }                                                                     \
+        tl_scatter_kept_##SUF(x, n, tidx, k, relu, out, mask);                \
         return KWK_OK;                                                        \
     }
 
@@ -440,8 +453,7 @@ static int impl_mask_grad(int es, const void *grad, const uint8_t *mask, int64_t
  * the row kernel's block maxima, key gathering and radix select took more
  * (forward with the filled output and mask, one thread, min of 15:
  * 64x16384 k=32 0.53 -> 0.41 ms, 16x32000 k=50 0.24 -> 0.19 ms; 256x16384
- * k=64, 16 MB read from memory, about 4 ms either way).  The kept elements
- * are written as tl_row's tie path writes them. */
+ * k=64, 16 MB read from memory, about 4 ms either way). */
 static int tl_by_topk(int dtype, int64_t len, int64_t k, int mode)
 {
     return dtype == KWK_FLOAT32 && mode != KWK_TOPK_DENSE_FILTER && k < len &&
@@ -450,8 +462,7 @@ static int tl_by_topk(int dtype, int64_t len, int64_t k, int mode)
 
 /* The activation from torch.topk's own indices (impl_topk, torch's order:
  * the set torch keeps, ties included), rows in chunks whose index block
- * stays near 1 MB: the output and mask zeroed, the k kept written by
- * position, as the reference scatters them. */
+ * stays near 1 MB. */
 static int tl_rows_by_topk(const float *src, int64_t rows, int64_t len, int64_t k, int mode,
                            float *out, uint8_t *mask)
 {
@@ -467,17 +478,8 @@ static int tl_rows_by_topk(const float *src, int64_t rows, int64_t len, int64_t 
         st = impl_topk(KWK_FLOAT32, src + r0 * len, nr, len, 1, len, 1, 1, k, NULL, idx, k, 1, 1,
                        1, 1, KWK_ORDER_TORCH);
         for (int64_t r = 0; r < nr && st == KWK_OK; ++r) {
-            const float *x = src + (r0 + r) * len;
-            float *o = out + (r0 + r) * len;
-            uint8_t *m = mask + (r0 + r) * len;
-            tl_fill_f32(o, len, 0.0f);
-            memset(m, 0, (size_t)len);
-            for (int64_t i = 0; i < k; ++i) {
-                const int64_t j = idx[r * k + i];
-                const float v = x[j];
-                m[j] = (uint8_t)!(relu && v <= 0);
-                o[j] = relu && v < 0 ? 0.0f : v;
-            }
+            const int64_t at = (r0 + r) * len;
+            tl_scatter_kept_f32(src + at, len, idx + r * k, k, relu, out + at, mask + at);
         }
     }
     free(idx);

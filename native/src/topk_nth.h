@@ -215,34 +215,29 @@ static int64_t tn_raw_bf16(const char *row, int64_t len, float tv, int largest, 
  * fall short of m and the caller then takes every element).  max_ps(x,
  * acc) keeps acc when x is NaN: no NaN ever enters a bound.  One vector
  * max per eight elements, no key made: about a read of the row. */
-#define TN_DEFINE_LANE_BOUND(NAME, ES, LOAD8, LOAD1)                          \
-    static void NAME(const char *row, int64_t len, int largest, int L, int every, float *acc) \
-    {                                                                         \
-        const __m256 init = _mm256_set1_ps(largest ? -INFINITY : INFINITY);   \
-        for (int v = 0; v < L; v += 8) _mm256_store_ps(acc + v, init);        \
-        int64_t j = 0;                                                        \
-        const int64_t step = (int64_t)L * every;                              \
-        if (largest) {                                                        \
-            for (; j + step <= len; j += step)                                \
-                for (int v = 0; v < L; v += 8)                                \
-                    _mm256_store_ps(acc + v, _mm256_max_ps(LOAD8(row + ES * (j + v)), \
-                                                           _mm256_load_ps(acc + v))); \
-        } else {                                                              \
-            for (; j + step <= len; j += step)                                \
-                for (int v = 0; v < L; v += 8)                                \
-                    _mm256_store_ps(acc + v, _mm256_min_ps(LOAD8(row + ES * (j + v)), \
-                                                           _mm256_load_ps(acc + v))); \
-        }                                                                     \
-        if (every > 1) return;                                                \
-        for (int l = 0; j < len; ++j, ++l) {                                  \
-            const float x = LOAD1(row + ES * j);                              \
-            if (largest ? x > acc[l] : x < acc[l]) acc[l] = x;                \
-        }                                                                     \
+static void tn_lane_bound_f32(const char *row, int64_t len, int largest, int L, int every,
+                              float *acc)
+{
+    const float *x = (const float *)(const void *)row;
+    const __m256 init = _mm256_set1_ps(largest ? -INFINITY : INFINITY);
+    for (int v = 0; v < L; v += 8) _mm256_store_ps(acc + v, init);
+    int64_t j = 0;
+    const int64_t step = (int64_t)L * every;
+    if (largest) {
+        for (; j + step <= len; j += step)
+            for (int v = 0; v < L; v += 8)
+                _mm256_store_ps(acc + v, _mm256_max_ps(_mm256_loadu_ps(x + j + v), _mm256_load_ps(acc + v)));
+    } else {
+        for (; j + step <= len; j += step)
+            for (int v = 0; v < L; v += 8)
+                _mm256_store_ps(acc + v, _mm256_min_ps(_mm256_loadu_ps(x + j + v), _mm256_load_ps(acc + v)));
     }
-
-static inline __m256 tn_load8_f32(const char *p) { return _mm256_loadu_ps((const float *)(const void *)p); }
-TN_DEFINE_LANE_BOUND(tn_lane_bound_f32, 4, tn_load8_f32, sw_load_f32)
-#undef TN_DEFINE_LANE_BOUND
+    if (every > 1) return;
+    for (int l = 0; j < len; ++j, ++l) {
+        const float v = sw_load_f32(row + 4 * j);
+        if (largest ? v > acc[l] : v < acc[l]) acc[l] = v;
+    }
+}
 #endif
 
 /* Lanes for m selected from a raw float32 row of len (at most
