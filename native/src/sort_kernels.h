@@ -339,6 +339,23 @@ static void words_sort_top_first(uint64_t *w, uint64_t *tmp, int64_t n, int ibit
 /* The longest row: KWK_SIMD_QSORT64_MAX_N, set by the quicksort compiled
  * (AVX-512 16M, AVX2 8192). */
 enum { QS_WORDS_MIN_N = 64, QS_WORDS_MIN_BITS = 16 };
+/* Except, for AVX-512, rows of QS_WORDS_RADIX_FROM + 1 .. QS_WORDS_RADIX_TO
+ * words: the radix sort (leading digits, then runs) measured faster there on
+ * a quiet Intel Xeon with AVX-512 (the figures above came from a busy
+ * one).  bench_simd_qsort.c, ns/word radix vs quicksort, two runs: 2000
+ * 4.7-5.0 vs 4.2-4.3, 4000 4.0-4.1 vs 4.4, 10000 4.1-4.2 vs 4.7-4.8, 100k
+ * 4.7 vs 5.8-5.9, 1M 5.5-5.7 vs 7.1-7.2, 4M 12.3 vs 8.7.  End to end
+ * (torch.sort(stable=True) under install(), float32, ns/el, min of two
+ * alternating runs, quicksort -> radix): randn rows of 3500 6.12 -> 5.67,
+ * 4096 6.28 -> 6.31, 5000 6.38 -> 5.91, 8192 6.20 -> 5.38, 16384 6.63 ->
+ * 5.89, 2^21 9.71 -> 8.31, 3 * 2^20 10.29 -> 10.34; corpus rows
+ * hf_typical_sort 4 x 50257 7.5 -> 5.6, kornia_lovasz 2 x 21 x 65536 8.5 ->
+ * 5.8-6.2 (torch order 13.9 -> 11.4), torchrec_auc 262144 8.5 -> 6.6. */
+#if defined(__AVX512F__)
+enum { QS_WORDS_RADIX_FROM = 3072, QS_WORDS_RADIX_TO = 1 << 21 };
+#else
+enum { QS_WORDS_RADIX_FROM = 0, QS_WORDS_RADIX_TO = 0 };
+#endif
 
 #if defined(KWK_HAVE_SIMD_QSORT)
 static int sample_has_tie(const uint64_t *words, int64_t n, int ibits);
@@ -440,7 +457,8 @@ static void sort_packed_words_any(uint64_t *w, uint64_t *tmp, int64_t n, int ibi
 {
 #if defined(KWK_HAVE_SIMD_QSORT)
     if (rbits > QS_WORDS_MIN_BITS && words_sort_via32(w, tmp, n, ibits, rbits)) return;
-    if (n >= QS_WORDS_MIN_N && n <= KWK_SIMD_QSORT64_MAX_N && rbits > QS_WORDS_MIN_BITS) {
+    if (n >= QS_WORDS_MIN_N && n <= KWK_SIMD_QSORT64_MAX_N && rbits > QS_WORDS_MIN_BITS &&
+        !(n > QS_WORDS_RADIX_FROM && n <= QS_WORDS_RADIX_TO)) {
         simd_qsort_64(w, n);
         return;
     }

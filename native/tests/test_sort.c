@@ -3,7 +3,7 @@
  * directions, both orders, both CPU targets.
  *
  *   every length 0..1100 (step 1; argv[1] thins it) and lengths around
- *   each switch point (16/17, 96/97, 256/257, 4096, 16384, 65536, 2^17...), ten input
+ *   each switch point (16/17, 96/97, 256/257, 3072, 4096, 16384, 65536, 2^17...), ten input
  *   kinds.  ORDER_STABLE must equal a stable merge sort of the indices
  *   under an independent comparator (floats via double: NaN last, -0 ==
  *   +0).  ORDER_TORCH must be sorted, a permutation, carry the source bits,
@@ -583,7 +583,7 @@ int main(int argc, char **argv)
     /* big: 1 checks lengths of 20000+ on four of the ten input kinds, 2 (CI)
      * on two per dtype (a different two for each dtype), 0 skips them */
     const int big = argc > 2 ? atoi(argv[2]) : 1;
-    static const int64_t SWITCH[] = {1101, 1500, 2047, 2048, 2049, 4095, 4096, 4097, 10007, 16383, 16384, 16385, 65535, 65536, 65537, 131071, 131078, 140000};
+    static const int64_t SWITCH[] = {1101, 1500, 2047, 2048, 2049, 3072, 3073, 4095, 4096, 4097, 10007, 16383, 16384, 16385, 65535, 65536, 65537, 131071, 131078, 140000};
     for (int t = 0; t < KWK_TEST_NTARGETS; ++t) {
         if (test_set_target(KWK_TEST_TARGET_NAMES[t]) == KWK_OK) g_targets[g_ntargets++] = KWK_TEST_TARGET_NAMES[t];
         else printf("target %s not available here, skipped\n", KWK_TEST_TARGET_NAMES[t]);
