@@ -103,6 +103,8 @@ int kwk_sparse_simplex_addr(int dtype, int mode, uintptr_t src, int64_t rows, in
                             uintptr_t out, uintptr_t support, uintptr_t stats);
 int kwk_sparsemax_backward_addr(int dtype, int phase, uintptr_t grad, uintptr_t y,
                                 int64_t rows, int64_t len, uintptr_t masked, uintptr_t v);
+int kwk_entmax15_backward_addr(int dtype, int phase, uintptr_t grad, uintptr_t y,
+                               int64_t rows, int64_t len, uintptr_t a, uintptr_t b, uintptr_t q);
 int kwk_group_sort_addr(int dtype, uintptr_t src, int64_t groups, int64_t g, int descending,
                         uintptr_t out, uintptr_t perm);
 int kwk_group_sort_backward_addr(int dtype, uintptr_t grad, uintptr_t perm, int64_t groups,
@@ -206,6 +208,11 @@ int kwk_sparsemax_backward_addr(int dtype, int phase, uintptr_t grad, uintptr_t 
                                 int64_t rows, int64_t len, uintptr_t masked, uintptr_t v)
 {
     return kwk_sparsemax_backward(dtype, phase, P(grad), P(y), rows, len, P(masked), P(v));
+}
+int kwk_entmax15_backward_addr(int dtype, int phase, uintptr_t grad, uintptr_t y,
+                               int64_t rows, int64_t len, uintptr_t a, uintptr_t b, uintptr_t q)
+{
+    return kwk_entmax15_backward(dtype, phase, P(grad), P(y), rows, len, P(a), P(b), P(q));
 }
 int kwk_group_sort_addr(int dtype, uintptr_t src, int64_t groups, int64_t g, int descending,
                         uintptr_t out, uintptr_t perm)

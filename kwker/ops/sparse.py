@@ -13,6 +13,7 @@ if lib is not None:
     _simplex = lib.kwk_sparse_simplex_addr
     _group_sort = lib.kwk_group_sort_addr
     _sparsemax_backward = lib.kwk_sparsemax_backward_addr
+    _entmax15_backward = lib.kwk_entmax15_backward_addr
     _group_sort_backward = lib.kwk_group_sort_backward_addr
     _sort_pool = lib.kwk_sort_pool_addr
     _sort_pool_backward = lib.kwk_sort_pool_backward_addr
@@ -84,6 +85,28 @@ def sparsemax_backward_rows(grad, output, support):
     status = _sparsemax_backward(code, 1, grad.data_ptr(), output.data_ptr(), rows, n,
                                  masked.data_ptr(), shift.data_ptr())
     return _checked(status, "sparsemax_backward", masked)
+
+
+def entmax15_backward_rows(grad, output):
+    """kwker.nn.reference_sparse.entmax15_backward over the last dim of
+    contiguous grad and output, bit for bit: the elementwise steps natively,
+    the square root and the row sums by torch (MKL's root, torch's summation
+    order), the root taken without the output's zeros (kwk_entmax15_backward)."""
+    code = CODES[grad.dtype]
+    rows, n = grad.numel() // grad.shape[-1], grad.shape[-1]
+    gppr = torch.empty_like(output)
+    dx = torch.empty_like(grad)
+    y = output.data_ptr()
+    status = _entmax15_backward(code, 0, 0, y, rows, n, gppr.data_ptr(), 0, 0)
+    _checked(status, "entmax15_backward", None)
+    gppr.sqrt_()
+    status = _entmax15_backward(code, 1, grad.data_ptr(), y, rows, n, gppr.data_ptr(),
+                                dx.data_ptr(), 0)
+    _checked(status, "entmax15_backward", None)
+    q = (dx.sum(dim=-1, keepdim=True) / gppr.sum(dim=-1, keepdim=True)).contiguous()
+    status = _entmax15_backward(code, 2, 0, y, rows, n, gppr.data_ptr(), dx.data_ptr(),
+                                q.data_ptr())
+    return _checked(status, "entmax15_backward", dx)
 
 
 def group_sort_rows(x, group_size, descending):

@@ -92,19 +92,29 @@ def entmax15_any(x, dim=-1):
     return reference.entmax15_forward(x, _dim(x, dim))
 
 
+def _native_backward_rows(grad, output, dim):
+    """Whether a backward's native rows give the reference's bits: it sums
+    rows of grad's layout, the same order only when grad and output are
+    contiguous rows along dim."""
+    return (_dim(output, dim) == output.dim() - 1 and _takes(grad)
+            and grad.dtype == output.dtype and grad.shape == output.shape
+            and grad.is_contiguous() and output.is_contiguous() and grad.shape[-1] > 0)
+
+
 def sparsemax_backward_cpu(grad, output, support, dim):
-    d = _dim(output, dim)
-    # the reference sums rows of grad's layout: the same order only when
-    # grad and output are contiguous rows along dim
-    if d == output.dim() - 1 and _takes(grad) and grad.dtype == output.dtype \
-            and grad.shape == output.shape and grad.is_contiguous() \
-            and output.is_contiguous() and grad.shape[-1] > 0:
+    if _native_backward_rows(grad, output, dim):
         return native.sparsemax_backward_rows(grad, output, support)
     return sparsemax_backward_any(grad, output, support, dim)
 
 
 def sparsemax_backward_any(grad, output, support, dim):
     return reference.sparsemax_backward(grad, output, support, _dim(output, dim))
+
+
+def entmax15_backward_cpu(grad, output, dim):
+    if _native_backward_rows(grad, output, dim):
+        return native.entmax15_backward_rows(grad, output)
+    return entmax15_backward_any(grad, output, dim)
 
 
 def entmax15_backward_any(grad, output, dim):
@@ -161,7 +171,7 @@ class _Entmax15(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad):
         (output,) = ctx.saved_tensors
-        return function_kernel(torch.ops.kwker.entmax15_backward.default, entmax15_backward_any,
+        return function_kernel(torch.ops.kwker.entmax15_backward.default, entmax15_backward_cpu,
                                grad, output, ctx.dim, below_autograd=False), None
 
 
@@ -429,7 +439,7 @@ def _register():
         ("sparsemax_backward", sparsemax_backward_cpu, sparsemax_backward_any, _backward_fake,
          _backward_autograd("sparsemax_backward", sparsemax_backward_any)),
         ("entmax15", entmax15_cpu, entmax15_any, entmax15_fake, entmax15_autograd),
-        ("entmax15_backward", entmax15_backward_any, entmax15_backward_any, _backward_fake,
+        ("entmax15_backward", entmax15_backward_cpu, entmax15_backward_any, _backward_fake,
          _backward_autograd("entmax15_backward", entmax15_backward_any)),
         ("group_sort", group_sort_cpu, group_sort_any, group_sort_fake, group_sort_autograd),
         ("group_sort_backward", group_sort_backward_cpu, group_sort_backward_any,

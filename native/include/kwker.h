@@ -217,6 +217,19 @@ int kwk_sparse_simplex(int dtype, int mode, const void *src, int64_t rows, int64
  * may be NULL). */
 int kwk_sparsemax_backward(int dtype, int phase, const void *grad, const void *y,
                            int64_t rows, int64_t len, void *masked, const void *v);
+/* entmax15's backward, gppr = sqrt(y), grad * gppr - gppr * sum(grad *
+ * gppr) / sum(gppr), in three passes around the caller's square root
+ * (torch's, not always correctly rounded) and row sums (torch's order), over
+ * rows contiguous rows of len: phase 0 writes a = y where y != 0, 1.0
+ * elsewhere (the square root is then taken of a, in place, skipping the
+ * slow zeros of MKL's); phase 1, with a holding that root, rewrites a to
+ * gppr (y itself where y == 0: the root of +-0 is +-0) and writes
+ * b = grad * gppr; phase 2, with q[r] = sum(b) / sum(gppr) of row r,
+ * rewrites b to b - q[r] * gppr (each product and difference rounded as
+ * torch rounds them).  grad is read in phase 1 only, q in phase 2 only
+ * (either may be NULL in the other phases). */
+int kwk_entmax15_backward(int dtype, int phase, const void *grad, const void *y,
+                          int64_t rows, int64_t len, void *a, void *b, const void *q);
 /* GroupSort: `groups` contiguous groups of g elements (1 <= g <= 256),
  * each sorted ascending (descending != 0: descending), NaN after all
  * numbers (before them when descending), equal elements in index order.

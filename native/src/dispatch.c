@@ -527,6 +527,19 @@ int kwk_sparsemax_backward(int dtype, int phase, const void *grad, const void *y
     return kernels()->sparsemax_backward(dtype, phase, grad, y, rows, len, masked, v);
 }
 
+int kwk_entmax15_backward(int dtype, int phase, const void *grad, const void *y,
+                          int64_t rows, int64_t len, void *a, void *b, const void *q)
+{
+    int64_t t;
+    if (!float_dtype(dtype)) return KWK_E_DTYPE;
+    if (rows < 0 || len < 0 || phase < 0 || phase > 2) return KWK_E_ARG;
+    if (!mul_ok(rows, len, &t) || !mul_ok(t, 8, &t)) return KWK_E_OVERFLOW;
+    if (rows == 0 || len == 0) return KWK_OK;
+    if (!y || !a || (phase >= 1 && !b) || (phase == 1 && !grad) || (phase == 2 && !q))
+        return KWK_E_ARG;
+    return kernels()->entmax15_backward(dtype, phase, grad, y, rows, len, a, b, q);
+}
+
 static int check_group_sort(int dtype, const void *a, int64_t groups, int64_t g,
                             const void *b, const uint8_t *perm)
 {

@@ -46,6 +46,8 @@ typedef struct {
                           void *out, int64_t *support, void *stats);
     int (*sparsemax_backward)(int dtype, int phase, const void *grad, const void *y,
                               int64_t rows, int64_t len, void *masked, const void *v);
+    int (*entmax15_backward)(int dtype, int phase, const void *grad, const void *y,
+                             int64_t rows, int64_t len, void *a, void *b, const void *q);
     int (*group_sort)(int dtype, const void *src, int64_t groups, int64_t g, int descending,
                       void *out, uint8_t *perm);
     int (*group_sort_backward)(int dtype, const void *grad, const uint8_t *perm,

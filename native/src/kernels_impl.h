@@ -51,7 +51,7 @@ static int impl_median_dim_any(int dtype, const void *src, int64_t outer, int64_
 const kwk_kernel_table KWK_TABLE = {
     KWK_TARGET_NAME, impl_sort, impl_topk, impl_median_dim_any, impl_median_all, impl_kthvalue,
     impl_quantile, impl_median_pool2d, impl_median_pool2d_backward,
-    impl_sparse_simplex, impl_sparsemax_backward, impl_group_sort, impl_group_sort_backward, impl_sort_pool,
+    impl_sparse_simplex, impl_sparsemax_backward, impl_entmax15_backward, impl_group_sort, impl_group_sort_backward, impl_sort_pool,
     impl_sort_pool_backward,
     impl_topk_dense, impl_mask_grad, impl_filter_below, impl_unique_runs, impl_unique_order_matters, impl_unique_torch_zero,
     impl_unique_fill,

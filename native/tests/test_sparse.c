@@ -4,7 +4,8 @@
  * buffers allocated to their exact sizes (the sanitizer build catches any
  * access past them).  Checks what holds whatever the rounding: sparsemax
  * and entmax15 outputs are non-negative, sum to 1 within rounding, zero
- * below the threshold, and both targets agree bit for bit; GroupSort
+ * below the threshold, and both targets agree bit for bit; the backward
+ * passes compute what kwker.h says; GroupSort
  * writes each group sorted, its positions a permutation, and the backward
  * inverts it; SortPooling keeps the largest keys, in order, ties by node.
  * The exact agreement with the reference is tested from Python
@@ -32,6 +33,8 @@ static float value(int kind)
     default: return uniform() < 0.2 ? -INFINITY : (float)(uniform() * 100); /* -inf, one-hot */
     }
 }
+
+static int same_float(float a, float b) { return memcmp(&a, &b, sizeof a) == 0; }
 
 static void simplex(const char *target, int64_t rows, int64_t n, int kind, float *last_out)
 {
@@ -71,6 +74,31 @@ static void simplex(const char *target, int64_t rows, int64_t n, int kind, float
                   (long long)support[r], (long long)positive);
         }
         if (last_out && mode == 1) memcpy(last_out, out, sizeof(float) * rows * n);
+        if (mode == 1) { /* entmax15's backward, its three passes (sqrtf for the
+                          * caller's root, q = 0.25 for its sums) */
+            float *a = malloc(sizeof(float) * rows * n), *b = malloc(sizeof(float) * rows * n);
+            float *q = malloc(sizeof(float) * rows);
+            for (int64_t r = 0; r < rows; ++r) q[r] = 0.25f;
+            int ok = kwk_entmax15_backward(KWK_FLOAT32, 0, NULL, out, rows, n, a, NULL, NULL) == KWK_OK;
+            for (int64_t i = 0; i < rows * n; ++i) {
+                CHECK(same_float(a[i], out[i] == 0 ? 1.0f : out[i]), "entmax15 backward phase 0");
+                a[i] = sqrtf(a[i]);
+            }
+            ok &= kwk_entmax15_backward(KWK_FLOAT32, 1, x, out, rows, n, a, b, NULL) == KWK_OK;
+            for (int64_t i = 0; i < rows * n; ++i) {
+                const float gppr = out[i] == 0 ? out[i] : sqrtf(out[i]);
+                CHECK(same_float(a[i], gppr) && same_float(b[i], x[i] * gppr),
+                      "entmax15 backward phase 1");
+            }
+            ok &= kwk_entmax15_backward(KWK_FLOAT32, 2, NULL, out, rows, n, a, b, q) == KWK_OK;
+            for (int64_t i = 0; i < rows * n; ++i) {
+                const float gppr = out[i] == 0 ? out[i] : sqrtf(out[i]);
+                const float dx = x[i] * gppr, t = 0.25f * gppr;
+                CHECK(same_float(b[i], dx - t), "entmax15 backward phase 2");
+            }
+            CHECK(ok, "entmax15 backward status");
+            free(a); free(b); free(q);
+        }
         if (mode == 0) { /* the backward's two passes: masked, then shifted */
             float *masked = malloc(sizeof(float) * rows * n), *v = malloc(sizeof(float) * rows);
             for (int64_t r = 0; r < rows; ++r) v[r] = 0.5f;
@@ -309,6 +337,18 @@ int main(void)
             simplex("avx2", 4, 5000, kind, second);
             CHECK(memcmp(first, second, sizeof first) == 0, "targets differ, kind %d", kind);
         }
+    }
+    { /* what kwk_entmax15_backward refuses */
+        float y[4] = {0}, a[4], b[4], q[2] = {0};
+        CHECK(kwk_entmax15_backward(KWK_INT32, 0, NULL, y, 2, 2, a, NULL, NULL) == KWK_E_DTYPE &&
+              kwk_entmax15_backward(KWK_FLOAT32, 3, y, y, 2, 2, a, b, q) == KWK_E_ARG &&
+              kwk_entmax15_backward(KWK_FLOAT32, 0, NULL, y, -1, 2, a, NULL, NULL) == KWK_E_ARG &&
+              kwk_entmax15_backward(KWK_FLOAT32, 1, NULL, y, 2, 2, a, b, NULL) == KWK_E_ARG &&
+              kwk_entmax15_backward(KWK_FLOAT32, 2, NULL, y, 2, 2, a, b, NULL) == KWK_E_ARG &&
+              kwk_entmax15_backward(KWK_FLOAT32, 0, NULL, y, INT64_MAX, 2, a, NULL, NULL) ==
+                  KWK_E_OVERFLOW &&
+              kwk_entmax15_backward(KWK_FLOAT32, 1, NULL, NULL, 0, 2, NULL, NULL, NULL) == KWK_OK,
+              "entmax15 backward argument checks");
     }
     for (int t = 0; t < KWK_TEST_NTARGETS; ++t) {
         if (test_set_target(targets[t]) != 0) continue;
