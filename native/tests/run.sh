@@ -23,7 +23,7 @@ ci_args() {
         test_sort_san) echo "16 0" ;;
         test_simd_qsort_san) echo "16 0" ;;
         test_select_san) echo "san" ;;
-        test_emu_words_san | test_emu_words_avx2_san) echo "2000" ;;
+        test_emu_words_san | test_emu_words_avx2_san | test_emu_words_avx512_san) echo "2000" ;;
         test_nomem_san) echo "quick" ;;
         *) echo "" ;;
     esac

@@ -2,7 +2,7 @@
  * std::nth_element (wemu_nth_element) must make exactly the moves of the
  * record emulations (emu_std_sort, emu_nth_element): every slot ends up
  * holding the same index.  Compiled plainly here (the portable code);
- * test_emu_words_avx2.c compiles it for the AVX2 paths.
+ * test_emu_words_avx2.c and _avx512.c compile it for those targets' paths.
  * gcc -O2 -std=c11 -Inative/include -o /tmp/test_emu native/tests/test_emu_words.c && /tmp/test_emu */
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +20,7 @@ static uint64_t rnd(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17;
 int main(int argc, char **argv)
 {
 #if defined(EMU_TEST_CPU)
-    /* a variant compiled for a SIMD target (test_emu_words_avx2.c) */
+    /* a variant compiled for a SIMD target (test_emu_words_avx2.c, _avx512.c) */
     if (!__builtin_cpu_supports(EMU_TEST_CPU)) {
         printf("emu words: skipped, no %s\n", EMU_TEST_CPU);
         return 0;
