@@ -78,7 +78,8 @@ def threads_for(numel: int, rows: int, kind: str = "select") -> int:
 
 # A single row of a sort is split inside the native call (kwker.h
 # kwk_set_row_threads: its radix pass, bucket sorts, loads and writes in
-# parallel slices) from this many elements: each split starts threads six
+# parallel slices, the emulation of torch's order in independent ranges)
+# from this many elements: each split starts threads six
 # times, ~0.3 ms in all, against a sort of ~4 ms at 2^18 float32.
 ROW_SPLIT_MIN = 1 << 18
 ROW_THREADS_MAX = lib.KWK_MAX_ROW_THREADS if lib is not None else 1

@@ -948,6 +948,92 @@ static void sort_byte_row(int dtype, const out_row *o, int64_t len, uint64_t fli
     }
 }
 
+/* ---- std::sort's emulation on threads ---------------------------------
+ * The introsort loop's ranges are disjoint and independent once split:
+ * each carries the depth limit and key bounds the serial recursion gives
+ * it (wemu_introsort_loop), and its result does not depend on when it is
+ * done.  So a long row's first steps run here, always on the largest
+ * range, until WEMU_PAR_RANGES ranges (or none above WEMU_PAR_SPLIT_MIN)
+ * are left; these go to the threads, the largest first to the least loaded
+ * (the median-of-3 pivots split unevenly).  Rows of WEMU_PAR_MIN_N or more
+ * words when kwk_row_threads() > 1 (Python asks for threads from 2^18
+ * elements). */
+enum { WEMU_PAR_MIN_N = 1 << 16, WEMU_PAR_RANGES = 8, WEMU_PAR_SPLIT_MIN = 4096 };
+
+typedef struct {
+    uint64_t *first, *last;
+    int64_t depth;
+    uint64_t klo, khi;
+} wemu_range;
+
+typedef struct {
+    wemu_range r[WEMU_PAR_RANGES];
+    int owner[WEMU_PAR_RANGES];
+    int nr, s;
+    uint64_t m;
+    const wemu_prune *pr;
+} wemu_par;
+
+static void wemu_par_part(void *ctx, int p)
+{
+    const wemu_par *w = (const wemu_par *)ctx;
+    for (int i = 0; i < w->nr; ++i)
+        if (w->owner[i] == p)
+            wemu_introsort_loop(w->r[i].first, w->r[i].last, w->r[i].depth, w->s, w->m, w->pr,
+                                w->r[i].klo, w->r[i].khi);
+}
+
+static void wemu_introsort_threads(uint64_t *first, uint64_t *last, int64_t depth_limit, int s,
+                                   uint64_t m, const wemu_prune *pr, uint64_t klo, uint64_t khi)
+{
+    const int parts = kwk_row_threads();
+    if (parts < 2 || last - first < WEMU_PAR_MIN_N) {
+        wemu_introsort_loop(first, last, depth_limit, s, m, pr, klo, khi);
+        return;
+    }
+    wemu_par w;
+    w.nr = 1;
+    w.s = s;
+    w.m = m;
+    w.pr = pr;
+    w.r[0] = (wemu_range){first, last, depth_limit, klo, khi};
+    while (w.nr < WEMU_PAR_RANGES) {
+        int big = 0;
+        for (int i = 1; i < w.nr; ++i)
+            if (w.r[i].last - w.r[i].first > w.r[big].last - w.r[big].first) big = i;
+        wemu_range *g = &w.r[big];
+        if (g->last - g->first < WEMU_PAR_SPLIT_MIN) break;
+        /* wemu_introsort_loop's body on this range */
+        uint64_t *cut;
+        if (wemu_copy_if_untied(pr, g->first, g->last, g->klo, g->khi) ||
+            !wemu_introsort_step(g->first, g->last, &g->depth, s, m, &cut)) {
+            w.r[big] = w.r[--w.nr]; /* finished */
+            if (w.nr == 0) return;
+            continue;
+        }
+        const uint64_t pivot_key = *g->first >> s;
+        w.r[w.nr++] = (wemu_range){cut, g->last, g->depth, pivot_key, g->khi};
+        g->last = cut;
+        g->khi = pivot_key;
+    }
+    const int use = parts < w.nr ? parts : w.nr;
+    int64_t load[KWK_MAX_ROW_THREADS] = {0};
+    int taken[WEMU_PAR_RANGES] = {0};
+    for (int a = 0; a < w.nr; ++a) {
+        int big = -1;
+        for (int i = 0; i < w.nr; ++i)
+            if (!taken[i] && (big < 0 || w.r[i].last - w.r[i].first > w.r[big].last - w.r[big].first))
+                big = i;
+        int least = 0;
+        for (int p = 1; p < use; ++p)
+            if (load[p] < load[least]) least = p;
+        taken[big] = 1;
+        w.owner[big] = least;
+        load[least] += w.r[big].last - w.r[big].first;
+    }
+    kwk_run_parts(wemu_par_part, &w, use);
+}
+
 /* Sort one row into its outputs (the whole path: values-only sort, short
  * rows of 64-bit keys, packed words with the tie check, wide keys,
  * records). */
@@ -990,7 +1076,7 @@ static int sort_one_row(const sort_call *c, workspace *ws, uint64_t **keys, cons
         }
         if (torch_ties && tie_expected(ws->words, len, &r, ws->tmp)) {
             /* the stable sort would almost surely be thrown away */
-            wemu_std_sort(ws->words, len, r.ibits);
+            wemu_std_sort_with(ws->words, len, r.ibits, wemu_introsort_threads);
             emit_words_decoded_split(out, dtype, ws->words, len, r.ibits, r.mask, r.lo, flip);
             return KWK_OK;
         }
@@ -1001,8 +1087,10 @@ static int sort_one_row(const sort_call *c, workspace *ws, uint64_t **keys, cons
              * sorted row (wemu_prune); *keys holds the tied keys */
             if (!*keys) *keys = (uint64_t *)malloc((size_t)len * sizeof(uint64_t));
             words_to_index_order(ws->words, ws->tmp, len, r.mask);
-            if (*keys) wemu_std_sort_sorted(ws->tmp, len, r.ibits, ws->words, *keys);
-            else wemu_std_sort(ws->tmp, len, r.ibits);
+            if (*keys)
+                wemu_std_sort_sorted_with(ws->tmp, len, r.ibits, ws->words, *keys,
+                                          wemu_introsort_threads);
+            else wemu_std_sort_with(ws->tmp, len, r.ibits, wemu_introsort_threads);
             emit_words_decoded_split(out, dtype, ws->tmp, len, r.ibits, r.mask, r.lo, flip);
         } else {
             emit_words_decoded_split(out, dtype, ws->words, len, r.ibits, r.mask, r.lo, flip);
@@ -1013,7 +1101,7 @@ static int sort_one_row(const sort_call *c, workspace *ws, uint64_t **keys, cons
     if (r.ibits <= 32) {
         if (wide_sort(k, ws->words, ws->tmp, len, &r) && torch_ties) {
             rank_words_from_sorted(k, ws->words, ws->tmp, len, r.ibits, r.mask);
-            wemu_std_sort(ws->tmp, len, r.ibits);
+            wemu_std_sort_with(ws->tmp, len, r.ibits, wemu_introsort_threads);
             emit_words(out, ws->tmp, len, r.mask);
         } else {
             emit_words(out, ws->words, len, r.mask);

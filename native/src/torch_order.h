@@ -776,21 +776,32 @@ static void wemu_introsort_loop(uint64_t *first, uint64_t *last, int64_t depth_l
     if (!wemu_copy_if_untied(pr, first, last, klo, khi)) wemu_leaf_sort(first, last - first, m);
 }
 
+/* The introsort loop over a whole row: wemu_introsort_loop itself, or a
+ * runner that spreads its ranges over threads (sort_kernels.h:
+ * wemu_introsort_threads), called with the same arguments. */
+typedef void (*wemu_loop_fn)(uint64_t *first, uint64_t *last, int64_t depth_limit, int s,
+                             uint64_t m, const wemu_prune *pr, uint64_t klo, uint64_t khi);
+
 /* std::sort(first, first + n) on words whose low `ibits` bits are the
- * index (ibits < 64). */
-static void wemu_std_sort(uint64_t *first, int64_t n, int ibits)
+ * index (ibits < 64); loop: wemu_introsort_loop or a runner of it. */
+static void wemu_std_sort_with(uint64_t *first, int64_t n, int ibits, wemu_loop_fn loop)
 {
     if (n <= 0) return;
     const uint64_t m = ibits >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << ibits) - 1);
     /* the final insertion sort is done leaf by leaf inside the loop */
-    wemu_introsort_loop(first, first + n, floor_log2(n) * 2, ibits, m, NULL, 0, 0);
+    loop(first, first + n, floor_log2(n) * 2, ibits, m, NULL, 0, 0);
+}
+
+static void wemu_std_sort(uint64_t *first, int64_t n, int ibits)
+{
+    wemu_std_sort_with(first, n, ibits, wemu_introsort_loop);
 }
 
 /* The same, given the row's stable sort `sorted` (n words): tied keys are
  * listed into dups (room for n / 2 words) and ranges free of them copied
  * (wemu_prune). */
-static void wemu_std_sort_sorted(uint64_t *first, int64_t n, int ibits, const uint64_t *sorted,
-                                 uint64_t *dups)
+static void wemu_std_sort_sorted_with(uint64_t *first, int64_t n, int ibits, const uint64_t *sorted,
+                                      uint64_t *dups, wemu_loop_fn loop)
 {
     if (n <= 0) return;
     const uint64_t m = ibits >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << ibits) - 1);
@@ -800,8 +811,8 @@ static void wemu_std_sort_sorted(uint64_t *first, int64_t n, int ibits, const ui
         if (k == sorted[j - 1] >> ibits && (nd == 0 || dups[nd - 1] != k)) dups[nd++] = k;
     }
     const wemu_prune pr = {sorted, first, dups, nd};
-    wemu_introsort_loop(first, first + n, floor_log2(n) * 2, ibits, m, &pr, sorted[0] >> ibits,
-                        sorted[n - 1] >> ibits);
+    loop(first, first + n, floor_log2(n) * 2, ibits, m, &pr, sorted[0] >> ibits,
+         sorted[n - 1] >> ibits);
 }
 
 /* The word std::sort(first, first + n) puts first among those whose key

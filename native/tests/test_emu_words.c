@@ -73,7 +73,7 @@ int main(int argc, char **argv)
             if (t % 2 == 0 && n > 0) {
                 for (int64_t i = 0; i < n; ++i) sorted[i] = w[i];
                 qsort(sorted, (size_t)n, sizeof(uint64_t), cmp_u64);
-                wemu_std_sort_sorted(w, n, ibits, sorted, dups);
+                wemu_std_sort_sorted_with(w, n, ibits, sorted, dups, wemu_introsort_loop);
             } else {
                 wemu_std_sort(w, n, ibits);
             }
