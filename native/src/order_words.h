@@ -576,14 +576,49 @@ static void kvs_radix_sort(kwk_kv *a, kwk_kv *tmp, int64_t n)
 #define KWK_WORDS_SORT_ALL(p, tmp, n) (words_radix_sort((p), (tmp), (n), 0, 64), (void)0)
 #define KWK_KVS_SORT_ALL(p, tmp, n) kvs_sort_all((p), (tmp), (n))
 
+/* Records sorted by (key, idx) by merges: insertion-sorted runs of
+ * KVS_RUN, then pairwise merges whose choice is data flow, not a branch
+ * (tmp holds n records).  For up to KVS_MERGE_MAX records, where the two
+ * 8-pass radix sorts below cost their histograms' fixed work: torch.topk
+ * of 4096 rows of 64 float64, k = 64, spent 2.6 us a row there (0.57x
+ * torch's time). */
+enum { KVS_RUN = 16, KVS_MERGE_MAX = 4096 };
+static void kvs_merge_sort(kwk_kv *a, kwk_kv *tmp, int64_t n)
+{
+    for (int64_t s = 0; s < n; s += KVS_RUN) kvs_insertion_sort(a + s, n - s < KVS_RUN ? n - s : KVS_RUN);
+    kwk_kv *src = a, *dst = tmp;
+    for (int64_t w = KVS_RUN; w < n; w *= 2) {
+        for (int64_t s = 0; s < n; s += 2 * w) {
+            const int64_t mid = s + w < n ? s + w : n, e = s + 2 * w < n ? s + 2 * w : n;
+            int64_t i = s, j = mid, o = s;
+            while (i < mid && j < e) {
+                const int right = kv_before(src[j], src[i]);
+                dst[o++] = right ? src[j] : src[i];
+                j += right;
+                i += !right;
+            }
+            while (i < mid) dst[o++] = src[i++];
+            while (j < e) dst[o++] = src[j++];
+        }
+        kwk_kv *t = src;
+        src = dst;
+        dst = t;
+    }
+    if (src != a) memcpy(a, src, (size_t)n * sizeof(kwk_kv));
+}
+
 static void kvs_sort_all(kwk_kv *a, kwk_kv *tmp, int64_t n)
 {
-    /* records here are unique by (key, idx) but not in index order, so sort
-     * by index first (radix on idx), then stably by key */
     if (n <= KWK_INSERTION_MAX) {
         kvs_insertion_sort(a, n);
         return;
     }
+    if (n <= KVS_MERGE_MAX) {
+        kvs_merge_sort(a, tmp, n);
+        return;
+    }
+    /* records here are unique by (key, idx) but not in index order, so sort
+     * by index first (radix on idx), then stably by key */
     for (int64_t i = 0; i < n; ++i) { uint64_t t = (uint64_t)a[i].idx; a[i].idx = (int64_t)a[i].key; a[i].key = t; }
     kvs_radix_sort(a, tmp, n);
     for (int64_t i = 0; i < n; ++i) { uint64_t t = (uint64_t)a[i].idx; a[i].idx = (int64_t)a[i].key; a[i].key = t; }

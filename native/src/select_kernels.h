@@ -23,12 +23,13 @@ static int topk_row_general(workspace *ws, int dtype, const out_row *out, int64_
     int rbits = load_row(ws, dtype, out->row, len, out->step, flip, &rk);
     if (rbits < 0) return KWK_E_NOMEM;
     int tie;
+    /* (m == len: the whole row is sorted, nothing to select first) */
     if (rk.packed) {
-        words_select(ws->words, ws->tmp, len, m);
+        if (m < len) words_select(ws->words, ws->tmp, len, m);
         words_sort_small_or_radix(ws->words, ws->tmp, m);
         tie = has_adjacent_tie_words(&rk, ws->words, m);
     } else {
-        kvs_select(ws->kv, ws->kv_tmp, len, m);
+        if (m < len) kvs_select(ws->kv, ws->kv_tmp, len, m);
         kvs_sort_all(ws->kv, ws->kv_tmp, m);
         tie = has_adjacent_tie_kv(ws->kv, m);
     }
