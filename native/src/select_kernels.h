@@ -12,6 +12,49 @@
 
 /* ---------------------------------------------------------------- topk */
 
+/* The m smallest of n records (m < n), sorted by (key, idx): the records
+ * at or below a key threshold from a sample of about 2 sqrt(n) keys (about
+ * three standard deviations past the rank m) are copied, in index order,
+ * to tmp and sorted there (kvs_sort_all: exact, (key, idx) is unique),
+ * kv left as it was; when the sample misjudges (fewer than m pass, or far
+ * more), quickselect over kv itself as before.  Returns where the m are.
+ * The quickselect's partition moves 16-byte records on data-dependent
+ * branches: 64 rows of 1000 float64, k = 100, took 10 us a row. */
+enum { KVS_SAMPLE_MIN = 32, KVS_SAMPLE_MAX = 2048 };
+static const kwk_kv *kvs_smallest_sorted(kwk_kv *kv, kwk_kv *tmp, int64_t n, int64_t m)
+{
+    int64_t ns = 2 * sw_isqrt(n);
+    ns = ns < KVS_SAMPLE_MIN ? KVS_SAMPLE_MIN : ns > KVS_SAMPLE_MAX ? KVS_SAMPLE_MAX : ns;
+    if (ns > n) ns = n;
+    const int64_t stride = n / ns;
+    const double p = (double)m / (double)n, rk = p * (double)ns;
+    const int64_t rs = (int64_t)(rk + 3.0 * sqrt(rk * (1.0 - p)) + 3.0);
+    if (rs < ns && rs * 4 < ns * 3) {
+        uint64_t s[KVS_SAMPLE_MAX];
+        for (int64_t i = 0; i < ns; ++i) s[i] = kv[i * stride + stride / 2].key;
+        for (int64_t i = 1; i < ns; ++i) { /* insertion sort of the sample */
+            const uint64_t v = s[i];
+            int64_t j = i;
+            while (j > 0 && s[j - 1] > v) { s[j] = s[j - 1]; --j; }
+            s[j] = v;
+        }
+        const uint64_t t = s[rs];
+        int64_t c = 0;
+        for (int64_t i = 0; i < n; ++i) {
+            tmp[c] = kv[i];
+            c += kv[i].key <= t;
+        }
+        /* tmp + c: kvs_sort_all's scratch of c records */
+        if (c >= m && c <= 4 * m + 256 && 2 * c <= n) {
+            kvs_sort_all(tmp, tmp + c, c);
+            return tmp;
+        }
+    }
+    kvs_select(kv, tmp, n, m);
+    kvs_sort_all(kv, tmp, m);
+    return kv;
+}
+
 /* The general path for one row: pack the row as words (or records), select
  * the k+1 smallest, and redo the row with the emulation when torch's order
  * of equal keys shows.  Used for large k outside the heap path. */
@@ -23,20 +66,21 @@ static int topk_row_general(workspace *ws, int dtype, const out_row *out, int64_
     int rbits = load_row(ws, dtype, out->row, len, out->step, flip, &rk);
     if (rbits < 0) return KWK_E_NOMEM;
     int tie;
+    const kwk_kv *best = ws->kv;
     /* (m == len: the whole row is sorted, nothing to select first) */
     if (rk.packed) {
         if (m < len) words_select(ws->words, ws->tmp, len, m);
         words_sort_small_or_radix(ws->words, ws->tmp, m);
         tie = has_adjacent_tie_words(&rk, ws->words, m);
     } else {
-        if (m < len) kvs_select(ws->kv, ws->kv_tmp, len, m);
-        kvs_sort_all(ws->kv, ws->kv_tmp, m);
-        tie = has_adjacent_tie_kv(ws->kv, m);
+        if (m < len) best = kvs_smallest_sorted(ws->kv, ws->kv_tmp, len, m);
+        else kvs_sort_all(ws->kv, ws->kv_tmp, m);
+        tie = has_adjacent_tie_kv(best, m);
     }
     const int emulate = order == KWK_ORDER_TORCH && (tie || (!heap_path && !sorted));
     if (!emulate) {
         for (int64_t j = 0; j < k; ++j)
-            emit(out, j, rk.packed ? word_index(&rk, ws->words[j]) : ws->kv[j].idx);
+            emit(out, j, rk.packed ? word_index(&rk, ws->words[j]) : best[j].idx);
         return KWK_OK;
     }
     if (rk.packed) {
