@@ -13,9 +13,8 @@
 /* ---------------------------------------------------------------- topk */
 
 /* The m smallest of n records (m < n), sorted by (key, idx): the records
- * at or below a key threshold from a sample of about 2 sqrt(n) keys (about
- * three standard deviations past the rank m) are copied, in index order,
- * to tmp and sorted there (kvs_sort_all: exact, (key, idx) is unique),
+ * at or below a key threshold from a sample (tn_sample_plan) are copied,
+ * in index order, to tmp and sorted there (exact: (key, idx) is unique),
  * kv left as it was; when the sample misjudges (fewer than m pass, or far
  * more), quickselect over kv itself as before.  Returns where the m are.
  * The quickselect's partition moves 16-byte records on data-dependent
@@ -23,12 +22,9 @@
 enum { KVS_SAMPLE_MIN = 32, KVS_SAMPLE_MAX = 2048 };
 static const kwk_kv *kvs_smallest_sorted(kwk_kv *kv, kwk_kv *tmp, int64_t n, int64_t m)
 {
-    int64_t ns = 2 * sw_isqrt(n);
-    ns = ns < KVS_SAMPLE_MIN ? KVS_SAMPLE_MIN : ns > KVS_SAMPLE_MAX ? KVS_SAMPLE_MAX : ns;
-    if (ns > n) ns = n;
+    int64_t rs;
+    const int64_t ns = tn_sample_plan(n, m, KVS_SAMPLE_MIN, KVS_SAMPLE_MAX, &rs);
     const int64_t stride = n / ns;
-    const double p = (double)m / (double)n, rk = p * (double)ns;
-    const int64_t rs = (int64_t)(rk + 3.0 * sqrt(rk * (1.0 - p)) + 3.0);
     if (rs < ns && rs * 4 < ns * 3) {
         uint64_t s[KVS_SAMPLE_MAX];
         for (int64_t i = 0; i < ns; ++i) s[i] = kv[i * stride + stride / 2].key;

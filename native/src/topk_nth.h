@@ -305,6 +305,21 @@ static inline int tn_lane_row(int64_t k, int64_t m, int64_t len)
 enum { TN_SLACK = 8 };
 /* Sample sizes for the threshold. */
 enum { TN_SAMPLE_MIN = 64, TN_SAMPLE_MAX = 1024 };
+
+/* The sample of a row of len keys for a threshold past its m smallest:
+ * about 2 sqrt(len) keys (clamped to [lo, hi] and to len), every
+ * len / ns-th; *rank: the sample rank about three standard deviations past
+ * m's expected one (a threshold there passes m keys on nearly every row). */
+static inline int64_t tn_sample_plan(int64_t len, int64_t m, int64_t lo, int64_t hi, int64_t *rank)
+{
+    int64_t ns = 2 * sw_isqrt(len);
+    ns = ns < lo ? lo : (ns > hi ? hi : ns);
+    if (ns > len) ns = len;
+    const double p = (double)m / (double)len;
+    const double rk = p * (double)ns;
+    *rank = (int64_t)(rk + 3.0 * sqrt(rk * (1.0 - p)) + 3.0);
+    return ns;
+}
 /* Candidates up to this many are sorted by comparison (merges of ranked
  * runs), not radix: its tables cost more on a few hundred words. */
 enum { TN_MERGE_MAX = 256 };
@@ -494,15 +509,11 @@ static inline int tn_ibits(int64_t len) { return len > 1 ? kwk_bits_for((uint64_
             *expect = 2 * m;                                                  \
             return (UT)s[m - 1];                                              \
         }                                                                     \
-        int64_t ns = 2 * sw_isqrt(len);                                       \
-        ns = ns < TN_SAMPLE_MIN ? TN_SAMPLE_MIN : (ns > TN_SAMPLE_MAX ? TN_SAMPLE_MAX : ns); \
-        if (ns > len) ns = len;                                               \
+        int64_t rs;                                                           \
+        const int64_t ns = tn_sample_plan(len, m, TN_SAMPLE_MIN, TN_SAMPLE_MAX, &rs); \
         const int64_t stride = len / ns;                                      \
         for (int64_t i = 0; i < ns; ++i)                                      \
             s[i] = (uint32_t)tn_key_at_##SUF(r, i * stride + stride / 2);   \
-        const double p = (double)m / (double)len;                             \
-        const double rk = p * (double)ns;                                     \
-        const int64_t rs = (int64_t)(rk + 3.0 * sqrt(rk * (1.0 - p)) + 3.0);  \
         const int64_t top = rs < ns ? rs : ns - 1;                            \
         tn_sort_keys32(s, ns, top + 1);                                       \
         int d = 0;                                                            \
