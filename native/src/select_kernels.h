@@ -38,9 +38,9 @@ static const kwk_kv *kvs_smallest_sorted(kwk_kv *kv, kwk_kv *tmp, int64_t n, int
         }
         if (c >= m && c <= 4 * m + 256 && 2 * c <= n) {
             /* candidates span much less than their keys' width: packed as
-             * words (key - lowest) << ibits | index where that fits (sorted
-             * by the vector quicksort where there is one), else sorted as
-             * records (tmp + c: room for c words twice, or c records) */
+             * words (key - lowest) << ibits | index where that fits, sorted
+             * as topk_nth.h sorts its candidates, else sorted as records
+             * (tmp + c: room for c words twice, or c records) */
             uint64_t lo = ~(uint64_t)0;
             for (int64_t i = 0; i < c; ++i) lo = tmp[i].key < lo ? tmp[i].key : lo;
             const int ib = tn_ibits(n), kb = kwk_bits_for(t - lo);
@@ -48,8 +48,7 @@ static const kwk_kv *kvs_smallest_sorted(kwk_kv *kv, kwk_kv *tmp, int64_t n, int
                 uint64_t *w = (uint64_t *)(void *)(tmp + c), *wt = w + c;
                 for (int64_t i = 0; i < c; ++i)
                     w[i] = (tmp[i].key - lo) << ib | (uint64_t)tmp[i].idx;
-                if (TN_QSORT_OK(c) && c >= 64 && kb > TN_QSORT_MIN_BITS) simd_qsort_64_first(w, c, m);
-                else words_sort_bits(w, wt, c, ib, kb);
+                tn_sort_first(w, wt, c, m, ib, kb);
                 const uint64_t mask = kwk_width_mask(ib);
                 for (int64_t i = 0; i < m; ++i) {
                     tmp[i].key = (w[i] >> ib) + lo;

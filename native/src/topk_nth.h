@@ -349,6 +349,29 @@ enum { TN_QSORT_MIN_BITS = 16 };
 #define simd_qsort_64_first(w, c, m) ((void)0)
 #endif
 
+/* w[0..m) = the m smallest of c candidate words key << ibits | index
+ * (keys differing in their low kb bits, the words in index order), sorted
+ * by (key, index); tmp holds c words.  The choice per size and key width
+ * is the one described above. */
+static void tn_sort_first(uint64_t *w, uint64_t *tmp, int64_t c, int64_t m, int ibits, int kb)
+{
+    if (c <= TN_MERGE_MAX && kb > 0) {
+        words_small_sort(w, tmp, c);
+    } else if (TN_QSORT_OK(c) && kb > TN_QSORT_MIN_BITS) {
+        /* only the first m need sorting: c is about 3 m */
+        simd_qsort_64_first(w, c, m);
+    } else if (kb > 0 && c < KWK_WIDE_DIGIT_MIN_N) {
+        /* digits of up to 11 bits: a pass fewer than bytes for most float
+         * keys, tables still in L1 */
+        const int passes = (kb + KWK_WIDE_DIGIT_BITS - 1) / KWK_WIDE_DIGIT_BITS;
+        const uint64_t *res = words_radix_passes32(w, tmp, c, ibits, kb, passes,
+                                                   (kb + passes - 1) / passes);
+        if (res != w) memcpy(w, res, (size_t)m * sizeof(uint64_t));
+    } else {
+        words_sort_bits(w, tmp, c, ibits, kb);
+    }
+}
+
 /* The m smallest of n <= TN_SAMPLE_MAX keys of at most 32 bits to a[0..m),
  * ascending (a threshold's sample: only the values matter, not where they
  * came from).  The 8-lane quicksort sorts 64 keys in registers; the word
@@ -569,21 +592,7 @@ static inline int tn_ibits(int64_t len) { return len > 1 ? kwk_bits_for((uint64_
             const double span = (double)((hi >> ibits) - (lo >> ibits)) + 1.0; \
             if (torch && tn_sure_ties((double)c, span)) return 0;             \
             const int kb = kwk_bits_for((any ^ all) >> ibits);                \
-            if (c <= TN_MERGE_MAX && kb > 0) {                                \
-                words_small_sort(w, tmp, c);                                  \
-            } else if (TN_QSORT_OK(c) && kb > TN_QSORT_MIN_BITS) {            \
-                /* only the first m need sorting: c is about 3 m */          \
-                simd_qsort_64_first(w, c, m);                                 \
-            } else if (kb > 0 && c < KWK_WIDE_DIGIT_MIN_N) {                  \
-                /* digits of up to 11 bits: a pass fewer than bytes for     \
-                 * most float keys, tables still in L1 */                    \
-                const int passes = (kb + KWK_WIDE_DIGIT_BITS - 1) / KWK_WIDE_DIGIT_BITS; \
-                const uint64_t *res = words_radix_passes32(w, tmp, c, ibits, kb, passes, \
-                                                           (kb + passes - 1) / passes); \
-                if (res != w) memcpy(w, res, (size_t)m * sizeof(uint64_t));   \
-            } else {                                                          \
-                words_sort_bits(w, tmp, c, ibits, kb);                        \
-            }                                                                 \
+            tn_sort_first(w, tmp, c, m, ibits, kb);                           \
         }                                                                     \
         if (torch)                                                            \
             for (int64_t j = 1; j < m; ++j)                                   \
