@@ -1,7 +1,8 @@
 /*
  * simd_qsort.h - AVX-512 quicksort of bare unsigned keys: uint64_t (the
  * packed key << ibits | index words of indexed sorts, all distinct) and
- * uint32_t (values-only sorts, where keys repeat).  Compiled only where
+ * uint32_t (values-only sorts, where keys repeat); each also in signed
+ * order (simd_qsort_*_biased, for biased keys).  Compiled only where
  * __AVX512F__ is on (targets/avx512.c); defines KWK_HAVE_SIMD_QSORT.
  *
  * - Ranges of at most QS_BASE_VECS vectors are sorted in registers: each
@@ -93,6 +94,37 @@ QS_INLINE uint32_t qs64_le(__m512i v, __m512i p) { return _mm512_cmple_epu64_mas
 QS_INLINE uint32_t qs32_le(__m512i v, __m512i p) { return _mm512_cmple_epu32_mask(v, p); }
 QS_INLINE uint32_t qs64_lt(__m512i v, __m512i p) { return _mm512_cmplt_epu64_mask(v, p); }
 QS_INLINE uint32_t qs32_lt(__m512i v, __m512i p) { return _mm512_cmplt_epu32_mask(v, p); }
+/* Signed lanes (64s, 32s): the same sorts of biased keys (a key ^ its top
+ * bit, or an int's own bits), in signed order, the API of
+ * simd_qsort_avx2.h's simd_qsort_*_biased, so values_sort.h's contiguous
+ * row passes (which make biased keys: AVX2 has no unsigned compares) serve
+ * both targets.  Moves are the unsigned ones; compares, min and max differ. */
+#define qs64s_swap qs64_swap
+#define qs32s_swap qs32_swap
+#define qs64s_rev qs64_rev
+#define qs32s_rev qs32_rev
+QS_INLINE __m512i qs64s_min(__m512i a, __m512i b) { return _mm512_min_epi64(a, b); }
+QS_INLINE __m512i qs64s_max(__m512i a, __m512i b) { return _mm512_max_epi64(a, b); }
+QS_INLINE __m512i qs32s_min(__m512i a, __m512i b) { return _mm512_min_epi32(a, b); }
+QS_INLINE __m512i qs32s_max(__m512i a, __m512i b) { return _mm512_max_epi32(a, b); }
+QS_INLINE __m512i qs64s_mask_max(__m512i src, uint32_t m, __m512i a, __m512i b) { return _mm512_mask_max_epi64(src, (__mmask8)m, a, b); }
+QS_INLINE __m512i qs32s_mask_max(__m512i src, uint32_t m, __m512i a, __m512i b) { return _mm512_mask_max_epi32(src, (__mmask16)m, a, b); }
+QS_INLINE __m512i qs64s_set1(int64_t x) { return _mm512_set1_epi64((long long)x); }
+QS_INLINE __m512i qs32s_set1(int32_t x) { return _mm512_set1_epi32((int)x); }
+QS_INLINE __m512i qs64s_load(const int64_t *p) { return _mm512_loadu_si512((const void *)p); }
+QS_INLINE __m512i qs32s_load(const int32_t *p) { return _mm512_loadu_si512((const void *)p); }
+QS_INLINE void qs64s_store(int64_t *p, __m512i v) { _mm512_storeu_si512((void *)p, v); }
+QS_INLINE void qs32s_store(int32_t *p, __m512i v) { _mm512_storeu_si512((void *)p, v); }
+QS_INLINE __m512i qs64s_mload(const int64_t *p, uint32_t m, __m512i fill) { return _mm512_mask_loadu_epi64(fill, (__mmask8)m, p); }
+QS_INLINE __m512i qs32s_mload(const int32_t *p, uint32_t m, __m512i fill) { return _mm512_mask_loadu_epi32(fill, (__mmask16)m, p); }
+QS_INLINE void qs64s_mstore(int64_t *p, uint32_t m, __m512i v) { _mm512_mask_storeu_epi64(p, (__mmask8)m, v); }
+QS_INLINE void qs32s_mstore(int32_t *p, uint32_t m, __m512i v) { _mm512_mask_storeu_epi32(p, (__mmask16)m, v); }
+QS_INLINE void qs64s_cstore(int64_t *p, uint32_t m, __m512i v) { _mm512_mask_compressstoreu_epi64(p, (__mmask8)m, v); }
+QS_INLINE void qs32s_cstore(int32_t *p, uint32_t m, __m512i v) { _mm512_mask_compressstoreu_epi32(p, (__mmask16)m, v); }
+QS_INLINE uint32_t qs64s_le(__m512i v, __m512i p) { return _mm512_cmple_epi64_mask(v, p); }
+QS_INLINE uint32_t qs32s_le(__m512i v, __m512i p) { return _mm512_cmple_epi32_mask(v, p); }
+QS_INLINE uint32_t qs64s_lt(__m512i v, __m512i p) { return _mm512_cmplt_epi64_mask(v, p); }
+QS_INLINE uint32_t qs32s_lt(__m512i v, __m512i p) { return _mm512_cmplt_epi32_mask(v, p); }
 /* Bitonic sort of one vector: stage (k, j) compares lanes i and i ^ j;
  * lane i keeps the larger when (i & j) != 0 differs from (i & k) != 0.
  * The masks are that rule written out (k = 2, 4, .. L; j = k/2 .. 1). */
@@ -124,17 +156,40 @@ QS_INLINE __m512i qs32_sort_vec(__m512i v)
     QS_CX(32, v, 4, 0x0ff0); QS_CX(32, v, 2, 0x33cc); QS_CX(32, v, 1, 0x55aa);
     return qs32_merge_vec(v);
 }
+QS_INLINE __m512i qs64s_merge_vec(__m512i v)
+{
+    QS_CX(64s, v, 4, 0xf0); QS_CX(64s, v, 2, 0xcc); QS_CX(64s, v, 1, 0xaa);
+    return v;
+}
+QS_INLINE __m512i qs64s_sort_vec(__m512i v)
+{
+    QS_CX(64s, v, 1, 0x66);
+    QS_CX(64s, v, 2, 0x3c); QS_CX(64s, v, 1, 0x5a);
+    return qs64s_merge_vec(v);
+}
+QS_INLINE __m512i qs32s_merge_vec(__m512i v)
+{
+    QS_CX(32s, v, 8, 0xff00); QS_CX(32s, v, 4, 0xf0f0); QS_CX(32s, v, 2, 0xcccc); QS_CX(32s, v, 1, 0xaaaa);
+    return v;
+}
+QS_INLINE __m512i qs32s_sort_vec(__m512i v)
+{
+    QS_CX(32s, v, 1, 0x6666);
+    QS_CX(32s, v, 2, 0x3c3c); QS_CX(32s, v, 1, 0x5a5a);
+    QS_CX(32s, v, 4, 0x0ff0); QS_CX(32s, v, 2, 0x33cc); QS_CX(32s, v, 1, 0x55aa);
+    return qs32s_merge_vec(v);
+}
 #undef QS_CX
 
 /* ---- the generic parts ------------------------------------------------- */
 
 #define QS_UNROLL_LOOP _Pragma("GCC unroll 16")
-#define QS_DEFINE(S, T, L)                                            \
+#define QS_DEFINE(S, T, L, TMAX)                                      \
     /* sort a[0..n), n <= NV * L, NV a power of two, in registers */          \
     QS_INLINE void qs##S##_sort_nvec(T *a, int64_t n, const int NV)           \
     {                                                                         \
         __m512i v[16], t[8];                         \
-        const __m512i fill = qs##S##_set1((T)~(T)0);                          \
+        const __m512i fill = qs##S##_set1(TMAX); /* sorts last */            \
         QS_UNROLL_LOOP                                                        \
         for (int i = 0; i < NV; ++i) {                                        \
             const int64_t c = n - (int64_t)i * L;                             \
@@ -308,15 +363,22 @@ QS_INLINE __m512i qs32_sort_vec(__m512i v)
         qs##S##_rec(a, n, depth);                                             \
     }                                                                         \
     /* a[0..m) = the m smallest of a[0..n), ascending */                      \
-    static void simd_qsort_##S##_first(T *a, int64_t n, int64_t m)            \
+    __attribute__((unused)) static void simd_qsort_##S##_first(T *a, int64_t n, int64_t m) \
     {                                                                         \
         int depth = 4;                                                        \
         for (int64_t i = n; i > 1; i >>= 1) depth += 2;                       \
         qs##S##_first(a, n, m, depth);                                        \
     }
 
-QS_DEFINE(64, uint64_t, 8)
-QS_DEFINE(32, uint32_t, 16)
+QS_DEFINE(64, uint64_t, 8, UINT64_MAX)
+QS_DEFINE(32, uint32_t, 16, UINT32_MAX)
+QS_DEFINE(64s, int64_t, 8, INT64_MAX)
+QS_DEFINE(32s, int32_t, 16, INT32_MAX)
+
+/* biased keys (signed order) of uint32_t / uint64_t arrays: the signed
+ * and unsigned variants of one type may alias */
+static void simd_qsort_32_biased(uint32_t *a, int64_t n) { simd_qsort_32s((int32_t *)(void *)a, n); }
+static void simd_qsort_64_biased(uint64_t *a, int64_t n) { simd_qsort_64s((int64_t *)(void *)a, n); }
 #undef QS_DEFINE
 #undef QS_UNROLL_LOOP
 #undef QS_INLINE

@@ -33,14 +33,14 @@ enum { VS_F32_MIN_LEN = VS_MIN_LEN };
 #endif
 
 /* The 4-byte dtypes whose contiguous rows take the bare-key sort from
- * VS_F32_MIN_LEN: float32, and where AVX2's vs_row_b32_contig is compiled
+ * VS_F32_MIN_LEN: float32, and where vs_row_b32_contig is compiled (AVX2)
  * int32 and uint32 (native, values only, int32 of full range, ns/el,
  * batched network -> bare keys, min of 9: 4096x48 5.8 -> 3.0, 4096x64 5.1
  * -> 2.7, 4096x128 7.7 -> 4.6, 4096x256 8.7 -> 4.9, 2048x512 11.1 -> 6.8;
  * 4096x32 5.3 -> 4.8 is below the length, as for float32). */
 static inline int vs_contig32_takes(int dtype)
 {
-#if defined(KWK_HAVE_SIMD_QSORT) && defined(__AVX2__) && !defined(__AVX512F__)
+#if defined(KWK_HAVE_SIMD_QSORT) && defined(__AVX2__)
     return dtype == KWK_FLOAT32 || dtype == KWK_INT32 || dtype == KWK_UINT32;
 #else
     return dtype == KWK_FLOAT32;
@@ -80,14 +80,20 @@ static void vs_qsort_u64(uint64_t *a, int64_t n) { (void)a; (void)n; }
 #endif
 
 /* Contiguous 64-bit rows of 8..16 elements too take the bare keys where
- * AVX2's vs_row_b64_contig is compiled: their indexed sort (the stable
+ * vs_row_b64_contig is compiled (AVX2, also on AVX-512): their indexed sort (the stable
  * ranks of sort_short_wide_row, n^2 compares) costs more from 8 (native,
  * values only, full-range int64 / float64 of randn, ns/el, ranks -> bare
  * keys, two runs: 4096x8 13.0 -> 6.7-11.0 / 13.6-14.4 -> 12.7-13.3, 4096x12
  * 12.1 -> 9.6-9.9 / 10.4-14.1 -> 10.6-11.3, 4096x16 13.1-13.8 -> 5.7-7.5 /
  * 14.1-14.6 -> 8.0-8.7); shorter rows less (4096x5 14.5 -> 18.5, 4096x2
  * 15 -> 45: the quicksort's setup for a row of a vector or two). */
-#if defined(KWK_HAVE_SIMD_QSORT) && defined(__AVX2__) && !defined(__AVX512F__)
+#if defined(KWK_HAVE_SIMD_QSORT) && defined(__AVX512F__)
+/* AVX-512 (its indexed sort of short rows is quicker): from 12 (python,
+ * kwker.sort_values 4096 x n, us, ranks vs bare keys, two runs: int64 8
+ * 191-213 vs 238-244, 12 279-308 vs 264-272, 16 401-446 vs 277-284;
+ * float64 alike) */
+enum { VS_B64_MIN_LEN = 12 };
+#elif defined(KWK_HAVE_SIMD_QSORT) && defined(__AVX2__)
 enum { VS_B64_MIN_LEN = 8 };
 #else
 enum { VS_B64_MIN_LEN = 17 };
@@ -187,60 +193,17 @@ VS_DEFINE(i64, uint64_t, u64, 1, 0x8000000000000000ull, VS_NO_KEY)
 VS_DEFINE(f64, uint64_t, u64, 2, 0x8000000000000000ull, kwk_key_f64)
 #undef VS_NO_KEY
 
-#if defined(KWK_HAVE_SIMD_QSORT) && defined(__AVX512F__)
-/* vs_row_f32 for contiguous rows, 16 keys a vector: the same keys, checks
- * (both zeros, NaNs with different bits -> 0) and mapping back, which the
- * compiler leaves scalar in vs_row_f32 (its NaN branch, the strides). */
-static int vs_row_f32_contig(const uint32_t *src, int64_t n, uint32_t *dst, int descending,
-                             uint32_t *key, uint32_t *tmp)
-{
-    const __m512i zero = _mm512_setzero_si512(), ones = _mm512_set1_epi32(-1);
-    const __m512i sign = _mm512_set1_epi32((int)0x80000000u), absm = _mm512_set1_epi32(0x7FFFFFFF);
-    const __m512i inf = _mm512_set1_epi32(0x7F800000), flip = descending ? ones : zero;
-    __m512i lo = ones, hi = zero;
-    __mmask16 pz = 0, nz = 0;
-    uint32_t nan_bits = 0;
-    int have_nan = 0, nan_mixed = 0;
-    for (int64_t j = 0; j < n; j += 16) {
-        const __mmask16 m = n - j >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - j)) - 1);
-        const __m512i b = _mm512_maskz_loadu_epi32(m, src + j);
-        const __m512i a = _mm512_and_si512(b, absm);
-        const __mmask16 nan = _mm512_mask_cmpgt_epu32_mask(m, a, inf);
-        if (nan) { /* rare */
-            for (int l = 0; l < 16; ++l) {
-                if (!(nan >> l & 1)) continue;
-                uint32_t bits;
-                memcpy(&bits, src + j + l, 4);
-                nan_mixed |= have_nan && bits != nan_bits;
-                nan_bits = bits;
-                have_nan = 1;
-            }
-        }
-        pz |= _mm512_mask_cmpeq_epi32_mask(m, b, zero);
-        nz |= _mm512_mask_cmpeq_epi32_mask(m, b, sign);
-        const __m512i v = _mm512_maskz_mov_epi32(_mm512_test_epi32_mask(a, a), b); /* -0 -> +0 */
-        __m512i k = _mm512_xor_si512(v, _mm512_or_si512(_mm512_srai_epi32(v, 31), sign));
-        k = _mm512_xor_si512(_mm512_mask_mov_epi32(k, nan, ones), flip);
-        _mm512_mask_storeu_epi32(key + j, m, k);
-        lo = _mm512_mask_min_epu32(lo, m, lo, k);
-        hi = _mm512_mask_max_epu32(hi, m, hi, k);
-    }
-    if ((pz && nz) || nan_mixed) return 0;
-    const uint32_t klo = _mm512_reduce_min_epu32(lo), khi = _mm512_reduce_max_epu32(hi);
-    vs_sort_u32(key, tmp, n, klo, kwk_bits_for((uint64_t)(khi - klo)));
-    const __m512i zbits = nz ? sign : zero, nbits = _mm512_set1_epi32((int)nan_bits);
-    for (int64_t j = 0; j < n; j += 16) {
-        const __mmask16 m = n - j >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - j)) - 1);
-        const __m512i k = _mm512_xor_si512(_mm512_maskz_loadu_epi32(m, key + j), flip);
-        __m512i b = _mm512_mask_xor_epi32(_mm512_xor_si512(k, ones), _mm512_test_epi32_mask(k, sign), k, sign);
-        b = _mm512_mask_mov_epi32(b, _mm512_cmpeq_epi32_mask(k, sign), zbits);
-        b = _mm512_mask_mov_epi32(b, _mm512_cmpeq_epi32_mask(k, ones), nbits);
-        _mm512_mask_storeu_epi32(dst + j, m, b);
-    }
-    return 1;
-}
-#elif defined(__AVX2__)
-/* Where the biased keys of a contiguous row go: dst itself when it does not
+#if defined(__AVX2__)
+/* The contiguous rows' passes below are written in AVX2 and serve the
+ * AVX-512 target too: they are memory passes around the sort, and both
+ * quicksorts take their biased keys (simd_qsort_*_biased).  On AVX-512 they
+ * replaced its own float32 pass and the scalar VS_DEFINE passes of the
+ * other dtypes (python, kwker.sort_values vs np.sort, one thread, before ->
+ * after: int32 4096x64 704 -> 297 us, float64 1M 14.4 -> 9.3 ms, int64
+ * 4096x16 401 -> 266 us, bfloat16 1M 2.59 -> 1.09 ms, float16 64x4096
+ * 1.50 -> 0.65 ms; float32 alike, 1M 4.8-5.0 -> 4.5 ms).
+ *
+ * Where the biased keys of a contiguous row go: dst itself when it does not
  * overlap the row (sorted there, mapped back in place: no workspace pass),
  * else the workspace. */
 static void *vs_key_home(const void *src, void *dst, int64_t bytes, void *key)
@@ -276,7 +239,7 @@ static void vs_hminmax64(__m256i lo, __m256i hi, int64_t *klo, int64_t *khi)
     }
 }
 
-/* vs_row_f32_contig for AVX2, 8 keys a vector (the scalar loops were a fifth of a
+/* vs_row_f32_contig, 8 keys a vector (the scalar loops were a fifth of a
  * 100k-element values-only sort); the last partial vector through
  * maskload/maskstore, its lanes kept out of the zero test and the range.
  * The keys are made biased (key ^ the sign bit, signed compares order them:
@@ -362,8 +325,8 @@ static int vs_row_f32_contig(const uint32_t *src, int64_t n, uint32_t *dst, int 
 }
 #endif
 
-#if defined(__AVX2__) && !defined(__AVX512F__)
-/* vs_row_f16 / vs_row_bf16 for contiguous rows on AVX2, 16 keys a vector
+#if defined(__AVX2__)
+/* vs_row_f16 / vs_row_bf16 for contiguous rows, 16 keys a vector
  * (inf: the format's infinity bits).  The scalar loops (a branch per NaN,
  * a compare per zero) took most of a 32000-element sort.  Keys too many
  * for the counting sort (key_radix.h) are widened to 32 bits for the vector
@@ -483,8 +446,8 @@ static int vs_row_h16_contig(const uint16_t *src, int64_t n, uint16_t *dst, int 
 }
 #endif
 
-#if defined(__AVX2__) && !defined(__AVX512F__)
-/* vs_row_i32 / vs_row_u32 for contiguous rows on AVX2.  An int32's bits
+#if defined(__AVX2__)
+/* vs_row_i32 / vs_row_u32 for contiguous rows.  An int32's bits
  * are already a key the quicksort's signed compares order (a uint32's
  * after flipping its top bit, a descending row's after flipping all bits),
  * so the row is one xor pass in, the sort, one xor pass out; vs_row_i32's
@@ -522,7 +485,7 @@ static int vs_row_b32_contig(const uint32_t *src, int64_t n, uint32_t *dst, int 
     return 1;
 }
 
-/* vs_row_i64 / u64 / f64 for contiguous rows on AVX2, four keys a vector:
+/* vs_row_i64 / u64 / f64 for contiguous rows, four keys a vector:
  * keys made biased (signed 64-bit compares order them; a float's is its
  * bits with the 63 low bits flipped when negative, -0.0 as +0.0, NaN the
  * largest) in one pass that also finds the range, both zeros and the NaN
@@ -673,7 +636,7 @@ static int vs_sort_values(int dtype, const char *row, int64_t step, int64_t n, c
     case KWK_INT8: return vs_row_i8(row, step, n, dst, dstep, descending, key, tmp);
     case KWK_UINT16: return vs_row_u16(row, step, n, dst, dstep, descending, key, tmp);
     case KWK_INT16: return vs_row_i16(row, step, n, dst, dstep, descending, key, tmp);
-#if defined(__AVX2__) && !defined(__AVX512F__)
+#if defined(__AVX2__)
     case KWK_FLOAT16:
     case KWK_BFLOAT16:
         if (step == 2 && dstep == 2)
@@ -687,7 +650,7 @@ static int vs_sort_values(int dtype, const char *row, int64_t step, int64_t n, c
 #endif
     case KWK_UINT32:
     case KWK_INT32:
-#if defined(__AVX2__) && !defined(__AVX512F__)
+#if defined(__AVX2__)
         if (step == 4 && dstep == 4)
             return vs_row_b32_contig((const uint32_t *)(const void *)row, n, (uint32_t *)(void *)dst,
                                      descending, dtype == KWK_UINT32 ? 0x80000000u : 0u, key, tmp);
@@ -695,7 +658,7 @@ static int vs_sort_values(int dtype, const char *row, int64_t step, int64_t n, c
         return dtype == KWK_UINT32 ? vs_row_u32(row, step, n, dst, dstep, descending, key, tmp)
                                    : vs_row_i32(row, step, n, dst, dstep, descending, key, tmp);
     case KWK_FLOAT32:
-#if (defined(KWK_HAVE_SIMD_QSORT) && defined(__AVX512F__)) || defined(__AVX2__)
+#if defined(__AVX2__)
         if (step == 4 && dstep == 4)
             return vs_row_f32_contig((const uint32_t *)(const void *)row, n, (uint32_t *)(void *)dst,
                                      descending, key, tmp);
@@ -704,7 +667,7 @@ static int vs_sort_values(int dtype, const char *row, int64_t step, int64_t n, c
     case KWK_UINT64:
     case KWK_INT64:
     case KWK_FLOAT64:
-#if defined(__AVX2__) && !defined(__AVX512F__)
+#if defined(__AVX2__)
         if (step == 8 && dstep == 8)
             return vs_row_b64_contig(dtype, (const uint64_t *)(const void *)row, n,
                                      (uint64_t *)(void *)dst, descending, key, tmp);

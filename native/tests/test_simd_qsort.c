@@ -24,6 +24,8 @@
 #define simd_qsort_32 avx2_qsort_32
 #define simd_qsort_64_first avx2_qsort_64_first
 #define simd_qsort_32_first avx2_qsort_32_first
+#define simd_qsort_64_biased avx2_qsort_64_biased
+#define simd_qsort_32_biased avx2_qsort_32_biased
 #if defined(__clang__)
 #pragma clang attribute push(__attribute__((target("avx2,popcnt"))), apply_to = function)
 #else
@@ -40,6 +42,8 @@
 #undef simd_qsort_32
 #undef simd_qsort_64_first
 #undef simd_qsort_32_first
+#undef simd_qsort_64_biased
+#undef simd_qsort_32_biased
 #undef KWK_SIMD_QSORT64_MAX_N
 #if defined(__clang__)
 #pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,popcnt"))), apply_to = function)
@@ -118,11 +122,35 @@ static void avx2_heap32(uint32_t *a, int64_t n, int depth)
     for (int64_t i = 0; i < n; ++i) a[i] ^= 1u << 31;
 }
 
+/* The AVX-512 version's signed instantiation (simd_qsort_*_biased, qs64s_*,
+ * qs32s_*: values_sort.h's biased keys) checked through the same unsigned
+ * cases: keys biased on the way in, unbiased on the way out. */
+#define BIAS_WRAP(NAME, T, TOP, PARAMS, CALL)                                \
+    static void NAME PARAMS                                                   \
+    {                                                                         \
+        for (int64_t i = 0; i < n; ++i) a[i] ^= (TOP);                        \
+        CALL;                                                                 \
+        for (int64_t i = 0; i < n; ++i) a[i] ^= (TOP);                        \
+    }
+BIAS_WRAP(s512_sort64, uint64_t, 1ull << 63, (uint64_t *a, int64_t n), simd_qsort_64_biased(a, n))
+BIAS_WRAP(s512_sort32, uint32_t, 1u << 31, (uint32_t *a, int64_t n), simd_qsort_32_biased(a, n))
+BIAS_WRAP(s512_heap64, uint64_t, 1ull << 63, (uint64_t *a, int64_t n, int depth),
+          qs64s_rec((int64_t *)(void *)a, n, depth))
+BIAS_WRAP(s512_heap32, uint32_t, 1u << 31, (uint32_t *a, int64_t n, int depth),
+          qs32s_rec((int32_t *)(void *)a, n, depth))
+BIAS_WRAP(s512_first64, uint64_t, 1ull << 63, (uint64_t *a, int64_t n, int64_t m),
+          simd_qsort_64s_first((int64_t *)(void *)a, n, m))
+BIAS_WRAP(s512_first32, uint32_t, 1u << 31, (uint32_t *a, int64_t n, int64_t m),
+          simd_qsort_32s_first((int32_t *)(void *)a, n, m))
+#undef BIAS_WRAP
+
 static const version VERSIONS[] = {
     {"avx2", avx2_qsort_64, avx2_qsort_32, avx2_heap64, avx2_heap32, avx2_qsort_64_first,
      avx2_qsort_32_first},
     {"avx512", simd_qsort_64, simd_qsort_32, qs64_rec, qs32_rec, simd_qsort_64_first,
      simd_qsort_32_first},
+    {"avx512 signed", s512_sort64, s512_sort32, s512_heap64, s512_heap32, s512_first64,
+     s512_first32},
 };
 
 /* mode 0: the sort; 1: the heap sort alone (depth 0); 2: the partial sort
@@ -188,12 +216,10 @@ int main(int argc, char **argv)
 {
     const int step = argc > 1 ? atoi(argv[1]) : 1;
     const int big = argc > 2 ? atoi(argv[2]) : 1;
-    const int has[2] = {
-        __builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt"),
-        __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
-            __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"),
-    };
-    for (int v = 0; v < 2; ++v) {
+    const int avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
+                       __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
+    const int has[3] = {__builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt"), avx512, avx512};
+    for (int v = 0; v < 3; ++v) {
         const version *ver = &VERSIONS[v];
         if (!has[v]) {
             printf("%s: not on this CPU, skipped\n", ver->name);
