@@ -17,8 +17,10 @@ from kwker_testing import ORIG, SORT_DTYPES, assert_tensor_same, compare, layout
 BATCH_DTYPES = tuple(d for d in SORT_DTYPES if d.itemsize <= 4)
 BATCH_DTYPES_64 = (torch.int64, torch.uint64)
 # around the switch points: std::sort's insertion threshold (16), the
-# network's powers of two, the batch limit (1024)
-LENGTHS = (8, 9, 16, 17, 31, 33, 64, 100, 128, 129, 255, 256, 257, 512, 700, 1024, 1025)
+# network's powers of two, the batch limits (AVX-512: 384 stable, 576 torch
+# order; AVX2: 1024)
+LENGTHS = (8, 9, 16, 17, 31, 33, 64, 100, 128, 129, 255, 256, 257, 384, 385, 512, 576, 577,
+           700, 1024, 1025)
 MIN_FAST_NUMEL = 2048  # below it the call goes to torch (support.SIZE_RULES)
 
 
@@ -166,7 +168,7 @@ def test_batch_sort_64bit_offsets(kw, gen, dtype):
     """64-bit integer rows whose range fits in 32 bits (ids, positions,
     permutations) are sorted as offsets from each row's minimum, wherever
     the values sit; a call whose rows span more goes row by row."""
-    for n in (17, 64, 196, 1024):
+    for n in (16, 17, 24, 64, 196, 1024):  # AVX-512 batches stable rows up to 16
         rows = _rows_for(n, 13)
         base = torch.randint(0, 1 << 20, (rows, 1), generator=gen)
         perm = torch.stack([torch.randperm(n, generator=gen) for _ in range(rows)])

@@ -58,12 +58,37 @@ typedef struct {
  * below 384 the network wins (uint8 4096x32 3.2 vs 7.6). */
 enum { KWK_BATCH_BYTE_MIN_LEN = 384 };
 
-static int batch_sort_applies(int dtype, int64_t len, int64_t rows)
+/* The longest row the network takes.  On AVX-512 the one-row path's packed
+ * words go to a quicksort whose base case sorts up to 128 words in
+ * registers (simd_qsort.h), and the network's n log^2 n compares lose to it
+ * sooner: stable rows of 32-bit keys past 384, of 64-bit keys past 16.
+ * torch order keeps longer rows (its one-row path runs the std::sort
+ * emulation on short rows).  Measured (python, torch.argsort(stable=True)
+ * / torch.sort under install(), ns/el, network vs one-row): float32 448
+ * 4.47 vs 4.28, 512 5.03 vs 4.48, 768 5.90 vs 4.34, 896 7.86 vs 4.35, but
+ * 384 4.57 vs 4.59, 256 3.90 vs 4.04; int32 384 4.53 vs 4.32, 640 5.47 vs
+ * 3.63, 192 3.92 vs 5.51; int64 of 20 bits 17 5.94 vs 4.64, 32 4.62 vs
+ * 3.22, 64 5.90 vs 2.78; torch order, float32 512 4.77 vs 5.60, 640 5.68
+ * vs 5.51, 896 7.87 vs 5.38, int64 64 6.21 vs 10.65 (the emulation). */
+static int64_t batch_sort_max_len(int dtype, int torch_ties)
+{
+#if defined(__AVX512F__)
+    if (KWK_DTYPES[dtype].key_bits > 32) return torch_ties ? KWK_BATCH_MAX : 16;
+    return torch_ties ? 576 : 384;
+#else
+    (void)dtype;
+    (void)torch_ties;
+    return KWK_BATCH_MAX;
+#endif
+}
+
+static int batch_sort_applies(int dtype, int64_t len, int64_t rows, int torch_ties)
 {
     const int keys_fit = KWK_DTYPES[dtype].key_bits <= 32 || dtype == KWK_INT64 ||
                          dtype == KWK_UINT64;
     if (KWK_DTYPES[dtype].key_bits <= 8 && len >= KWK_BATCH_BYTE_MIN_LEN) return 0;
-    return keys_fit && len >= 2 && len <= KWK_BATCH_MAX && rows >= KWK_BATCH_LANES;
+    return keys_fit && len >= 2 && len <= batch_sort_max_len(dtype, torch_ties) &&
+           rows >= KWK_BATCH_LANES;
 }
 
 /* 64-bit rows: keys as offsets from each row's smallest; 0 when some row's

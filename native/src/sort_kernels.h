@@ -338,7 +338,15 @@ static void words_sort_top_first(uint64_t *w, uint64_t *tmp, int64_t n, int ibit
  * megatron_permute_argsort 119 vs 195 us). */
 /* The longest row: KWK_SIMD_QSORT64_MAX_N, set by the quicksort compiled
  * (AVX-512 16M, AVX2 8192). */
+/* AVX-512 from 17 words, since its base case sorts 17..128 words in
+ * registers columns first (simd_qsort.h): python, stable torch.argsort of
+ * int64 rows of 20-bit values, ns/el, radix -> quicksort: 17 5.1 -> 4.6,
+ * 24 4.6 -> 4.0, 40 5.0 -> 3.8, 48 5.4 -> 3.3 (64 and up took it already). */
+#if defined(__AVX512F__)
+enum { QS_WORDS_MIN_N = 17, QS_WORDS_MIN_BITS = 16 };
+#else
 enum { QS_WORDS_MIN_N = 64, QS_WORDS_MIN_BITS = 16 };
+#endif
 /* Except, for AVX-512, rows of QS_WORDS_RADIX_FROM + 1 .. QS_WORDS_RADIX_TO
  * words: the radix sort (leading digits, then runs) measured faster there on
  * a quiet Intel Xeon with AVX-512 (the figures above came from a busy
@@ -1373,7 +1381,7 @@ static int sort_rows_any(int dtype, const void *src, int64_t outer, int64_t len,
     const int bare_values = c.values_only && (len > KWK_BATCH_VALUES_MAX ||
                                               (src_sl == 1 && (vs_contig32_takes(dtype) ||
                                                                info.elem_size == 8)));
-    if (status == KWK_OK && batch_sort_applies(dtype, len, rows) && !bare_values &&
+    if (status == KWK_OK && batch_sort_applies(dtype, len, rows, c.torch_ties) && !bare_values &&
         !h16_sort_takes(dtype, len, c.torch_ties, indices != NULL))
         r = sort_rows_batched(&c, &g, rows, &ws, &keys, &status);
 #endif
