@@ -163,6 +163,35 @@ def test_batch_sort_inner_dim(kw, gen):
             compare("sort", layout(x, "permuted"), dim=1)
 
 
+@pytest.mark.parametrize("dtype", (torch.float32, torch.bfloat16, torch.int16, torch.int8,
+                                   torch.bool), ids=str)
+def test_batch_sort_staged_columns(kw, gen, dtype):
+    """Rows along a non-last dim with many neighbours (sort_rows_batched's
+    stage: up to 1 KB of neighbouring rows per position copied to a buffer,
+    sorted there, outputs copied back): inner sizes that leave a partial
+    stage at the end of each outer slice and batches straddling two slices, rows
+    too long for the network (the one-row path, staged one row at a time),
+    rows with ties redone inside a stage (torch order), rows long enough to
+    narrow the stage (64 KB / len bytes), values only, indices only, and
+    out= tensors that are themselves strided."""
+    for shape in ((2, 33, 300), (3, 64, 264), (1, 200, 136), (2, 577, 40), (1, 700, 72)):
+        x = make_values("random", shape, dtype, gen)
+        tied = x.clone()
+        tied[:, 1, ::5] = tied[:, -1, ::5]  # every fifth column ties
+        for v in (x, tied):
+            compare("sort", v, dim=1)
+            compare("sort", v, dim=1, descending=True, stable=True)
+            compare("argsort", v, dim=1, stable=True)
+            compare("argsort", v, dim=1, descending=True)
+            compare("msort", v)
+        outs = [(torch.empty(shape[::-1], dtype=dtype).transpose(0, 2),
+                 torch.empty(shape[::-1], dtype=torch.int64).transpose(0, 2)) for _ in range(2)]
+        got = torch.sort(tied, dim=1, out=outs[0])
+        want = ORIG["sort"](tied, dim=1, out=outs[1])
+        assert_tensor_same(got.values, want.values)
+        assert_tensor_same(got.indices, want.indices)
+
+
 @pytest.mark.parametrize("dtype", BATCH_DTYPES_64, ids=str)
 def test_batch_sort_64bit_offsets(kw, gen, dtype):
     """64-bit integer rows whose range fits in 32 bits (ids, positions,

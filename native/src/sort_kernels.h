@@ -1150,6 +1150,124 @@ static out_row sort_out_row(const sort_layout *g, int64_t r)
     return out;
 }
 
+/* ---- staged rows along a non-last dim --------------------------------
+ * Rows along a non-last dim (src_si == 1: neighbouring rows are
+ * neighbouring addresses) are sorted from a stage: up to `w` neighbouring
+ * rows copied position by position into a contiguous buffer, their outputs
+ * (when adjacent too) written to buffers of the same shape and copied out
+ * position by position once the stage is done.  In place, position j of
+ * a row lies j strides away, a stride often a multiple of 4 KB: a batch's
+ * (or a row's) len lines fall in a few cache sets and evict each other,
+ * the next rows missed the same lines again, and every access was a cache
+ * miss at memory latency; the stage moves each position's w rows as one
+ * run.  Measured (python, torch.sort / stable argsort along dim 1 of 1 x
+ * 64 x 192 x 256 float32, zoedepth's bin centres, ms; the same rows made
+ * contiguous 11.8): in place 29.8 / 25.8; stages of 16 rows 29.9 / 35.5,
+ * 64 rows 22.4 / 19.4, 256 rows 16.8 / 13.8, 512 15.9 / 13.0, 1024 17.2 /
+ * 13.4.  A stage position holds ROW_BYTES, fewer when the input stage
+ * would pass MAX_BYTES (len x position bytes). */
+enum { STAGE_MIN_BYTES = 64, STAGE_ROW_BYTES = 1024, STAGE_MAX_BYTES = 1 << 16 };
+
+typedef struct {
+    char *in, *vals;  /* input stage, values stage (or NULL) */
+    int64_t *inds;    /* indices stage (or NULL) */
+    int64_t bytes, w; /* bytes per position, rows a stage holds */
+    int64_t r0, n;    /* rows r0 .. r0 + n - 1 are staged */
+    int64_t done;     /* of them, rows whose outputs are in the stage */
+    int out;          /* outputs staged too */
+} row_stage;
+
+/* A stage for the call's rows of len elements, or st->w == 0 (no stage:
+ * not adjacent rows, 8-byte elements, which fill a line per 8 rows
+ * already, or no memory). */
+static void row_stage_init(row_stage *st, const sort_layout *g, int64_t len)
+{
+    memset(st, 0, sizeof *st);
+    st->r0 = -1;
+    if (g->src_si != 1 || g->inner < 2 || g->es > 4 || len < 2) return;
+    int64_t b = (STAGE_MAX_BYTES / len) & ~(int64_t)(STAGE_MIN_BYTES - 1);
+    b = b > STAGE_ROW_BYTES ? STAGE_ROW_BYTES : b < STAGE_MIN_BYTES ? STAGE_MIN_BYTES : b;
+    st->bytes = b;
+    st->out = g->dst_si == 1;
+    st->in = (char *)malloc((size_t)(len * b));
+    if (st->out && g->values) st->vals = (char *)malloc((size_t)(len * b));
+    if (st->out && g->indices) st->inds = (int64_t *)malloc((size_t)(len * (b / g->es)) * sizeof(int64_t));
+    if (!st->in || (st->out && ((g->values && !st->vals) || (g->indices && !st->inds)))) {
+        free(st->in);
+        free(st->vals);
+        free(st->inds);
+        memset(st, 0, sizeof *st);
+        st->r0 = -1;
+        return;
+    }
+    st->w = b / g->es;
+}
+
+/* Outputs of the staged rows done so far copied to their place. */
+static void row_stage_flush(row_stage *st, const sort_layout *g, int64_t len)
+{
+    if (!st->done) return;
+    const out_row o = sort_out_row(g, st->r0);
+    for (int64_t j = 0; j < len; ++j) {
+        if (st->vals)
+            memcpy(o.vals + j * o.dsl * o.es, st->vals + j * st->bytes, (size_t)(st->done * o.es));
+        if (st->inds)
+            memcpy(o.inds + j * o.dsl, st->inds + j * st->w, (size_t)st->done * sizeof(int64_t));
+    }
+    st->done = 0;
+}
+
+/* Rows r .. r + k - 1 (out[0..k)) read from the stage, and written to it
+ * where outputs are staged; a new stage is loaded when they are not in
+ * the current one: the rows from r up to w (a multiple of k), within r's
+ * slice of the inner dim and the call's `rows`.  Returns 0 (nothing
+ * changed) when rows r .. r + k - 1 cannot be staged together. */
+static int row_stage_enter(row_stage *st, const sort_layout *g, int64_t r, int64_t k,
+                           int64_t rows, int64_t len, out_row *out)
+{
+    if (!st->w || (r % g->inner) + k > g->inner) return 0;
+    if (r < st->r0 || r + k > st->r0 + st->n) {
+        row_stage_flush(st, g, len);
+        const int64_t in_slice = g->inner - r % g->inner, in_call = rows - r;
+        int64_t n = st->w < in_slice ? st->w : in_slice;
+        n = n < in_call ? n : in_call;
+        n -= n % k;
+        if (n < k) return 0;
+        const out_row o = sort_out_row(g, r);
+        for (int64_t j = 0; j < len; ++j)
+            memcpy(st->in + j * st->bytes, o.row + j * o.step, (size_t)(n * g->es));
+        st->r0 = r;
+        st->n = n;
+    }
+    for (int64_t l = 0; l < k; ++l) {
+        const int64_t at = r - st->r0 + l;
+        out[l].row = st->in + at * g->es;
+        out[l].step = st->bytes;
+        if (st->out) {
+            out[l].vals = st->vals ? st->vals + at * g->es : NULL;
+            out[l].inds = st->inds ? st->inds + at : NULL;
+            out[l].dsl = st->w;
+        }
+    }
+    if (st->out) st->done = r + k - st->r0;
+    return 1;
+}
+
+/* After rows up to r_end - 1 are done: the stage's outputs copied out
+ * when its last row is among them. */
+static void row_stage_after(row_stage *st, const sort_layout *g, int64_t r_end, int64_t len)
+{
+    if (st->done && r_end >= st->r0 + st->n) row_stage_flush(st, g, len);
+}
+
+static void row_stage_free(row_stage *st, const sort_layout *g, int64_t len)
+{
+    row_stage_flush(st, g, len);
+    free(st->in);
+    free(st->vals);
+    free(st->inds);
+}
+
 #if defined(KWK_HAVE_BATCH_SORT)
 
 /* 1 when the row holds equal keys with different bits (+0.0 and -0.0, or
@@ -1278,6 +1396,8 @@ static int64_t sort_rows_batched(const sort_call *c, const sort_layout *g, int64
         }
     }
     const int npairs = kwk_net_pairs((int)len, pairs);
+    row_stage st;
+    row_stage_init(&st, g, len);
     int64_t r0 = 0, tie_rows = 0;
     for (; r0 + KWK_BATCH_LANES <= rows && *status == KWK_OK; r0 += KWK_BATCH_LANES) {
         out_row outs[KWK_BATCH_LANES];
@@ -1288,6 +1408,10 @@ static int64_t sort_rows_batched(const sort_call *c, const sort_layout *g, int64
         }
         src.step = outs[0].step;
         src.adjacent = g->src_si == 1 && (r0 % g->inner) + KWK_BATCH_LANES <= g->inner;
+        if (src.adjacent && row_stage_enter(&st, g, r0, KWK_BATCH_LANES, rows, len, outs)) {
+            for (int l = 0; l < KWK_BATCH_LANES; ++l) src.row[l] = outs[l].row;
+            src.step = outs[0].step;
+        }
 
         /* torch order past 16 elements: rows with ties are redone anyway,
          * so the network may ignore the indices of equal keys */
@@ -1317,6 +1441,7 @@ static int64_t sort_rows_batched(const sort_call *c, const sort_layout *g, int64
                 else batch_emit(&outs[l], slots, l, len);
             }
         }
+        row_stage_after(&st, g, r0 + KWK_BATCH_LANES, len);
         if (c->torch_ties) {
             /* rows of one call are alike: when most have ties (zeros,
              * masked entries, rounded values), the network's work is
@@ -1328,6 +1453,7 @@ static int64_t sort_rows_batched(const sort_call *c, const sort_layout *g, int64
             }
         }
     }
+    row_stage_free(&st, g, len);
     free(pairs);
     free(slots);
     return r0;
@@ -1385,10 +1511,15 @@ static int sort_rows_any(int dtype, const void *src, int64_t outer, int64_t len,
         !h16_sort_takes(dtype, len, c.torch_ties, indices != NULL))
         r = sort_rows_batched(&c, &g, rows, &ws, &keys, &status);
 #endif
+    row_stage st;
+    row_stage_init(&st, &g, len);
     for (; status == KWK_OK && r < rows; ++r) {
-        const out_row out = sort_out_row(&g, r);
+        out_row out = sort_out_row(&g, r);
+        row_stage_enter(&st, &g, r, 1, rows, len, &out);
         status = sort_one_row(&c, &ws, &keys, &out);
+        row_stage_after(&st, &g, r + 1, len);
     }
+    row_stage_free(&st, &g, len);
     free(keys);
     workspace_free(&ws);
     return status;

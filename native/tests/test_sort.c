@@ -367,11 +367,13 @@ static void check_case(int dt, int kind, int64_t n)
     free(x); free(vbuf); free(ibuf); free(ref); free(tmp); free(cv); free(kv);
 }
 
-/* several rows in one call, strided source and output (inner = 2) */
-static void check_strided(int dt, int64_t n)
+/* several rows in one call, strided source and output (inner = 2; inner
+ * = 37: rows along a non-last dim staged, sort_kernels.h row_stage, with a
+ * partial stage and batches straddling the outer slices) */
+static void check_strided(int dt, int64_t n, int64_t inner)
 {
     const int es = ES[dt];
-    const int64_t outer = 3, inner = 2, total = outer * n * inner;
+    const int64_t outer = 3, total = outer * n * inner;
     unsigned char *x = malloc((size_t)(total ? total : 1) * es);
     unsigned char *v = malloc((size_t)(total ? total : 1) * es), *v1 = malloc((size_t)(n ? n : 1) * es);
     int64_t *ix = malloc((size_t)(total ? total : 1) * 8), *i1 = malloc((size_t)(n ? n : 1) * 8);
@@ -598,7 +600,8 @@ int main(int argc, char **argv)
         /* these compare each target with itself (one row at a time) */
         for (int ti = 0; ti < g_ntargets; ++ti) {
             use_target(ti);
-            for (int64_t n = 0; n < 300; n += 17) check_strided(dt, n);
+            for (int64_t n = 0; n < 300; n += 17) check_strided(dt, n, 2);
+            for (int64_t n = 2; n < 1100; n += n < 64 ? 15 : 211) check_strided(dt, n, 37);
             for (int64_t n = 1; n <= 17; ++n)
                 for (int kind = 0; kind < NKINDS; ++kind) check_short_rows(dt, kind, n);
         }
