@@ -164,7 +164,7 @@ def test_batch_sort_inner_dim(kw, gen):
 
 
 @pytest.mark.parametrize("dtype", (torch.float32, torch.bfloat16, torch.int16, torch.int8,
-                                   torch.bool), ids=str)
+                                   torch.bool, torch.float64, torch.int64), ids=str)
 def test_batch_sort_staged_columns(kw, gen, dtype):
     """Rows along a non-last dim with many neighbours (sort_rows_batched's
     stage: up to 1 KB of neighbouring rows per position copied to a buffer,
