@@ -174,7 +174,8 @@ def test_batch_sort_staged_columns(kw, gen, dtype):
     rows with ties redone inside a stage (torch order), rows long enough to
     narrow the stage (64 KB / len bytes), values only, indices only, and
     out= tensors that are themselves strided."""
-    for shape in ((2, 33, 300), (3, 64, 264), (1, 200, 136), (2, 577, 40), (1, 700, 72)):
+    # inner sizes putting positions >= 1 KB apart (STAGE_MIN_STRIDE) for every dtype
+    for shape in ((2, 33, 1100), (1, 64, 1064), (1, 200, 1030), (1, 577, 1040), (1, 700, 1030)):
         x = make_values("random", shape, dtype, gen)
         tied = x.clone()
         tied[:, 1, ::5] = tied[:, -1, ::5]  # every fifth column ties

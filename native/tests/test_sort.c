@@ -368,8 +368,9 @@ static void check_case(int dt, int kind, int64_t n)
 }
 
 /* several rows in one call, strided source and output (inner = 2; inner
- * = 37: rows along a non-last dim staged, sort_kernels.h row_stage, with a
- * partial stage and batches straddling the outer slices) */
+ * = 1024 / es + 5: rows along a non-last dim staged, their positions 1 KB
+ * apart or more, sort_kernels.h row_stage, with a partial stage and
+ * batches straddling the outer slices) */
 static void check_strided(int dt, int64_t n, int64_t inner)
 {
     const int es = ES[dt];
@@ -601,7 +602,7 @@ int main(int argc, char **argv)
         for (int ti = 0; ti < g_ntargets; ++ti) {
             use_target(ti);
             for (int64_t n = 0; n < 300; n += 17) check_strided(dt, n, 2);
-            for (int64_t n = 2; n < 1100; n += n < 64 ? 15 : 211) check_strided(dt, n, 37);
+            for (int64_t n = 2; n < 800; n += n < 64 ? 31 : 233) check_strided(dt, n, 1024 / ES[dt] + 5);
             for (int64_t n = 1; n <= 17; ++n)
                 for (int kind = 0; kind < NKINDS; ++kind) check_short_rows(dt, kind, n);
         }
