@@ -1176,7 +1176,7 @@ static out_row sort_out_row(const sort_layout *g, int64_t r)
 enum { STAGE_MIN_BYTES = 64, STAGE_ROW_BYTES = 1024, STAGE_MAX_BYTES = 1 << 16, STAGE_MIN_STRIDE = 1024 };
 
 typedef struct {
-    char *in, *vals;  /* input stage (or NULL: inputs read in place), values stage (or NULL) */
+    char *in, *vals;  /* input stage, values stage (or NULL) */
     int64_t *inds;    /* indices stage (or NULL) */
     int64_t bytes, w; /* bytes per position, rows a stage holds */
     int64_t r0, n;    /* rows r0 .. r0 + n - 1 are staged */
@@ -1195,16 +1195,16 @@ static void row_stage_init(row_stage *st, const sort_layout *g, int64_t len)
 {
     memset(st, 0, sizeof *st);
     st->r0 = -1;
-    const int in = g->src_si == 1, out = g->dst_si == 1;
-    if (!in || g->src_sl * g->es < STAGE_MIN_STRIDE || len < 2) return;
+    const int out = g->dst_si == 1;
+    if (g->src_si != 1 || g->src_sl * g->es < STAGE_MIN_STRIDE || len < 2) return;
     int64_t b = (STAGE_MAX_BYTES / len) & ~(int64_t)(STAGE_MIN_BYTES - 1);
     b = b > STAGE_ROW_BYTES ? STAGE_ROW_BYTES : b < STAGE_MIN_BYTES ? STAGE_MIN_BYTES : b;
     st->bytes = b;
     st->out = out;
-    if (in) st->in = (char *)malloc((size_t)(len * b));
+    st->in = (char *)malloc((size_t)(len * b));
     if (out && g->values) st->vals = (char *)malloc((size_t)(len * b));
     if (out && g->indices) st->inds = (int64_t *)malloc((size_t)(len * (b / g->es)) * sizeof(int64_t));
-    if ((in && !st->in) || (out && ((g->values && !st->vals) || (g->indices && !st->inds)))) {
+    if (!st->in || (out && ((g->values && !st->vals) || (g->indices && !st->inds)))) {
         free(st->in);
         free(st->vals);
         free(st->inds);
@@ -1245,20 +1245,16 @@ static int row_stage_enter(row_stage *st, const sort_layout *g, int64_t r, int64
         n = n < in_call ? n : in_call;
         n -= n % k;
         if (n < k) return 0;
-        if (st->in) {
-            const out_row o = sort_out_row(g, r);
-            for (int64_t j = 0; j < len; ++j)
-                memcpy(st->in + j * st->bytes, o.row + j * o.step, (size_t)(n * g->es));
-        }
+        const out_row o = sort_out_row(g, r);
+        for (int64_t j = 0; j < len; ++j)
+            memcpy(st->in + j * st->bytes, o.row + j * o.step, (size_t)(n * g->es));
         st->r0 = r;
         st->n = n;
     }
     for (int64_t l = 0; l < k; ++l) {
         const int64_t at = r - st->r0 + l;
-        if (st->in) {
-            out[l].row = st->in + at * g->es;
-            out[l].step = st->bytes;
-        }
+        out[l].row = st->in + at * g->es;
+        out[l].step = st->bytes;
         if (st->out) {
             out[l].vals = st->vals ? st->vals + at * g->es : NULL;
             out[l].inds = st->inds ? st->inds + at : NULL;
@@ -1424,7 +1420,7 @@ static int64_t sort_rows_batched(const sort_call *c, const sort_layout *g, int64
         }
         src.step = outs[0].step;
         src.adjacent = g->src_si == 1 && (r0 % g->inner) + KWK_BATCH_LANES <= g->inner;
-        if (src.adjacent && st.in && row_stage_enter(&st, g, r0, KWK_BATCH_LANES, rows, len, outs)) {
+        if (src.adjacent && row_stage_enter(&st, g, r0, KWK_BATCH_LANES, rows, len, outs)) {
             for (int l = 0; l < KWK_BATCH_LANES; ++l) src.row[l] = outs[l].row;
             src.step = outs[0].step;
         }
