@@ -24,6 +24,7 @@ typedef struct {
     kwk_kv *kv;      /* records for wide keys and for torch-order emulation */
     kwk_kv *kv_tmp;
     size_t cap[4];   /* each block's size (workspace_alloc), in that order */
+    wemu_gate gate;  /* the torch-order emulation's short-range sorts (torch_order.h) */
 } workspace;
 
 /* Workspace buffers of KWK_HUGE_MIN_BYTES or more are asked to be backed

@@ -980,23 +980,25 @@ typedef struct {
     int nr, s;
     uint64_t m;
     const wemu_prune *pr;
+    wemu_gate gate[KWK_MAX_ROW_THREADS];
 } wemu_par;
 
 static void wemu_par_part(void *ctx, int p)
 {
-    const wemu_par *w = (const wemu_par *)ctx;
+    wemu_par *w = (wemu_par *)ctx;
     for (int i = 0; i < w->nr; ++i)
         if (w->owner[i] == p)
             wemu_introsort_loop(w->r[i].first, w->r[i].last, w->r[i].depth, w->s, w->m, w->pr,
-                                w->r[i].klo, w->r[i].khi);
+                                w->r[i].klo, w->r[i].khi, &w->gate[p]);
 }
 
 static void wemu_introsort_threads(uint64_t *first, uint64_t *last, int64_t depth_limit, int s,
-                                   uint64_t m, const wemu_prune *pr, uint64_t klo, uint64_t khi)
+                                   uint64_t m, const wemu_prune *pr, uint64_t klo, uint64_t khi,
+                                   wemu_gate *g)
 {
     const int parts = kwk_row_threads();
     if (parts < 2 || last - first < WEMU_PAR_MIN_N) {
-        wemu_introsort_loop(first, last, depth_limit, s, m, pr, klo, khi);
+        wemu_introsort_loop(first, last, depth_limit, s, m, pr, klo, khi, g);
         return;
     }
     wemu_par w;
@@ -1004,6 +1006,7 @@ static void wemu_introsort_threads(uint64_t *first, uint64_t *last, int64_t dept
     w.s = s;
     w.m = m;
     w.pr = pr;
+    for (int p = 0; p < KWK_MAX_ROW_THREADS; ++p) w.gate[p] = *g;
     w.r[0] = (wemu_range){first, last, depth_limit, klo, khi};
     while (w.nr < WEMU_PAR_RANGES) {
         int big = 0;
@@ -1084,7 +1087,7 @@ static int sort_one_row(const sort_call *c, workspace *ws, uint64_t **keys, cons
         }
         if (torch_ties && tie_expected(ws->words, len, &r, ws->tmp)) {
             /* the stable sort would almost surely be thrown away */
-            wemu_std_sort_with(ws->words, len, r.ibits, wemu_introsort_threads);
+            wemu_std_sort_with(ws->words, len, r.ibits, wemu_introsort_threads, &ws->gate);
             emit_words_decoded_split(out, dtype, ws->words, len, r.ibits, r.mask, r.lo, flip);
             return KWK_OK;
         }
@@ -1097,8 +1100,8 @@ static int sort_one_row(const sort_call *c, workspace *ws, uint64_t **keys, cons
             words_to_index_order(ws->words, ws->tmp, len, r.mask);
             if (*keys)
                 wemu_std_sort_sorted_with(ws->tmp, len, r.ibits, ws->words, *keys,
-                                          wemu_introsort_threads);
-            else wemu_std_sort_with(ws->tmp, len, r.ibits, wemu_introsort_threads);
+                                          wemu_introsort_threads, &ws->gate);
+            else wemu_std_sort_with(ws->tmp, len, r.ibits, wemu_introsort_threads, &ws->gate);
             emit_words_decoded_split(out, dtype, ws->tmp, len, r.ibits, r.mask, r.lo, flip);
         } else {
             emit_words_decoded_split(out, dtype, ws->words, len, r.ibits, r.mask, r.lo, flip);
@@ -1109,7 +1112,7 @@ static int sort_one_row(const sort_call *c, workspace *ws, uint64_t **keys, cons
     if (r.ibits <= 32) {
         if (wide_sort(k, ws->words, ws->tmp, len, &r) && torch_ties) {
             rank_words_from_sorted(k, ws->words, ws->tmp, len, r.ibits, r.mask);
-            wemu_std_sort_with(ws->tmp, len, r.ibits, wemu_introsort_threads);
+            wemu_std_sort_with(ws->tmp, len, r.ibits, wemu_introsort_threads, &ws->gate);
             emit_words(out, ws->tmp, len, r.mask);
         } else {
             emit_words(out, ws->words, len, r.mask);

@@ -32,7 +32,13 @@ int main(int argc, char **argv)
     static kwk_kv kv2[MAXN];
     static uint64_t w[MAXN], w2[MAXN], sorted[MAXN], dups[MAXN];
     long bad = 0, bad_nth = 0;
+    /* the short-range sorts' gate: fresh for most calls (so they are
+     * tried), one kept across trials for every fifth (closed by the
+     * tie-heavy kinds, as a long call's gate would be) */
+    wemu_gate kept = {0, 0};
     for (long t = 0; t < trials; ++t) {
+        wemu_gate fresh = {0, 0};
+        wemu_gate *g = t % 5 == 0 ? &kept : &fresh;
         int64_t n = (int64_t)(rnd() % (t % 10 == 0 ? MAXN : 600));
         int kind = (int)(rnd() % 9);
         uint64_t distinct = 1 + rnd() % (kind < 4 ? 3 : n + 1);
@@ -65,7 +71,7 @@ int main(int argc, char **argv)
             uint64_t m = ibits ? (((uint64_t)1 << ibits) - 1) : 0;
             emu_introsort_loop(kv, kv + n, depth);
             emu_final_insertion_sort(kv, n);
-            wemu_introsort_loop(w, w + n, depth, ibits, m, NULL, 0, 0);
+            wemu_introsort_loop(w, w + n, depth, ibits, m, NULL, 0, 0, g);
         } else {
             emu_std_sort(kv, n);
             /* half the time the variant given the stable sort, which copies
@@ -73,9 +79,9 @@ int main(int argc, char **argv)
             if (t % 2 == 0 && n > 0) {
                 for (int64_t i = 0; i < n; ++i) sorted[i] = w[i];
                 qsort(sorted, (size_t)n, sizeof(uint64_t), cmp_u64);
-                wemu_std_sort_sorted_with(w, n, ibits, sorted, dups, wemu_introsort_loop);
+                wemu_std_sort_sorted_with(w, n, ibits, sorted, dups, wemu_introsort_loop, g);
             } else {
-                wemu_std_sort(w, n, ibits);
+                wemu_std_sort_with(w, n, ibits, wemu_introsort_loop, g);
             }
         }
         for (int64_t i = 0; i < n; ++i) {
