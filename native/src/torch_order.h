@@ -499,6 +499,84 @@ static inline void wemu_swap_mirrored(uint64_t *f, uint64_t *l, int n)
     for (; t < n; ++t) w_swap(f + t, l - 1 - t);
 }
 
+#if defined(__AVX512F__)
+/* The last n <= 64 slots of wemu_unguarded_partition, in registers.  With
+ * A (B) the slots whose key is >= (<=) the pivot's, L_t the t-th lowest
+ * slot of A and R_t the t-th highest of B, the loop swaps L_t with R_t for
+ * t = 1..T (below).  Every L_t (t <= T) lies below every R_t (L_T < R_T),
+ * so on the 2T slots S they occupy, in ascending order, the swaps pair the
+ * first with the last, the second with the second last, ...: they reverse
+ * the subsequence of words on S.  That is one compress of S's words and
+ * one expand of them read backwards, instead of lists of offsets and T
+ * dependent swaps.  Measured (native, std::nth_element of rows of 128
+ * words with ties, ns a row): 470 -> 390.  A version for up to 256 slots
+ * (masks of 4 words) measured slower than the lists it replaced. */
+static inline int wemu_nth_bit_up(uint64_t a, int t) /* t-th lowest set bit, t >= 1 */
+{
+    return (int)__builtin_ctzll(_pdep_u64((uint64_t)1 << (t - 1), a));
+}
+
+static inline int wemu_nth_bit_down(uint64_t b, int nb, int t) /* t-th highest of nb set bits */
+{
+    return 63 - (int)__builtin_clzll(_pdep_u64((uint64_t)1 << (nb - t), b));
+}
+
+static uint64_t *wemu_tail_partition512(uint64_t *f, int n, uint64_t plo, uint64_t phi)
+{
+    const __m512i lo = _mm512_set1_epi64((long long)plo), hi = _mm512_set1_epi64((long long)phi);
+    const int nv = (n + 7) / 8;
+    __m512i w[8];
+    uint64_t A = 0, B = 0;
+    for (int v = 0; v < nv; ++v) {
+        const __mmask8 valid = (__mmask8)_bzhi_u32(0xFFu, (unsigned)(n - 8 * v)); /* n - 8v <= 64 */
+        w[v] = _mm512_maskz_loadu_epi64(valid, f + 8 * v);
+        A |= (uint64_t)_mm512_mask_cmpge_epu64_mask(valid, w[v], lo) << (8 * v);
+        B |= (uint64_t)_mm512_mask_cmple_epu64_mask(valid, w[v], hi) << (8 * v);
+    }
+    const int na = __builtin_popcountll(A), nb = __builtin_popcountll(B);
+    /* T = max over x of min(a(x), b(x)), a(x) = #A below x, b(x) = #B at or
+     * above x (t <= both means L_t < x <= R_t; x = L_T + 1 attains T).  a
+     * rises and b falls with x, so with x* the last x where a(x) <= b(x):
+     * T = max(a(x*), b(x* + 1)).  x* by a branch-free binary search. */
+    int x = 0;
+    for (int step = 64; step; step >>= 1) {
+        const int y = x + step;
+        const int ok = y <= n && __builtin_popcountll(_bzhi_u64(A, (unsigned)y)) <=
+                                     __builtin_popcountll(y < 64 ? B >> y : 0);
+        x = ok ? y : x;
+    }
+    const int ax = __builtin_popcountll(_bzhi_u64(A, (unsigned)x));
+    const int bx1 = x < n ? __builtin_popcountll(x + 1 < 64 ? B >> (x + 1) : 0) : 0;
+    const int T = ax > bx1 ? ax : bx1;
+    int cut = T < na ? wemu_nth_bit_up(A, T + 1) : n;
+    if (T > 0 && wemu_nth_bit_down(B, nb, T) < cut) cut = wemu_nth_bit_down(B, nb, T);
+    if (T == 0) return f + cut;
+    const uint64_t S = _pdep_u64(_bzhi_u64(~(uint64_t)0, (unsigned)T), A) |
+                       (B & ~_pdep_u64(_bzhi_u64(~(uint64_t)0, (unsigned)(nb - T)), B));
+    uint64_t qbuf[8 + 64 + 8];
+    uint64_t *const q = qbuf + 8; /* reads run up to 7 words before q, stores 7 past 64 */
+    _mm512_storeu_si512((void *)qbuf, _mm512_setzero_si512());
+    int pos = 0;
+    for (int v = 0; v < nv; ++v) {
+        const __mmask8 sv = (__mmask8)(S >> (8 * v));
+        _mm512_storeu_si512((void *)(q + pos), _mm512_maskz_compress_epi64(sv, w[v]));
+        pos += __builtin_popcount(sv);
+    }
+    const int total = pos;
+    const __m512i rev = _mm512_set_epi64(0, 1, 2, 3, 4, 5, 6, 7);
+    pos = 0;
+    for (int v = 0; v < nv; ++v) {
+        const __mmask8 sv = (__mmask8)(S >> (8 * v));
+        if (!sv) continue;
+        /* lane i: q[total - 1 - pos - i] */
+        const __m512i r = _mm512_permutexvar_epi64(rev, _mm512_loadu_si512((const void *)(q + total - pos - 8)));
+        _mm512_mask_storeu_epi64(f + 8 * v, sv, _mm512_maskz_expand_epi64(sv, r));
+        pos += __builtin_popcount(sv);
+    }
+    return f + cut;
+}
+#endif
+
 /* __unguarded_partition(first, last, pivot) without its data-dependent
  * branches, giving the same arrangement and the same cut.
  *
@@ -573,6 +651,9 @@ static uint64_t *wemu_unguarded_partition(uint64_t *first, uint64_t *last, uint6
         l = nlast;
     }
     const int n = (int)(l - f);
+#if defined(__AVX512F__)
+    if (n <= 64) return wemu_tail_partition512(f, n, plo, phi);
+#endif
     const int nl = wemu_list_up(f, n, plo, lb);
     const int nr = wemu_list_down(l, n, phi, rb);
     const int k = nl < nr ? nl : nr;
