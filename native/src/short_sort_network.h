@@ -40,7 +40,7 @@
 #include "keys.h"
 #include "transpose8.h"
 
-#if (defined(__AVX2__) && !defined(__AVX512F__)) || defined(KWK_SN_TABLE) /* (tests check it) */
+#if defined(__AVX2__) || defined(KWK_SN_TABLE) /* (tests check it) */
 enum { SN_MAX = 16 };
 
 /* Batcher's odd-even merge sort networks for 2..16 elements, as (lo, hi)
@@ -118,10 +118,15 @@ static const uint16_t SN_AT[SN_MAX + 2] = {0, 0, 0, 1, 4, 9, 18, 30, 46, 65, 93,
 
 #endif
 
-/* The AVX2 target only: the unrolled copies cost the build ~10-15 s per
- * translation unit, and the AVX-512 target (whose 16 lanes would want a
- * layout of their own) keeps short_rows.h's rank sort. */
-#if defined(__AVX2__) && !defined(__AVX512F__)
+/* The AVX2 and AVX-512 targets (the unrolled copies cost the build ~10-15
+ * s per translation unit; the portable one keeps short_rows.h's rank
+ * sort).  The AVX-512 target runs these 8-lane kernels as they are: its
+ * rank sort, whose emit stores element by element, was 1.5-2.7x slower
+ * (ns/el, contiguous rows, rank sort -> network: float32 4096x4 sort
+ * 1.68 -> 1.00, argsort 1.86 -> 0.70, 4096x8 1.55 -> 0.86, 65536x7 1.61
+ * -> 1.04; int32 4096x8 1.51 -> 0.79; whisper_timing 10x40x1500x7 9.4 ->
+ * 6.8 ms, lnets_groupsort 128x256x4 220 -> 108 us). */
+#if defined(__AVX2__)
 #include <immintrin.h>
 #define KWK_HAVE_SORT_NETWORK 1
 
@@ -344,5 +349,5 @@ static int64_t sn_sort_rows(int dtype, const void *src, int64_t outer, int n, in
 #undef SN_LENGTHS
 #undef SN_UNROLL
 #undef SN_INLINE
-#endif /* __AVX2__ && !__AVX512F__ */
+#endif /* __AVX2__ */
 #endif
