@@ -86,6 +86,40 @@ def test_short_rows_through_the_sorting_network(kw, gen, op, dtype):
                 compare(op, x.t().contiguous(), 0.3, dim=0, interpolation="midpoint")
 
 
+@pytest.mark.parametrize("op", OPS)
+def test_short_float32_rows_eight_at_once(kw, gen, op):
+    """float32 rows of 2..32 without NaN are answered eight at a time in
+    vectors (quantile_kernels.h qk_group8_f32): rows side by side in memory
+    (dim 0 of a matrix: eight adjacent columns load as one vector) or apart
+    (dim 1, or every other column), every mode, q lists, remainders of 1..7
+    rows; a group holding only -0.0 keeps its bits (the lerp's and lower's
+    zero is -0.0), and groups holding both zeros or a NaN are answered row
+    by row (or by torch, when the rank lands on the zeros)."""
+    dtype = torch.float32
+    q = torch.tensor([0.0, 0.1, 0.25, 0.5, 0.9, 1.0], dtype=dtype)
+    for length in (2, 3, 5, 7, 12, 16, 17, 24, 32):
+        for cols in (8, 16, 21, 37):
+            x = make_values("random", (length, cols), dtype, gen)
+            if cols >= 16:
+                x[:, 8:16] = make_values("ties", (length, 8), dtype, gen)
+            if cols > 16:
+                x[::2, 16:24] = -0.0  # only negative zeros in the third group
+            if cols > 24:
+                x[0, 26] = float("nan")  # a NaN in the fourth group
+                x[0, 24], x[-1, 24] = 0.0, -0.0  # both zeros there too
+            for mode in MODES:
+                compare(op, x, q, dim=0, interpolation=mode, fast=None)
+                compare(op, x, 0.5, dim=0, interpolation=mode, fast=None)
+            compare(op, x.t(), q, dim=1, fast=None)
+            compare(op, x[:, ::2], 0.3, dim=0, interpolation="midpoint", fast=None)
+            compare(op, x.t().contiguous(), q, dim=1, keepdim=True, interpolation="nearest",
+                    fast=None)
+    # the fast path itself (no NaN, no zero pair: nothing left to torch)
+    x = make_values("random", (12, 1000), dtype, gen)
+    compare(op, x, 0.5, dim=0)
+    compare(op, x, q, dim=0, interpolation="lower")
+
+
 @pytest.mark.parametrize("dtype", DTYPES, ids=str)
 def test_rows_dominated_by_one_value(kw, gen, dtype):
     """ReLU activations (torch.ao's observers): most of a row is 0.0, so a
