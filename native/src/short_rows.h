@@ -202,6 +202,24 @@ static void sr_transpose(const char *const *rows, int64_t n, int32_t *col)
         for (int l = 0; l < SR_LANES; ++l) memcpy(col + j * SR_LANES + l, rows[l] + j * 4, 4);
 }
 
+/* float32 columns keyed eight at a time (kwk_keys8_f32): sk_f32's branches
+ * keep the compiler from vectorising the loop below, which was the largest
+ * part of a topk of 4096x8 (k = 2: 26.9 -> 22.7 us a call, 16384x8 92 -> 73). */
+#if defined(__AVX2__)
+static inline int sr_keys8_f32(int32_t *col, int64_t n, uint32_t x)
+{
+    const __m256i xv = _mm256_set1_epi32((int)x);
+    for (int64_t j = 0; j < n; ++j) {
+        __m256i *p = (__m256i *)(void *)(col + j * SR_LANES);
+        _mm256_storeu_si256(p, _mm256_xor_si256(kwk_keys8_f32(_mm256_loadu_si256(p)), xv));
+    }
+    return 1;
+}
+#define SR_KEYS8_F32(DTYPE, col, n, x) ((DTYPE) == KWK_FLOAT32 && sr_keys8_f32(col, n, x))
+#else
+#define SR_KEYS8_F32(DTYPE, col, n, x) 0
+#endif
+
 /* col[j * 8 + l] = key of element j of lane l's row, flipped, as a signed
  * int32 (sign bit flipped: signed order == key order).  UT is the key
  * width, KEY the dtype's key function (select_words.h).  Contiguous rows of
@@ -215,6 +233,7 @@ static void sr_transpose(const char *const *rows, int64_t n, int32_t *col)
         if (sizeof(UT) == 4 && step == 4) {                                   \
             /* the bits to columns, then their keys in one contiguous pass */ \
             sr_transpose(g->src, n, col);                                     \
+            if (SR_KEYS8_F32(DTYPE, col, n, x)) return;                       \
             for (int64_t j = 0; j < n * SR_LANES; ++j) {                      \
                 UT v;                                                         \
                 memcpy(&v, col + j, sizeof(UT));                              \
