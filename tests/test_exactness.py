@@ -375,6 +375,31 @@ def test_median_layouts(kw, gen, op, dtype, lay):
 
 
 @pytest.mark.parametrize("op", ["median", "nanmedian"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int32, torch.int64], ids=str)
+def test_median_rows_of_the_vector_select(kw, gen, op, dtype):
+    """32-bit keys of rows of 33..65536 take the AVX-512 quicksort's select
+    (select_words.h sw_rank_select_u32), then the index among equal keys
+    sixteen at a time: lengths at both ends and between, rows with a run of
+    one value around the median (43% and 90% zeros, +0.0 beside -0.0 in
+    float rows), two values, NaN-padded rows; 64-bit keys alongside."""
+    for n in (32, 33, 47, 576, 1124, 5000, 65536, 65537):
+        rows = 3 if n < 60000 else 1
+        x = make_values("random", (rows, n), dtype, gen)
+        zero = torch.zeros((), dtype=dtype)
+        x[0] = torch.where(torch.rand(n, generator=gen) < 0.43, zero, x[0])
+        if rows > 1:
+            x[1] = torch.where(torch.rand(n, generator=gen) < 0.9, zero, x[1])
+            x[2] = torch.randint(0, 2, (n,), generator=gen).to(dtype)
+            if dtype.is_floating_point:
+                x[1, ::3] = -0.0
+                x[2, n // 3:] = float("nan")
+        compare(op, x, 1)
+        compare(op, x.t(), 0)
+        if n < 60000:
+            compare(op, x)
+
+
+@pytest.mark.parametrize("op", ["median", "nanmedian"])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.int64], ids=str)
 def test_median_long_rows(kw, gen, op, dtype):
     for kind in ("random", "ties", "nan"):

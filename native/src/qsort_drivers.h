@@ -11,7 +11,9 @@
  *    (stack depth O(log n)), heap sort when depth runs out;
  *  - P##_first(a, n, m, depth): the m smallest of a[0..n) to a[0..m),
  *    ascending (the rest in no order): partitions recurse only into the
- *    part holding rank m - 1, sorting whatever lies wholly before it.
+ *    part holding rank m - 1, sorting whatever lies wholly before it;
+ *  - P##_select(a, n, r, depth): the key of rank r (0 <= r < n) of
+ *    a[0..n), which is left reordered: partitions follow rank r alone.
  */
 #ifndef KWK_QSORT_DRIVERS_H
 #define KWK_QSORT_DRIVERS_H
@@ -62,6 +64,30 @@
             m -= k;                                                           \
         }                                                                     \
         if (m > 0) P##_sort_base(a, n);                                       \
+    }                                                                         \
+    __attribute__((unused)) static T P##_select(T *a, int64_t n, int64_t r, int depth) \
+    {                                                                         \
+        while (n > (BASE_N)) {                                                \
+            if (depth-- <= 0) {                                               \
+                P##_heap_sort(a, n);                                          \
+                return a[r];                                                  \
+            }                                                                 \
+            const int64_t k = P##_split(a, &n);                               \
+            if (k == 0) {                                                     \
+                /* [n, old n) all equal the pivot, in place */                \
+                if (r >= n) return a[r];                                      \
+                continue;                                                     \
+            }                                                                 \
+            if (r < k) {                                                      \
+                n = k;                                                        \
+            } else {                                                          \
+                a += k;                                                       \
+                n -= k;                                                       \
+                r -= k;                                                       \
+            }                                                                 \
+        }                                                                     \
+        P##_sort_base(a, n);                                                  \
+        return a[r];                                                          \
     }
 
 #endif

@@ -35,6 +35,7 @@
 #include "row_io.h"
 #include "compress_lut.h"
 #include "torch_order.h"
+#include "simd_qsort.h"
 
 /* Keys are gathered SW_BLOCK at a time into a small buffer. */
 enum { SW_BLOCK = 64 };
@@ -947,6 +948,53 @@ SW_DEFINE_QSELECT(uint16_t, u16)
 SW_DEFINE_QSELECT(uint32_t, u32)
 SW_DEFINE_QSELECT(uint64_t, u64)
 
+/* sw_rank through the AVX-512 quicksort's partitions (simd_qsort.h
+ * simd_select_32): 32-bit keys of rows of SW_SMALL..SW_SELECT_MAX, copied
+ * to the scratch and selected by rank alone, then the index: the
+ * (r - #smaller)-th key equal to the selected one, in index order.  The
+ * sampled bracket below costs a sample sort and two passes whatever the
+ * row; on rows of 576..20000 floats this is 2-3x faster.
+ * SW_RANK_NOT_TAKEN where it does not apply. */
+enum { SW_RANK_NOT_TAKEN = -2, SW_SELECT_MAX = 1 << 16 };
+#define SW_RANK_SELECT_NONE(UT, SUF)                                          \
+    static inline int64_t sw_rank_select_##SUF(const UT *key, int64_t n, int64_t r, \
+                                               sw_rank_scratch *s)            \
+    {                                                                         \
+        (void)key, (void)n, (void)r, (void)s;                                 \
+        return SW_RANK_NOT_TAKEN;                                             \
+    }
+SW_RANK_SELECT_NONE(uint8_t, u8)
+SW_RANK_SELECT_NONE(uint16_t, u16)
+SW_RANK_SELECT_NONE(uint64_t, u64)
+#if defined(KWK_HAVE_SIMD_QSORT) && defined(__AVX512F__)
+static inline int64_t sw_rank_select_u32(const uint32_t *key, int64_t n, int64_t r,
+                                         sw_rank_scratch *s)
+{
+    if (n <= SW_SMALL || n > SW_SELECT_MAX || s->cap < n) return SW_RANK_NOT_TAKEN;
+    uint32_t *c = (uint32_t *)s->ka;
+    memcpy(c, key, (size_t)n * sizeof(uint32_t));
+    const uint32_t v = simd_select_32(c, n, r);
+    int64_t below = 0;
+    for (int64_t j = 0; j < n; ++j) below += key[j] < v;
+    /* the t-th key equal to v, sixteen at a time (one by one, a frequent v
+     * - a row of 43% zeros - cost a mispredicted branch every other key) */
+    int64_t t = r - below, j = 0;
+    const __m512i vv = _mm512_set1_epi32((int)v);
+    for (; j + 16 <= n; j += 16) {
+        const unsigned m = _mm512_cmpeq_epi32_mask(_mm512_loadu_si512((const void *)(key + j)), vv);
+        const int c = __builtin_popcount(m);
+        if (t < c) return j + __builtin_ctz(_pdep_u32(1u << t, m));
+        t -= c;
+    }
+    for (; j < n; ++j)
+        if (key[j] == v && t-- == 0) return j;
+    return SW_RANK_NOT_TAKEN; /* not reached: rank r holds v */
+}
+#else
+SW_RANK_SELECT_NONE(uint32_t, u32)
+#endif
+#undef SW_RANK_SELECT_NONE
+
 /* sw_rank_<SUF>(key, n, r, scratch): the index j whose (key[j], j) has
  * rank r (0 <= r < n) among all (key, index) pairs; -1 when out of memory.
  * key[] is left untouched. */
@@ -1110,6 +1158,8 @@ SW_DEFINE_QSELECT(uint64_t, u64)
                                                                               \
     static int64_t sw_rank_##SUF(const UT *key, int64_t n, int64_t r, sw_rank_scratch *s) \
     {                                                                         \
+        const int64_t j = sw_rank_select_##SUF(key, n, r, s);                \
+        if (j != SW_RANK_NOT_TAKEN) return j;                                 \
         return sw_rank_core_##SUF(key, NULL, n, r, (UT *)s->ka, s->ia, (UT *)s->kb, s->ib, s); \
     }                                                                         \
                                                                               \

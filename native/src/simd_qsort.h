@@ -537,6 +537,13 @@ QS_INLINE void qs32_to_rows(const __m512i *v, __m512i *o, const int NV)
         for (int64_t m = n; m > 1; m >>= 1) depth += 2;                       \
         qs##S##_rec(a, n, depth);                                             \
     }                                                                         \
+    /* the key of rank r of a[0..n) (a reordered) */                          \
+    __attribute__((unused)) static T simd_select_##S(T *a, int64_t n, int64_t r) \
+    {                                                                         \
+        int depth = 4;                                                        \
+        for (int64_t i = n; i > 1; i >>= 1) depth += 2;                       \
+        return qs##S##_select(a, n, r, depth);                                \
+    }                                                                         \
     /* a[0..m) = the m smallest of a[0..n), ascending */                      \
     __attribute__((unused)) static void simd_qsort_##S##_first(T *a, int64_t n, int64_t m) \
     {                                                                         \
