@@ -204,7 +204,12 @@ static void sr_transpose(const char *const *rows, int64_t n, int32_t *col)
 
 /* float32 columns keyed eight at a time (kwk_keys8_f32): sk_f32's branches
  * keep the compiler from vectorising the loop below, which was the largest
- * part of a topk of 4096x8 (k = 2: 26.9 -> 22.7 us a call, 16384x8 92 -> 73). */
+ * part of a topk of 4096x8 (k = 2: 26.9 -> 22.7 us a call, 16384x8 92 -> 73;
+ * the corpus's dsv3_gate_group_select 35.5 -> 28.6 us).  Rows of up to 16
+ * only: on qwen3's router rows (4096x128, k = 8, torch order) the same
+ * change made the whole call 12% slower (738 -> 829 us, the time going to
+ * the emulation of the tied rows, whose inputs and count it does not
+ * change: keys checked equal over 8e7 random patterns); not explained. */
 #if defined(__AVX2__)
 static inline int sr_keys8_f32(int32_t *col, int64_t n, uint32_t x)
 {
@@ -215,7 +220,7 @@ static inline int sr_keys8_f32(int32_t *col, int64_t n, uint32_t x)
     }
     return 1;
 }
-#define SR_KEYS8_F32(DTYPE, col, n, x) ((DTYPE) == KWK_FLOAT32 && sr_keys8_f32(col, n, x))
+#define SR_KEYS8_F32(DTYPE, col, n, x) ((DTYPE) == KWK_FLOAT32 && (n) <= 16 && sr_keys8_f32(col, n, x))
 #else
 #define SR_KEYS8_F32(DTYPE, col, n, x) 0
 #endif
