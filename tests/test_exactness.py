@@ -375,13 +375,13 @@ def test_median_layouts(kw, gen, op, dtype, lay):
 
 
 @pytest.mark.parametrize("op", ["median", "nanmedian"])
-@pytest.mark.parametrize("dtype", [torch.float32, torch.int32, torch.int64], ids=str)
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int32, torch.int64, torch.float64], ids=str)
 def test_median_rows_of_the_vector_select(kw, gen, op, dtype):
-    """32-bit keys of rows of 33..65536 take the AVX-512 quicksort's select
-    (select_words.h sw_rank_select_u32), then the index among equal keys
-    sixteen at a time: lengths at both ends and between, rows with a run of
-    one value around the median (43% and 90% zeros, +0.0 beside -0.0 in
-    float rows), two values, NaN-padded rows; 64-bit keys alongside."""
+    """32- and 64-bit keys of rows of 33..65536 take the AVX-512 quicksort's
+    select (select_words.h sw_rank_select_u32/_u64), then the index among
+    equal keys a vector at a time: lengths at both ends and between, rows
+    with a run of one value around the median (43% and 90% zeros, +0.0
+    beside -0.0 in float rows), two values, NaN-padded rows."""
     for n in (32, 33, 47, 576, 1124, 5000, 65536, 65537):
         rows = 3 if n < 60000 else 1
         x = make_values("random", (rows, n), dtype, gen)

@@ -949,7 +949,7 @@ SW_DEFINE_QSELECT(uint32_t, u32)
 SW_DEFINE_QSELECT(uint64_t, u64)
 
 /* sw_rank through the AVX-512 quicksort's partitions (simd_qsort.h
- * simd_select_32): 32-bit keys of rows of SW_SMALL..SW_SELECT_MAX, copied
+ * simd_select_32/_64): 32- and 64-bit keys of rows of SW_SMALL..SW_SELECT_MAX, copied
  * to the scratch and selected by rank alone, then the index: the
  * (r - #smaller)-th key equal to the selected one, in index order.  The
  * sampled bracket below costs a sample sort and two passes whatever the
@@ -965,33 +965,42 @@ enum { SW_RANK_NOT_TAKEN = -2, SW_SELECT_MAX = 1 << 16 };
     }
 SW_RANK_SELECT_NONE(uint8_t, u8)
 SW_RANK_SELECT_NONE(uint16_t, u16)
-SW_RANK_SELECT_NONE(uint64_t, u64)
 #if defined(KWK_HAVE_SIMD_QSORT) && defined(__AVX512F__)
-static inline int64_t sw_rank_select_u32(const uint32_t *key, int64_t n, int64_t r,
-                                         sw_rank_scratch *s)
-{
-    if (n <= SW_SMALL || n > SW_SELECT_MAX || s->cap < n) return SW_RANK_NOT_TAKEN;
-    uint32_t *c = (uint32_t *)s->ka;
-    memcpy(c, key, (size_t)n * sizeof(uint32_t));
-    const uint32_t v = simd_select_32(c, n, r);
-    int64_t below = 0;
-    for (int64_t j = 0; j < n; ++j) below += key[j] < v;
-    /* the t-th key equal to v, sixteen at a time (one by one, a frequent v
-     * - a row of 43% zeros - cost a mispredicted branch every other key) */
-    int64_t t = r - below, j = 0;
-    const __m512i vv = _mm512_set1_epi32((int)v);
-    for (; j + 16 <= n; j += 16) {
-        const unsigned m = _mm512_cmpeq_epi32_mask(_mm512_loadu_si512((const void *)(key + j)), vv);
-        const int c = __builtin_popcount(m);
-        if (t < c) return j + __builtin_ctz(_pdep_u32(1u << t, m));
-        t -= c;
+/* S: 32 or 64; L lanes a vector; the t-th key equal to v found L at a
+ * time (one by one, a frequent v - a row of 43% zeros - cost a
+ * mispredicted branch every other key) */
+#define SW_DEFINE_RANK_SELECT(UT, SUF, S, L, SET1, CMPEQ)                     \
+    static inline int64_t sw_rank_select_##SUF(const UT *key, int64_t n, int64_t r, \
+                                               sw_rank_scratch *s)            \
+    {                                                                         \
+        if (n <= SW_SMALL || n > SW_SELECT_MAX || s->cap < n) return SW_RANK_NOT_TAKEN; \
+        UT *c = (UT *)s->ka;                                                  \
+        memcpy(c, key, (size_t)n * sizeof(UT));                               \
+        const UT v = simd_select_##S(c, n, r);                                \
+        int64_t below = 0;                                                    \
+        for (int64_t j = 0; j < n; ++j) below += key[j] < v;                  \
+        int64_t t = r - below, j = 0;                                         \
+        const __m512i vv = SET1(v);                                           \
+        for (; j + (L) <= n; j += (L)) {                                      \
+            const unsigned m = CMPEQ(_mm512_loadu_si512((const void *)(key + j)), vv); \
+            const int cnt = __builtin_popcount(m);                            \
+            if (t < cnt) return j + __builtin_ctz(_pdep_u32(1u << t, m));     \
+            t -= cnt;                                                         \
+        }                                                                     \
+        for (; j < n; ++j)                                                    \
+            if (key[j] == v && t-- == 0) return j;                            \
+        return SW_RANK_NOT_TAKEN; /* not reached: rank r holds v */           \
     }
-    for (; j < n; ++j)
-        if (key[j] == v && t-- == 0) return j;
-    return SW_RANK_NOT_TAKEN; /* not reached: rank r holds v */
-}
+#define SW_SET1_32(v) _mm512_set1_epi32((int)(v))
+#define SW_SET1_64(v) _mm512_set1_epi64((long long)(v))
+SW_DEFINE_RANK_SELECT(uint32_t, u32, 32, 16, SW_SET1_32, _mm512_cmpeq_epi32_mask)
+SW_DEFINE_RANK_SELECT(uint64_t, u64, 64, 8, SW_SET1_64, _mm512_cmpeq_epi64_mask)
+#undef SW_SET1_32
+#undef SW_SET1_64
+#undef SW_DEFINE_RANK_SELECT
 #else
 SW_RANK_SELECT_NONE(uint32_t, u32)
+SW_RANK_SELECT_NONE(uint64_t, u64)
 #endif
 #undef SW_RANK_SELECT_NONE
 
