@@ -169,8 +169,6 @@ static int64_t qk_groups(const int64_t *want, int64_t m)
     return groups;
 }
 
-/* Keys of the float types: the inverse of kwk_key_f32/f64 for keys that are
- * neither zero nor NaN (those are resolved from qk_row_info). */
 /* A whole group of LANES rows (from row (o, i) on) of the network path
  * answered at once where a kernel exists (float32: qk_group8_f32): 1 if
  * it was, 0 to answer them row by row. */
@@ -180,14 +178,16 @@ static int64_t qk_groups(const int64_t *want, int64_t m)
         int64_t nq, void *out, int64_t dst_sq, int64_t dst_so, int64_t dst_si, int mode, \
         int ignore_nan
 static int qk_group_u32(QK_GROUP_ARGS);
-static int qk_group_u64(QK_GROUP_ARGS)
-{
-    (void)src, (void)o, (void)i, (void)inner, (void)src_so, (void)src_si, (void)step, (void)len;
-    (void)pairs, (void)npairs, (void)q, (void)nq, (void)out, (void)dst_sq, (void)dst_so;
-    (void)dst_si, (void)mode, (void)ignore_nan;
-    return 0;
-}
+/* the body of a hook without a kernel */
+#define QK_NO_GROUP                                                            \
+    (void)src, (void)o, (void)i, (void)inner, (void)src_so, (void)src_si, (void)step, (void)len, \
+        (void)pairs, (void)npairs, (void)q, (void)nq, (void)out, (void)dst_sq, (void)dst_so, \
+        (void)dst_si, (void)mode, (void)ignore_nan;                          \
+    return 0
+static int qk_group_u64(QK_GROUP_ARGS) { QK_NO_GROUP; }
 
+/* Keys of the float types: the inverse of kwk_key_f32/f64 for keys that are
+ * neither zero nor NaN (those are resolved from qk_row_info). */
 #define QK_DEFINE(UT, FT, SUF, LANES, KEY, SIGN, INF, FMA, FLOOR, CEIL, RINT) \
     static UT qk_bits_of_key_##SUF(UT k)                                      \
     {                                                                         \
@@ -557,15 +557,6 @@ QK_DEFINE(uint32_t, float, u32, 8, kwk_key_f32, 0x80000000u, 0x7F800000u, fmaf, 
 QK_DEFINE(uint64_t, double, u64, 4, kwk_key_f64, 0x8000000000000000ull, 0x7FF0000000000000ull, fma, floor, ceil, rint)
 
 #if defined(__AVX2__)
-/* Eight float32 rows of 2..KWK_NET_MAX elements at once, all in vectors:
- * qk_quantile_u32's network path gathers each row's keys, sorts the eight
- * side by side, then answers row by row (ranks, bits, lerp, store: ~60 ns
- * a row, 2.7 ns/el for rows of 12, most of the call).  Rows holding no NaN
- * (so every row has the same ranks) and not both zeros (whose bits torch's
- * sort decides) are answered here for all eight lanes at once, with the
- * same arithmetic (qk_ranks_u32, qk_lerp_u32's formula lane by lane); 0
- * leaves the group to the row-by-row path.  rowp[l]: row l's first
- * element; dstp[l]: its output for q[0] (q[t]'s at + t * dst_sq * 4). */
 /* short_sort_network.h's comparators for n (2..16) with n a constant:
  * unrolled, the keys stay in registers (a loop over the pairs table read
  * and wrote them in memory, 39 round trips for rows of 12) */
@@ -581,6 +572,15 @@ static inline __attribute__((always_inline)) void qk_net8_n(__m256i *k, const in
     _Pragma("GCC unroll 16") for (int j = 0; j < n; ++j) k[j] = r[j];
 }
 
+/* Eight float32 rows of 2..KWK_NET_MAX elements at once, all in vectors:
+ * qk_quantile_u32's network path gathers each row's keys, sorts the eight
+ * side by side, then answers row by row (ranks, bits, lerp, store: ~60 ns
+ * a row, 2.7 ns/el for rows of 12, most of the call).  Rows holding no NaN
+ * (so every row has the same ranks) and not both zeros (whose bits torch's
+ * sort decides) are answered here for all eight lanes at once, with the
+ * same arithmetic (qk_ranks_u32, qk_lerp_u32's formula lane by lane); 0
+ * leaves the group to the row-by-row path.  rowp[l]: row l's first
+ * element; dstp[l]: its output for q[0] (q[t]'s at + t * dst_sq * 4). */
 static int qk_group8_f32(const char *const rowp[8], int64_t step, int64_t len, int contiguous,
                          const kwk_net_pair *pairs, int npairs, const double *q, int64_t nq,
                          char *const dstp[8], int64_t dst_sq, int dst_contiguous, int mode,
@@ -663,12 +663,10 @@ static int qk_group_u32(QK_GROUP_ARGS)
     return qk_group8_f32(rowp, step, len, contiguous, pairs, npairs, q, nq, dstp, dst_sq,
                          dst_contiguous, mode, ignore_nan);
 #else
-    (void)src, (void)o, (void)i, (void)inner, (void)src_so, (void)src_si, (void)step, (void)len;
-    (void)pairs, (void)npairs, (void)q, (void)nq, (void)out, (void)dst_sq, (void)dst_so;
-    (void)dst_si, (void)mode, (void)ignore_nan;
-    return 0;
+    QK_NO_GROUP;
 #endif
 }
+#undef QK_NO_GROUP
 #undef QK_GROUP_ARGS
 
 static int impl_quantile(int dtype, const void *src, int64_t outer, int64_t len,

@@ -953,7 +953,10 @@ SW_DEFINE_QSELECT(uint64_t, u64)
  * to the scratch and selected by rank alone, then the index: the
  * (r - #smaller)-th key equal to the selected one, in index order.  The
  * sampled bracket below costs a sample sort and two passes whatever the
- * row; on rows of 576..20000 floats this is 2-3x faster.
+ * row.  Measured (torch.median(x, 1), ns/el, bracket -> select): float32
+ * 1024x576 1.68 -> 0.97 (43% zeros 0.95 -> 0.70), 64x1124 1.27 -> 0.83,
+ * 256x5000 0.82 -> 0.62; float64 1024x576 2.45 -> 1.54; rows of 90% zeros
+ * 0.49 -> 0.63 (the bracket's split takes such a run at once).
  * SW_RANK_NOT_TAKEN where it does not apply. */
 enum { SW_RANK_NOT_TAKEN = -2, SW_SELECT_MAX = 1 << 16 };
 #define SW_RANK_SELECT_NONE(UT, SUF)                                          \

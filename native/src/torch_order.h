@@ -845,7 +845,7 @@ static int wemu_introsort_step(uint64_t *first, uint64_t *last, int64_t *depth_l
 }
 
 /* Ranges of at most WEMU_LOCAL_MAX words: past the row's first levels,
- * nearly all of the emulation's time went to ranges of 17..255 words and
+ * about 60% of the emulation's time went to ranges of 17..255 words and
  * their leaves (3-8 cycles a word a level there, against 1.7 on long
  * ranges), and most such ranges hold no two equal keys (equal keys stay in
  * one range unless one is the pivot): a range without ties ends up sorted
