@@ -237,7 +237,8 @@ def _lane_rows(kind, n, dtype, gen):
 
 @pytest.mark.parametrize("dtype", (torch.float32, torch.bfloat16), ids=str)
 @pytest.mark.parametrize("kind", ["random", "bf16ties", "sorted", "reversed", "nan", "nan_lanes",
-                                  "nan_all_but", "clustered", "minus_inf_mass", "zeros", "equal"])
+                                  "nan_all_but", "clustered", "minus_inf_mass", "zeros", "equal",
+                                  "special", "subnormal"])
 def test_topk_lane_threshold(kw, gen, dtype, kind):
     for n in LANE_LENGTHS:
         x = _lane_rows(kind, n, dtype, gen)
@@ -277,3 +278,4 @@ def test_topk_lane_threshold_gives_way_to_ties(kw, gen):
             for k in (8, 16, 50):
                 compare("topk", x, k)
                 compare("topk", x, k, largest=False)
+

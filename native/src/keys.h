@@ -66,6 +66,19 @@ static inline __m256i kwk_keys8_f32(__m256i b)
     return _mm256_or_si256(k, _mm256_cmpgt_epi32(a, _mm256_set1_epi32(0x7F800000)));
 }
 
+#if defined(__AVX512F__)
+/* kwk_keys8_f32 of sixteen lanes. */
+static inline __m512i kwk_keys16_f32(__m512i b)
+{
+    const __m512i sign = _mm512_set1_epi32((int)0x80000000u);
+    const __m512i a = _mm512_andnot_si512(sign, b);
+    const __m512i v = _mm512_maskz_mov_epi32(_mm512_test_epi32_mask(a, a), b);
+    const __m512i k = _mm512_xor_si512(v, _mm512_or_si512(_mm512_srai_epi32(v, 31), sign));
+    return _mm512_mask_mov_epi32(k, _mm512_cmpgt_epu32_mask(a, _mm512_set1_epi32(0x7F800000)),
+                                 _mm512_set1_epi32(-1));
+}
+#endif
+
 /* The largest of eight floats holding no NaN (callers test for NaN apart;
  * of two equal zeros either may come back). */
 static inline float kwk_hmax8_ps(__m256 m)
