@@ -7,6 +7,8 @@ Every length around each kernel's switch points is covered, with tie-heavy
 data (small ints, bf16-rounded values, all-equal rows), NaN rows and
 non-contiguous / expanded inputs.
 """
+import math
+
 import pytest
 import torch
 
@@ -279,3 +281,30 @@ def test_topk_lane_threshold_gives_way_to_ties(kw, gen):
                 compare("topk", x, k)
                 compare("topk", x, k, largest=False)
 
+
+# Selection along a dim whose stride maps a long row to few cache sets
+# (kwker/ops/_call.py: _rows_thrash) reads a copy with the dim moved last:
+# the rows' positions, hence values, indices and tie order, must not change.
+# Middle dims (rows with outer and inner both > 1), keepdim, ties, NaN.
+@pytest.mark.parametrize("dtype", (torch.float32, torch.float64, torch.int32, torch.bfloat16), ids=str)
+@pytest.mark.parametrize("shape,dim", [((520, 1), 0), ((2, 300, 1), 1), ((600, 2, 2), 0)], ids=str)
+def test_selection_along_thrashing_strides(kw, gen, dtype, shape, dim):
+    from kwker.ops._call import _rows_thrash
+    es = torch.empty((), dtype=dtype).element_size()
+    shape = shape[:-1] + (shape[-1] * 4096 // es,)  # rows 4 or 8 KB apart
+    x = make_values("ties", shape, dtype, gen)
+    inner = math.prod(shape[dim + 1:])
+    assert _rows_thrash(shape[dim], inner * es), "the shape no longer takes the copy"
+    if dtype.is_floating_point:
+        x.select(dim, 7).fill_(float("nan"))  # a NaN in every row (index 7)
+        x.select(dim, 3)[..., ::3] = float("nan")
+    for keepdim in (False, True):
+        compare("median", x, dim, keepdim=keepdim)
+        compare("kthvalue", x, 40, dim, keepdim=keepdim)
+    compare("topk", x, 9, dim)
+    compare("topk", x, 9, dim, largest=False, sorted=False)
+    if dtype.is_floating_point:
+        compare("nanmedian", x, dim)
+        if dtype in (torch.float32, torch.float64):
+            compare("quantile", x, 0.3, dim)
+            compare("nanquantile", x, torch.tensor([0.1, 0.5], dtype=dtype), dim, keepdim=True)

@@ -1,4 +1,6 @@
 """Calling the native library with tensors."""
+import math
+
 import torch
 
 from kwker import _native
@@ -36,6 +38,45 @@ def contiguous_rows(x: torch.Tensor, dim: int):
     step = length * inner
     # no rows at all when a row is empty (the kernels see outer == 0)
     return x.numel() // step if step else 0, length, inner, step, inner, 1
+
+
+def select_rows(x: torch.Tensor, dim: int):
+    """source_rows for the selection kernels (topk, kthvalue, median,
+    quantile), which walk one row at a time: long rows whose elements lie in
+    cache lines that evict each other are read from a copy with `dim` moved
+    last (_rows_thrash).  The copy is at most the input's size, and a row's
+    positions, hence the answer (ties included), are the same in it."""
+    src, rows = source_rows(x, dim)
+    outer, length, inner, so, sl, si = rows
+    if sl != 1 and outer * inner > 1 and _rows_thrash(length, sl * x.element_size()):
+        return x.movedim(dim, -1).contiguous(), (outer, length, inner, inner * length, 1, length)
+    return src, rows
+
+
+# A cache assumed for _rows_thrash: 2048 sets of 16 lines of 64 bytes (a
+# 2 MB L2; most x86 L2s have no more sets).
+_SETS, _WAYS, _LINE = 2048, 16, 64
+# Rows up to this long keep their place: the kernels' short-row paths read
+# neighbouring rows together (measured 0.85-1.0x staged at 200 x 8192).
+SELECT_STAGE_MIN_LEN = 256
+
+
+def _rows_thrash(length: int, stride: int) -> bool:
+    """Whether a row of `length` elements `stride` bytes apart overflows the
+    cache sets its lines map to (its neighbouring rows, which share the
+    lines, then miss them again).  A stride of a multiple of 64 bytes maps a
+    row to SETS / gcd(stride / 64, SETS) sets; powers of two (dims of 256,
+    512, 1024 ...) to few of them.  Measured (float32, along dim 0, median /
+    topk k=5 / kthvalue / quantile, staged against in place): 1000 x 1024
+    4.3 / 5.4 / 2.8 / 2.8x, 512 x 1024 1.4 / 1.9 / 1.3 / 1.2x, 700 x 2048
+    3.0 / 4.1 / 2.0 / 2.2x, 8192 x 64 2.3 / 3.1 / 1.9 / 1.6x; but strides
+    that spread over the sets lose to the copy (1000 x 1000 0.73 / 0.69 /
+    0.85 / 0.84x, 512 x 500 float64 0.5-0.8x), and so do rows that fit
+    (256 x 1024 0.8-1.05x)."""
+    if length <= SELECT_STAGE_MIN_LEN or stride < _LINE:
+        return False
+    sets = _SETS // math.gcd(stride // _LINE, _SETS) if stride % _LINE == 0 else _SETS
+    return 2 * length > sets * _WAYS
 
 
 def source_rows(x: torch.Tensor, dim: int):

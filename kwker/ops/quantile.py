@@ -5,7 +5,7 @@ from typing import Optional, Sequence
 import torch
 
 from kwker import _native
-from kwker.ops._call import CODES, lib, source_rows
+from kwker.ops._call import CODES, lib, select_rows, source_rows
 from kwker.ops.parallel import run_rows
 
 _quantile = lib.kwk_quantile_addr if lib is not None else None
@@ -45,7 +45,7 @@ def quantile(x: torch.Tensor, q: torch.Tensor, q_is_vector: bool, dim: Optional[
             reduced[dim] = 1
         else:
             del reduced[dim]
-        src, rows = source_rows(x, dim)
+        src, rows = select_rows(x, dim)
     outer, length, inner = rows[:3]
     nq = q.shape[0]
     # torch computes [rows..., q] and moves q to the front (a permuted

@@ -10,7 +10,7 @@ import torch
 
 from kwker import _native
 from kwker.ops import parallel
-from kwker.ops._call import CODES, HUGE_OUTPUT_BYTES, advise_fresh, lib, source_rows
+from kwker.ops._call import CODES, HUGE_OUTPUT_BYTES, advise_fresh, lib, select_rows
 from kwker.ops.parallel import run_rows
 from kwker.ops.rows import is_dense_permutation
 
@@ -48,7 +48,7 @@ def topk(x: torch.Tensor, k: int, dim: int, largest: bool, sorted_: bool, order:
     shape[dim] = k
     values = _empty(size=shape, dtype=x.dtype)
     indices = _empty(size=shape, dtype=_INT64)
-    src, rows = source_rows(x, dim)
+    src, rows = select_rows(x, dim)
     outer, length, inner, so, sl, si = rows
     numel = outer * length * inner
     if outer * k * inner * 8 >= HUGE_OUTPUT_BYTES:
@@ -81,7 +81,7 @@ def _reduced_outputs(x: torch.Tensor, dim: int, keepdim: bool):
 def kthvalue(x: torch.Tensor, k: int, dim: int, keepdim: bool, order: int):
     """(values, indices) as torch.kthvalue gives them."""
     values, indices = _reduced_outputs(x, dim, keepdim)
-    src, rows = source_rows(x, dim)
+    src, rows = select_rows(x, dim)
     outer, length, inner, so, sl, si = rows
     numel = outer * length * inner
     if numel < parallel.SPLIT_MIN:
@@ -99,7 +99,7 @@ def kthvalue(x: torch.Tensor, k: int, dim: int, keepdim: bool, order: int):
 def median_dim(x: torch.Tensor, dim: int, keepdim: bool, ignore_nan: bool):
     """(values, indices) as torch.median(x, dim) / torch.nanmedian give them."""
     values, indices = _reduced_outputs(x, dim, keepdim)
-    src, rows = source_rows(x, dim)
+    src, rows = select_rows(x, dim)
     outer, length, inner, so, sl, si = rows
     numel = outer * length * inner
     if numel < parallel.SPLIT_MIN:
