@@ -207,16 +207,17 @@ def _stable_topk(x, k, largest=True):
 # TN_LANE_ROW_MAX = 32768 elements with k from TN_LANE_MIN_K = 4 (m = k + 1
 # in torch's order, k in the stable one, up to 512) takes its candidates
 # beyond the m-th best of L lane bounds (topk_nth.h: L the least power of
-# two from 64 that is >= 4 m, rows of at least 8 L; from 1024 m elements
-# the bounds come from a quarter of the row).  Lengths around both ends,
-# the lane counts' depth and the quarter's switch; k where L doubles (m =
-# 16/17, 32/33, ..., 256/257) and around the largest m; rows that make the
+# two from 64 that is >= 4 m, or >= 3 m for m <= 32 on rows shorter than
+# 1024 m, rows of at least 8 L; from 1024 m elements the bounds come from
+# a quarter of the row).  Lengths around both ends, the lane counts' depth
+# and the quarter's switch; k where L doubles (m = 16/17, 21/22, 32/33,
+# ..., 256/257) and around the largest m; rows that make the
 # bounds loose (sorted: a quarter's bounds far below the answer) or useless
 # (NaN in every element of some lanes: a smallest-k bound of +inf that no
 # element meets).  bfloat16 rows (other paths) run the same checks.
 LANE_LENGTHS = (1023, 1024, 1025, 1031, 2048, 2049, 4100, 8191, 8192, 16383, 16384, 16385,
                 32768, 32769)
-LANE_KS = (3, 4, 15, 16, 31, 32, 50, 63, 64, 127, 128, 255, 256, 511, 512)
+LANE_KS = (3, 4, 15, 16, 20, 21, 22, 31, 32, 50, 63, 64, 127, 128, 255, 256, 511, 512)
 
 
 def _lane_rows(kind, n, dtype, gen):

@@ -379,12 +379,20 @@ enum { TN_LANE_PROBE_ROWS = 4 };
  * 3 m more candidates to sort (64x16384 k=50 from a quarter: 0.62 ns/el,
  * whole: 0.33; 8x128256 k=8 quarter 0.12, whole 0.18). */
 enum { TN_LANE_SUBSET_PER_M = 1024 };
+/* Rows whose bounds come from every run take L >= 3 m lanes up to this m
+ * (fewer lanes to sort, a few more candidates), else L >= 4 m.  AVX-512,
+ * torch order, random float32, ns/el 4 m -> 3 m: 512 x 1024 k=16 0.39 ->
+ * 0.34, k=20 0.38 -> 0.34; 256 x 2048 k=8 0.30 -> 0.27, k=16 0.27 -> 0.25;
+ * dgcnn 32 x 1024 x 1024 k=20 20.7 -> 19.2 ms; from a quarter of the row
+ * (16 x 32768) 0.96-0.98x, so those keep 4 m. */
+enum { TN_LANE_FEW_M = 32 };
 static inline int tn_lanes_for(int64_t m, int64_t len)
 {
 #if defined(__AVX2__)
     int L = TN_LANE_MIN;
-    while (L < 4 * m && L < TN_LANE_MAX) L *= 2;
-    return L >= 4 * m && len >= (int64_t)TN_LANE_DEPTH * L && len <= TN_LANE_ROW_MAX ? L : 0;
+    const int64_t need = m <= TN_LANE_FEW_M && len < (int64_t)TN_LANE_SUBSET_PER_M * m ? 3 * m : 4 * m;
+    while (L < need && L < TN_LANE_MAX) L *= 2;
+    return L >= need && len >= (int64_t)TN_LANE_DEPTH * L && len <= TN_LANE_ROW_MAX ? L : 0;
 #else
     (void)m;
     (void)len;
