@@ -111,20 +111,27 @@ enum { KWK_DECODE_MIN_N = 1 << 14 };
     const int64_t idx_ = (int64_t)(w_ & mask);                                \
     const T k_ = (T)(((w_ >> ibits) + lo) ^ flip);                            \
     T v_;                                                                     \
-    if (GATHER_IF) memcpy(&v_, o->row + idx_ * o->step, sizeof(T));           \
+    if (GATHER_IF) memcpy(&v_, src_ + idx_ * step_, sizeof(T));               \
     else v_ = (T)(DECODE);
+/* (the row's pointers in locals: see KWK_EMIT_LOOP) */
 #define KWK_DECODE_LOOP(T, DECODE, GATHER_IF)                                 \
-    if (o->inds && o->dsl == 1) { /* dense outputs: no strides, no test */   \
-        for (int64_t j = 0; j < n; ++j) {                                     \
-            KWK_DECODE_ONE(T, DECODE, GATHER_IF)                              \
-            memcpy(o->vals + j * (int64_t)sizeof(T), &v_, sizeof(T));         \
-            o->inds[j] = idx_;                                                \
-        }                                                                     \
-    } else {                                                                  \
-        for (int64_t j = 0; j < n; ++j) {                                     \
-            KWK_DECODE_ONE(T, DECODE, GATHER_IF)                              \
-            memcpy(o->vals + j * dstep, &v_, sizeof(T));                      \
-            if (o->inds) o->inds[j * o->dsl] = idx_;                          \
+    {                                                                         \
+        const char *const src_ = o->row;                                      \
+        char *const vals_ = o->vals;                                          \
+        int64_t *const inds_ = o->inds;                                       \
+        const int64_t step_ = o->step, dsl_ = o->dsl;                         \
+        if (inds_ && dsl_ == 1) { /* dense outputs: no strides, no test */   \
+            for (int64_t j = 0; j < n; ++j) {                                 \
+                KWK_DECODE_ONE(T, DECODE, GATHER_IF)                          \
+                memcpy(vals_ + j * (int64_t)sizeof(T), &v_, sizeof(T));       \
+                inds_[j] = idx_;                                              \
+            }                                                                 \
+        } else {                                                              \
+            for (int64_t j = 0; j < n; ++j) {                                 \
+                KWK_DECODE_ONE(T, DECODE, GATHER_IF)                          \
+                memcpy(vals_ + j * dstep, &v_, sizeof(T));                    \
+                if (inds_) inds_[j * dsl_] = idx_;                            \
+            }                                                                 \
         }                                                                     \
     }
 /* float keys: NaN -> all ones, zeros -> the sign bit alone; others are
