@@ -193,6 +193,29 @@ def test_batch_sort_staged_columns(kw, gen, dtype):
         assert_tensor_same(got.indices, want.indices)
 
 
+@pytest.mark.parametrize("dtype", (torch.float32, torch.int32, torch.bfloat16, torch.int8), ids=str)
+def test_batch_sort_sixteen_rows(kw, gen, dtype):
+    """Rows of KWK_BATCH16_MIN_LEN = 40 to KWK_BATCH16_MAX_LEN = 320 along
+    the last dim go sixteen at a time through one network (AVX-512;
+    sort_rows_batched16), two batches of eight side by side: row counts
+    leaving no batch, one batch (8-row loop) or a partial one after the
+    pairs; ties in either half (torch order redoes those rows); values
+    only; rows where most tie (the batching stops after a pair)."""
+    for n in (39, 40, 64, 100, 320, 321):
+        for rows in (16, 24, 16 * 5 + 8 + 3):
+            x = make_values("random", (rows, n), dtype, gen)
+            tied = x.clone()
+            tied[1::7, 1] = tied[1::7, n - 1]  # rows 1, 8, 15, ...: both halves
+            for v in (x, tied):
+                compare("sort", v, dim=-1)
+                compare("sort", v, dim=-1, descending=True, stable=True)
+                compare("argsort", v, dim=-1, stable=True)
+                compare("msort", v.t())
+            mostly = x.clone()
+            mostly[2:, 0] = mostly[2:, 5]  # nearly every row ties
+            compare("sort", mostly, dim=-1)
+
+
 @pytest.mark.parametrize("dtype", (torch.float32, torch.int64, torch.bfloat16), ids=str)
 def test_sort_staged_long_columns(kw, gen, dtype):
     """Rows of STAGE_LONG_ROW = 4096 elements or more along a non-last dim

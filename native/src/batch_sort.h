@@ -257,6 +257,72 @@ static unsigned batch_sort8(int dtype, const kwk_batch_src *src, int64_t len, ui
     return batch_tie_lanes(slots, len);
 }
 
+#if defined(__AVX512F__)
+#define KWK_HAVE_BATCH16 1
+/* Position j of sixteen rows: two batches' slots side by side. */
+typedef struct {
+    __m512i key, idx;
+} kwk_batch_slot16;
+
+/* batch_network_stable and batch_network_keys on sixteen lanes. */
+static void batch_network16(kwk_batch_slot16 *s, const kwk_net_pair *pairs, int npairs, int stable)
+{
+    if (stable) {
+        for (int c = 0; c < npairs; ++c) {
+            kwk_batch_slot16 *a = s + pairs[c][0], *b = s + pairs[c][1];
+            const __m512i ka = a->key, kb = b->key, ia = a->idx, ib = b->idx;
+            const __mmask16 swap = _mm512_cmpgt_epi32_mask(ka, kb) |
+                                   _mm512_mask_cmpgt_epi32_mask(_mm512_cmpeq_epi32_mask(ka, kb), ia, ib);
+            a->key = _mm512_min_epi32(ka, kb);
+            b->key = _mm512_max_epi32(ka, kb);
+            a->idx = _mm512_mask_blend_epi32(swap, ia, ib);
+            b->idx = _mm512_mask_blend_epi32(swap, ib, ia);
+        }
+    } else {
+        for (int c = 0; c < npairs; ++c) {
+            kwk_batch_slot16 *a = s + pairs[c][0], *b = s + pairs[c][1];
+            const __m512i ka = a->key, kb = b->key, ia = a->idx, ib = b->idx;
+            const __mmask16 swap = _mm512_cmpgt_epi32_mask(ka, kb);
+            a->key = _mm512_min_epi32(ka, kb);
+            b->key = _mm512_max_epi32(ka, kb);
+            a->idx = _mm512_mask_blend_epi32(swap, ia, ib);
+            b->idx = _mm512_mask_blend_epi32(swap, ib, ia);
+        }
+    }
+}
+
+/* batch_sort8 of two batches (rows of sa into a, of sb into b) by one
+ * network over their sixteen lanes (w: len joined slots): half the
+ * network's instructions a row.  Returns 0 (nothing sorted) when either
+ * batch's 64-bit keys do not fit, else 1 and each batch's tied lanes. */
+__attribute__((noinline)) static int batch_sort16(int dtype, const kwk_batch_src *sa, const kwk_batch_src *sb, int64_t len,
+                        uint64_t flip, kwk_batch_slot *a, kwk_batch_slot *b, kwk_batch_slot16 *w,
+                        const kwk_net_pair *pairs, int npairs, int stable, unsigned *ties_a,
+                        unsigned *ties_b)
+{
+    if (KWK_DTYPES[dtype].key_bits == 64) {
+        if (!batch_load64(dtype, sa, len, flip, a) || !batch_load64(dtype, sb, len, flip, b)) return 0;
+    } else {
+        batch_load(dtype, sa, len, (uint32_t)flip, a);
+        batch_load(dtype, sb, len, (uint32_t)flip, b);
+    }
+    for (int64_t j = 0; j < len; ++j) {
+        w[j].key = _mm512_inserti64x4(_mm512_castsi256_si512(a[j].key), b[j].key, 1);
+        w[j].idx = _mm512_inserti64x4(_mm512_castsi256_si512(a[j].idx), b[j].idx, 1);
+    }
+    batch_network16(w, pairs, npairs, stable);
+    for (int64_t j = 0; j < len; ++j) {
+        a[j].key = _mm512_castsi512_si256(w[j].key);
+        a[j].idx = _mm512_castsi512_si256(w[j].idx);
+        b[j].key = _mm512_extracti64x4_epi64(w[j].key, 1);
+        b[j].idx = _mm512_extracti64x4_epi64(w[j].idx, 1);
+    }
+    *ties_a = batch_tie_lanes(a, len);
+    *ties_b = batch_tie_lanes(b, len);
+    return 1;
+}
+#endif
+
 /* Index of row l's j-th element after the sort. */
 static inline int64_t batch_index(const kwk_batch_slot *slots, int64_t j, int l)
 {
