@@ -193,6 +193,97 @@ static void bm_rows(int dtype, const char *src, int64_t len, int64_t inner, int6
     }
 }
 
+#if defined(KWK_HAVE_BATCH16)
+/* bm_select8_body on sixteen lanes: two batches' keys (a, b) side by side.
+ * Returns 0 (nothing set) when a row holds a NaN key. */
+static inline __attribute__((always_inline)) int
+bm_select16_body(const kwk_batch_slot *a, const kwk_batch_slot *b, int64_t len, int64_t r,
+                 int has_nan, int32_t nan_key, const kwk_net_pair *sel, int nsel, int32_t idx[16])
+{
+#define BM_KEYS16(j) _mm512_inserti64x4(_mm512_castsi256_si512(a[j].key), b[j].key, 1)
+    __m512i work[KWK_BATCH_MEDIAN_MAX];
+    __mmask16 nan = 0;
+    const __m512i nan_keys = _mm512_set1_epi32(nan_key);
+#pragma GCC unroll 64
+    for (int64_t j = 0; j < len; ++j) {
+        work[j] = BM_KEYS16(j);
+        nan |= _mm512_cmpeq_epi32_mask(work[j], nan_keys);
+    }
+    if (has_nan && nan) return 0;
+#pragma GCC unroll 128
+    for (int c = 0; c < nsel; ++c) {
+        const __m512i x = work[sel[c][0]], y = work[sel[c][1]];
+        work[sel[c][0]] = _mm512_min_epi32(x, y);
+        work[sel[c][1]] = _mm512_max_epi32(x, y);
+    }
+    const __m512i m = work[r];
+    __m512i below = _mm512_setzero_si512();
+    const __m512i one = _mm512_set1_epi32(1);
+#pragma GCC unroll 64
+    for (int64_t j = 0; j < len; ++j)
+        below = _mm512_mask_add_epi32(below, _mm512_cmpgt_epi32_mask(m, BM_KEYS16(j)), below, one);
+    const __m512i want = _mm512_sub_epi32(_mm512_set1_epi32((int)r), below);
+    __m512i seen = _mm512_setzero_si512(), at = _mm512_setzero_si512();
+#pragma GCC unroll 64
+    for (int64_t j = 0; j < len; ++j) {
+        const __mmask16 eq = _mm512_cmpeq_epi32_mask(BM_KEYS16(j), m);
+        const __mmask16 hit = _mm512_mask_cmpeq_epi32_mask(eq, seen, want);
+        at = _mm512_mask_mov_epi32(at, hit, _mm512_set1_epi32((int)j));
+        seen = _mm512_mask_add_epi32(seen, eq, seen, one);
+    }
+    _mm512_storeu_si512((void *)idx, at);
+    return 1;
+#undef BM_KEYS16
+}
+
+static int bm_select16(const kwk_batch_slot *a, const kwk_batch_slot *b, int64_t len, int has_nan,
+                       int32_t nan_key, const kwk_net_pair *sel, int nsel, int32_t idx[16])
+{
+    if (len == 9) return bm_select16_body(a, b, 9, 4, has_nan, nan_key, BM_SELECT_9, 24, idx);
+    if (len == 25) return bm_select16_body(a, b, 25, 12, has_nan, nan_key, BM_SELECT_25, 113, idx);
+    return bm_select16_body(a, b, len, (len - 1) / 2, has_nan, nan_key, sel, nsel, idx);
+}
+
+/* Rows r0 .. r0 + 15 as bm_rows would do them in two batches, by one
+ * selection over sixteen lanes; 0 (nothing written) when a row holds a
+ * NaN (bm_rows then takes each batch).  Measured (AVX-512, torch.median
+ * along the last dim, min of 3 alternating runs, 8 -> 16 rows a
+ * selection): float32 262144x9 2.94 -> 2.61 ms, 65536x16 1.11 -> 0.88,
+ * 16384x64 1.11 -> 0.86, int32 65536x9 0.66 -> 0.54; the median-filter
+ * recipes of the corpus 1.04-1.07x. */
+static int bm_rows16(int dtype, const char *src, int64_t len, int64_t inner, int64_t src_so,
+                     int64_t src_sl, int64_t src_si, char *values, int64_t *indices,
+                     int64_t dst_so, int64_t dst_si, int64_t r0, kwk_batch_slot *slots,
+                     kwk_batch_slot *other, const kwk_net_pair *sel, int nsel)
+{
+    const kwk_dtype_info info = KWK_DTYPES[dtype];
+    const int64_t es = info.elem_size;
+    const int32_t nan_key = (int32_t)((uint32_t)kwk_width_mask(info.key_bits) ^ 0x80000000u);
+    kwk_batch_src b[2];
+    int64_t dst[16];
+    for (int h = 0; h < 2; ++h) {
+        const int64_t rh = r0 + 8 * h;
+        for (int l = 0; l < KWK_BATCH_LANES; ++l) {
+            const int64_t r = rh + l, o = inner == 1 ? r : r / inner, i = r - o * inner;
+            b[h].row[l] = src + (o * src_so + i * src_si) * es;
+            dst[8 * h + l] = o * dst_so + i * dst_si;
+        }
+        b[h].step = src_sl * es;
+        b[h].adjacent = src_si == 1 && (rh % inner) + KWK_BATCH_LANES <= inner;
+    }
+    batch_load(dtype, &b[0], len, 0, slots);
+    batch_load(dtype, &b[1], len, 0, other);
+    int32_t at[16];
+    if (!bm_select16(slots, other, len, info.is_float, nan_key, sel, nsel, at)) return 0;
+    for (int l = 0; l < 16; ++l) {
+        const kwk_batch_src *bh = &b[l >> 3];
+        if (values) kwk_copy_elem(values + dst[l] * es, bh->row[l & 7] + at[l] * bh->step, (int)es);
+        if (indices) indices[dst[l]] = at[l];
+    }
+    return 1;
+}
+#endif
+
 /* Every row, in batches of eight; the last batch ends at the last row
  * (overlapping the one before: its rows are written twice, the same). */
 static int bm_median_dim(int dtype, const void *src, int64_t outer, int64_t len, int64_t inner,
@@ -211,7 +302,21 @@ static int bm_median_dim(int dtype, const void *src, int64_t outer, int64_t len,
     kwk_net_pair *sel = pairs + BM_MAX_PAIRS;
     const int npairs = kwk_net_pairs((int)len, pairs);
     const int nsel = bm_select_pairs((int)len, (int)(len - 1) / 2, sel);
-    for (int64_t r0 = 0; r0 < rows; r0 += KWK_BATCH_LANES) {
+    int64_t r0 = 0;
+#if defined(KWK_HAVE_BATCH16)
+    /* sixteen rows a selection (two batches side by side), a pair with a
+     * NaN row batch by batch */
+    kwk_batch_slot *other = (kwk_batch_slot *)aligned_alloc(32, (size_t)len * sizeof(kwk_batch_slot));
+    for (; other && r0 + 2 * KWK_BATCH_LANES <= rows; r0 += 2 * KWK_BATCH_LANES)
+        if (!bm_rows16(dtype, (const char *)src, len, inner, src_so, src_sl, src_si, (char *)values,
+                       indices, dst_so, dst_si, r0, slots, other, sel, nsel))
+            for (int h = 0; h < 2; ++h)
+                bm_rows(dtype, (const char *)src, len, inner, src_so, src_sl, src_si,
+                        (char *)values, indices, dst_so, dst_si, ignore_nan,
+                        r0 + h * KWK_BATCH_LANES, slots, pairs, npairs, sel, nsel);
+    free(other);
+#endif
+    for (; r0 < rows; r0 += KWK_BATCH_LANES) {
         const int64_t start = r0 + KWK_BATCH_LANES <= rows ? r0 : rows - KWK_BATCH_LANES;
         bm_rows(dtype, (const char *)src, len, inner, src_so, src_sl, src_si, (char *)values,
                 indices, dst_so, dst_si, ignore_nan, start, slots, pairs, npairs, sel, nsel);
