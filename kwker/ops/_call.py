@@ -66,13 +66,14 @@ def _rows_thrash(length: int, stride: int) -> bool:
     cache sets its lines map to (its neighbouring rows, which share the
     lines, then miss them again).  A stride of a multiple of 64 bytes maps a
     row to SETS / gcd(stride / 64, SETS) sets; powers of two (dims of 256,
-    512, 1024 ...) to few of them.  Measured (float32, along dim 0, median /
-    topk k=5 / kthvalue / quantile, staged against in place): 1000 x 1024
-    4.3 / 5.4 / 2.8 / 2.8x, 512 x 1024 1.4 / 1.9 / 1.3 / 1.2x, 700 x 2048
-    3.0 / 4.1 / 2.0 / 2.2x, 8192 x 64 2.3 / 3.1 / 1.9 / 1.6x; but strides
-    that spread over the sets lose to the copy (1000 x 1000 0.73 / 0.69 /
-    0.85 / 0.84x, 512 x 500 float64 0.5-0.8x), and so do rows that fit
-    (256 x 1024 0.8-1.05x)."""
+    512, 1024 ...) to few of them; other strides spread a row over all the
+    sets.  Measured (float32, along dim 0, median / topk k=5 / kthvalue /
+    quantile, staged against in place): 1000 x 1024 4.0 / 4.9 / 2.8 /
+    2.6x, 512 x 1024 1.4 / 1.9 / 1.2 / 1.2x, 700 x 2048 3.1 / 3.8 / 2.1 /
+    2.1x, 8192 x 64 2.0 / 2.5 / 1.6 / 1.7x, 20000 x 1000 3.5 / 3.8 / 3.1 /
+    2.9x; but shorter rows of strides that spread over the sets lose to the
+    copy (1000 x 1000 0.73 / 0.69 / 0.85 / 0.84x, 512 x 500 float64
+    0.5-0.8x), and so do rows that fit (256 x 1024 0.8-1.05x)."""
     if length <= SELECT_STAGE_MIN_LEN or stride < _LINE:
         return False
     sets = _SETS // math.gcd(stride // _LINE, _SETS) if stride % _LINE == 0 else _SETS
