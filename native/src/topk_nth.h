@@ -143,6 +143,22 @@ static int64_t tn_raw_f32_sparse(const char *row, int64_t len, __m256 t8, int la
     return c;
 }
 
+/* tn_raw_f32's elements j..len one at a time, appended at out + c;
+ * returns the new count. */
+static int64_t tn_raw_f32_tail(const char *row, int64_t j, int64_t len, float tv, int largest,
+                               int all, int ibits, uint64_t *out, int64_t c)
+{
+    for (; j < len; ++j) {
+        float v;
+        uint32_t b;
+        memcpy(&v, row + 4 * j, 4);
+        memcpy(&b, row + 4 * j, 4);
+        out[c] = (uint64_t)(kwk_key_f32(b) ^ (largest ? 0xFFFFFFFFu : 0u)) << ibits | (uint64_t)j;
+        c += all || (largest ? !(v < tv) : v <= tv);
+    }
+    return c;
+}
+
 #if defined(__AVX512F__)
 /* Positions per chunk of tn_raw_f32_512's first step (a stack buffer). */
 enum { TN_CHUNK = 1024 };
@@ -193,15 +209,7 @@ static int64_t tn_raw_f32_512(const char *row, int64_t len, float tv, int larges
         }
         c += n;
     }
-    for (; j < len; ++j) {
-        float v;
-        uint32_t b;
-        memcpy(&v, row + 4 * j, 4);
-        memcpy(&b, row + 4 * j, 4);
-        out[c] = (uint64_t)(kwk_key_f32(b) ^ (largest ? 0xFFFFFFFFu : 0u)) << ibits | (uint64_t)j;
-        c += largest ? !(v < tv) : v <= tv;
-    }
-    return c;
+    return tn_raw_f32_tail(row, j, len, tv, largest, 0, ibits, out, c);
 }
 #endif
 
@@ -232,15 +240,7 @@ static int64_t tn_raw_f32(const char *row, int64_t len, float tv, int largest, i
             if (mask) c = tn_pack8(_mm256_xor_si256(kwk_keys8_f32(b), flip), mask, j, ibits, out, c);
         }
     }
-    for (; j < len; ++j) {
-        float v;
-        uint32_t b;
-        memcpy(&v, row + 4 * j, 4);
-        memcpy(&b, row + 4 * j, 4);
-        out[c] = (uint64_t)(kwk_key_f32(b) ^ (largest ? 0xFFFFFFFFu : 0u)) << ibits | (uint64_t)j;
-        c += all || (largest ? !(v < tv) : v <= tv);
-    }
-    return c;
+    return tn_raw_f32_tail(row, j, len, tv, largest, all, ibits, out, c);
 }
 
 /* The same for bfloat16 (float32's top half: compared and keyed as the
@@ -302,42 +302,34 @@ static void tn_lane_bound_f32(const char *row, int64_t len, int largest, int L, 
     int64_t j = 0;
     const int64_t step = (int64_t)L * every;
 #if defined(__AVX512F__)
-    /* 64 or 128 lanes (m up to 32) in registers: in memory they cost a
-     * load and a store per vector max (DGCNN's kNN, 32x1024x1024 k=20,
-     * with tn_raw_f32_512: 31.7 -> 23.0 ms) */
-    const __m512 init = _mm512_set1_ps(largest ? -INFINITY : INFINITY);
-    if (L == 128) {
-        if (largest) TN_LANE_REGS(8, _mm512_max_ps) else TN_LANE_REGS(8, _mm512_min_ps)
-    } else if (L == 64) {
-        if (largest) TN_LANE_REGS(4, _mm512_max_ps) else TN_LANE_REGS(4, _mm512_min_ps)
-    } else {
-        /* more lanes than registers: one sweep with the lanes in memory
-         * (sweeps of 128 lanes each read the row in strides, which cost
-         * more on rows read from memory: 64x32768 k=40 0.89 -> 0.92 ms) */
-        for (int v = 0; v < L; v += 16) _mm512_store_ps(acc + v, init);
+    if (L == 64 || L == 128) {
+        /* 64 or 128 lanes (m up to 32) in registers: in memory they cost
+         * a load and a store per vector max (DGCNN's kNN, 32x1024x1024
+         * k=20, with tn_raw_f32_512: 31.7 -> 23.0 ms).  (More lanes stay
+         * in memory below: sweeps of 128 lanes each read the row in
+         * strides, which cost more on rows read from memory, 64x32768
+         * k=40 0.89 -> 0.92 ms.) */
+        const __m512 init = _mm512_set1_ps(largest ? -INFINITY : INFINITY);
+        if (L == 128) {
+            if (largest) TN_LANE_REGS(8, _mm512_max_ps) else TN_LANE_REGS(8, _mm512_min_ps)
+        } else {
+            if (largest) TN_LANE_REGS(4, _mm512_max_ps) else TN_LANE_REGS(4, _mm512_min_ps)
+        }
+    } else
+#endif
+    {
+        const __m256 init = _mm256_set1_ps(largest ? -INFINITY : INFINITY);
+        for (int v = 0; v < L; v += 8) _mm256_store_ps(acc + v, init);
         if (largest) {
             for (; j + step <= len; j += step)
-                for (int v = 0; v < L; v += 16)
-                    _mm512_store_ps(acc + v, _mm512_max_ps(_mm512_loadu_ps(x + j + v), _mm512_load_ps(acc + v)));
+                for (int v = 0; v < L; v += 8)
+                    _mm256_store_ps(acc + v, _mm256_max_ps(_mm256_loadu_ps(x + j + v), _mm256_load_ps(acc + v)));
         } else {
             for (; j + step <= len; j += step)
-                for (int v = 0; v < L; v += 16)
-                    _mm512_store_ps(acc + v, _mm512_min_ps(_mm512_loadu_ps(x + j + v), _mm512_load_ps(acc + v)));
+                for (int v = 0; v < L; v += 8)
+                    _mm256_store_ps(acc + v, _mm256_min_ps(_mm256_loadu_ps(x + j + v), _mm256_load_ps(acc + v)));
         }
     }
-#else
-    const __m256 init = _mm256_set1_ps(largest ? -INFINITY : INFINITY);
-    for (int v = 0; v < L; v += 8) _mm256_store_ps(acc + v, init);
-    if (largest) {
-        for (; j + step <= len; j += step)
-            for (int v = 0; v < L; v += 8)
-                _mm256_store_ps(acc + v, _mm256_max_ps(_mm256_loadu_ps(x + j + v), _mm256_load_ps(acc + v)));
-    } else {
-        for (; j + step <= len; j += step)
-            for (int v = 0; v < L; v += 8)
-                _mm256_store_ps(acc + v, _mm256_min_ps(_mm256_loadu_ps(x + j + v), _mm256_load_ps(acc + v)));
-    }
-#endif
     if (every > 1) return;
     for (int l = 0; j < len; ++j, ++l) {
         const float v = sw_load_f32(row + 4 * j);
