@@ -218,18 +218,19 @@ def test_batch_sort_sixteen_rows(kw, gen, dtype):
 
 @pytest.mark.parametrize("dtype", (torch.float32, torch.int64, torch.bfloat16), ids=str)
 def test_sort_staged_long_columns(kw, gen, dtype):
-    """Rows of STAGE_LONG_ROW = 4096 elements or more along a non-last dim
-    are staged from 256 bytes apart (STAGE_LONG_MIN_STRIDE), not only from
-    1 KB: rows one position short, at the length and past it; a stride just
-    under 256 bytes (in place); an outer dim (stages within each slice);
+    """Rows of STAGE_LONG_ROW = 1024 elements or more along a non-last dim
+    are staged when their stride is a multiple of 256 bytes
+    (STAGE_ALIAS_BYTES), not only from 1 KB: rows one position short, at
+    the length and past it; strides of 256 and 768 bytes (staged) and of
+    256 + 3 elements (in place); an outer dim (stages within each slice);
     ties (torch order's emulation on the staged copy)."""
     es = torch.empty((), dtype=dtype).element_size()
     cols = 256 // es
-    for shape in ((4095, cols), (4096, cols), (5000, cols + 3), (4200, cols - 1), (2, 4100, cols)):
+    for shape in ((1023, cols), (1024, cols), (2500, 3 * cols), (1100, cols + 3), (2, 1030, cols)):
         dim = len(shape) - 2
         x = make_values("random", shape, dtype, gen)
         tied = x.clone()
-        tied.narrow(dim, 0, 600).copy_(tied.narrow(dim, 1000, 600))  # 600 ties in every row
+        tied.narrow(dim, 0, 300).copy_(tied.narrow(dim, 500, 300))  # 300 ties in every row
         for v in (x, tied):
             compare("sort", v, dim=dim)
             compare("sort", v, dim=dim, descending=True, stable=True)

@@ -1195,16 +1195,19 @@ static out_row sort_out_row(const sort_layout *g, int64_t r)
  * stage's copies of a few rows cost more than they save (torch.sort along
  * dim 1, float32, ns/el, in place vs staged: 512 x 64 x 8 3.2 vs 9.9,
  * 256 x 64 x 16 3.4 vs 9.9, 16 x 64 x 256 4.0 vs 4.3; 8 x 1000 x 256 17.2
- * vs 12.2, 4 x 1000 x 512 21.3 vs 13.3, 8 x 64 x 512 4.9 vs 4.3).  Long
- * rows (STAGE_LONG_ROW and more) are staged from STAGE_LONG_MIN_STRIDE:
- * their len lines no longer stay cached for the rows sharing them (sort /
- * stable argsort along dim 0, us, in place vs staged: int64 10000 x 64
- * 21200 / 10100 vs 13000 / 3590, float32 4096 x 64 3890 / 2780 vs 2830 /
- * 2060, bfloat16 8192 x 128 30500 / 15300 vs 26000 / 11200); nearer
- * positions still share lines (float32 65536 x 16, bfloat16 20000 x 32:
- * staged 0.89-0.99x; int64 5000 x 16 0.75-0.87x). */
+ * vs 12.2, 4 x 1000 x 512 21.3 vs 13.3, 8 x 64 x 512 4.9 vs 4.3).  Rows
+ * of STAGE_LONG_ROW and more whose stride is a multiple of
+ * STAGE_ALIAS_BYTES are staged too: such a stride maps a row's lines to a
+ * quarter of the cache sets or fewer, and they no longer stay cached for
+ * the rows sharing them (sort / stable argsort along dim 0, staged against
+ * in place: int64 10000 x 64 1.4 / 2.8x, float32 4096 x 64 1.3 / 1.3x,
+ * 3000 x 128 1.5 / 1.5x, 1500 x 128 1.2 / 1.1x, bfloat16 2200 x 128 1.2 /
+ * 2.0x); other strides spread over the sets and lose to the copies
+ * (float32 5000 x 100 0.83 / 0.80x, 6000 x 200 0.82 / 0.70x, 1200 x 200
+ * 0.89x; int64 4500 x 72 0.96 / 0.88x), and so do narrower ones (float32
+ * 65536 x 16 0.89-0.99x; int64 5000 x 16 0.75-0.87x). */
 enum { STAGE_MIN_BYTES = 64, STAGE_ROW_BYTES = 1024, STAGE_MAX_BYTES = 1 << 16, STAGE_MIN_STRIDE = 1024,
-       STAGE_LONG_ROW = 4096, STAGE_LONG_MIN_STRIDE = 256 };
+       STAGE_LONG_ROW = 1024, STAGE_ALIAS_BYTES = 256 };
 
 typedef struct {
     char *in, *vals;  /* input stage, values stage (or NULL) */
@@ -1230,7 +1233,7 @@ static void row_stage_init(row_stage *st, const sort_layout *g, int64_t len)
     const int64_t stride = g->src_sl * g->es;
     if (g->src_si != 1 || len < 2 ||
         (stride < STAGE_MIN_STRIDE &&
-         (len < STAGE_LONG_ROW || stride < STAGE_LONG_MIN_STRIDE || g->inner < 2)))
+         (len < STAGE_LONG_ROW || stride % STAGE_ALIAS_BYTES != 0 || g->inner < 2)))
         return;
     int64_t b = (STAGE_MAX_BYTES / len) & ~(int64_t)(STAGE_MIN_BYTES - 1);
     b = b > STAGE_ROW_BYTES ? STAGE_ROW_BYTES : b < STAGE_MIN_BYTES ? STAGE_MIN_BYTES : b;
