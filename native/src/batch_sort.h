@@ -294,7 +294,9 @@ static void batch_network16(kwk_batch_slot16 *s, const kwk_net_pair *pairs, int 
 /* batch_sort8 of two batches (rows of sa into a, of sb into b) by one
  * network over their sixteen lanes (w: len joined slots): half the
  * network's instructions a row.  Returns 0 (nothing sorted) when either
- * batch's 64-bit keys do not fit, else 1 and each batch's tied lanes. */
+ * batch's 64-bit keys do not fit, else 1 and each batch's tied lanes.
+ * (Not inlined: inlined, rows of 196 measured 0.94-0.97x in torch order,
+ * the rest alike.) */
 __attribute__((noinline)) static int batch_sort16(int dtype, const kwk_batch_src *sa, const kwk_batch_src *sb, int64_t len,
                         uint64_t flip, kwk_batch_slot *a, kwk_batch_slot *b, kwk_batch_slot16 *w,
                         const kwk_net_pair *pairs, int npairs, int stable, unsigned *ties_a,
