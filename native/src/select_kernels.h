@@ -374,8 +374,8 @@ static int topk_stable_by_threshold(int dtype, const void *src, int64_t len, int
         return KWK_OK;
     const int es = KWK_DTYPES[dtype].elem_size;
     const uint32_t flip = largest ? (uint32_t)kwk_width_mask(KWK_DTYPES[dtype].key_bits) : 0;
-    int32_t *key = (int32_t *)malloc((size_t)(len + SR_LANES) * sizeof(int32_t));
-    int32_t *cand = (int32_t *)malloc((size_t)(len + SR_LANES) * sizeof(int32_t));
+    int32_t *key = (int32_t *)malloc((size_t)(len + TT_PAD) * sizeof(int32_t));
+    int32_t *cand = (int32_t *)malloc((size_t)(len + TT_PAD) * sizeof(int32_t));
     if (!key || !cand) {
         free(key);
         free(cand);

@@ -54,6 +54,19 @@ enum {
     TT_ROW_MIN_LEN = 16, /* tt_row's least: two whole vectors of keys */
 };
 
+/* On AVX-512 (tt_row's 16-key vectors) keys other than float32's take the
+ * threshold from 128 elements: sr_topk's columns of those dtypes cost more
+ * to load.  Measured (stable order, 4096 rows, us, sr_topk -> tt_row, min
+ * of 3 alternating runs): bfloat16 x128 k=2 362 -> 206, float16 k=8 472 ->
+ * 311, int16 k=8 418 -> 294, int32 k=4 292 -> 216, k=2 196 -> 184 (torch
+ * order, bfloat16 k=8 937 -> 851); but float32 x128 k=2..8 0.80-0.91x,
+ * x160 0.97-0.99x, and 64-wide rows of int32 0.91x. */
+#if defined(__AVX512F__)
+enum { TT_MIN_LEN_NARROW = 128 };
+#else
+enum { TT_MIN_LEN_NARROW = TT_MIN_LEN };
+#endif
+
 /* What tt_row found. */
 enum { TT_EXACT = 0, TT_TIE = 1, TT_OVERFLOW = 2 };
 
@@ -94,11 +107,76 @@ static int tt_topk_applies(int dtype, int64_t len, int64_t k, int64_t src_sl, in
                            int order)
 {
     if (order == KWK_ORDER_TORCH && !sorted && k * 64 > len && k > 1) return 0;
+    if (dtype != KWK_FLOAT32 && len >= TT_MIN_LEN_NARROW && len < TT_MIN_LEN)
+        return src_sl == 1 && k >= 1 && k <= SR_TOPK_MAX_K && tt_keys_for(dtype) != NULL;
     return src_sl == 1 && len >= TT_MIN_LEN && len <= TT_MAX_LEN && k >= 1 &&
            k <= SR_TOPK_MAX_K && (len > TT_MIN_LEN || k >= TT_MIN_K_AT_MIN_LEN) &&
            tt_keys_for(dtype) != NULL;
 }
 
+#if defined(__AVX512F__)
+/* Rows of keys are read 16 at a time on AVX-512 (tail: masked loads that
+ * read INT32_MAX past n), so the callers' key and candidate buffers hold
+ * n + TT_PAD entries. */
+enum { TT_PAD = 16 };
+#else
+enum { TT_PAD = SR_LANES };
+#endif
+
+#if defined(__AVX512F__)
+/* The threshold of tt_row: the k-th smallest of the row's 16 lane minima
+ * (lane l: positions = l mod 16; n >= 16, so each is a real element, and
+ * the 16 are different elements), counted out in one zmm: the largest
+ * minimum with fewer than k minima below it is the k-th smallest. */
+static int32_t tt_threshold(const int32_t *key, int64_t n, int k)
+{
+    const __m512i big = _mm512_set1_epi32(INT32_MAX);
+    const int64_t full = n / 16;
+    const __mmask16 tail = (__mmask16)((1u << (n & 15)) - 1);
+    __m512i m0 = _mm512_loadu_si512(key), m1 = big;
+    int64_t v = 1;
+    for (; v + 1 < full; v += 2) { /* two chains: one min a cycle each */
+        m0 = _mm512_min_epi32(m0, _mm512_loadu_si512(key + v * 16));
+        m1 = _mm512_min_epi32(m1, _mm512_loadu_si512(key + (v + 1) * 16));
+    }
+    if (v < full) m0 = _mm512_min_epi32(m0, _mm512_loadu_si512(key + v * 16));
+    if (tail) m1 = _mm512_min_epi32(m1, _mm512_mask_loadu_epi32(big, tail, key + full * 16));
+    const __m512i mn = _mm512_min_epi32(m0, m1);
+    int32_t lane[16];
+    _mm512_storeu_si512(lane, mn);
+    __m512i below = _mm512_setzero_si512();
+    const __m512i one = _mm512_set1_epi32(1);
+    for (int l = 0; l < 16; ++l)
+        below = _mm512_mask_add_epi32(below, _mm512_cmpgt_epi32_mask(mn, _mm512_set1_epi32(lane[l])),
+                                      below, one);
+    return _mm512_mask_reduce_max_epi32(_mm512_cmplt_epi32_mask(below, _mm512_set1_epi32(k)), mn);
+}
+
+/* Positions j < n with key[j] <= t into cand, in index order; their count.
+ * A register compress per 16 keys, stored whole (cand has n + TT_PAD
+ * room): the memory form of vpcompressd is slow on Intel cores. */
+static int64_t tt_candidates(const int32_t *key, int64_t n, int32_t t, int32_t *cand)
+{
+    const __m512i tv = _mm512_set1_epi32(t), step = _mm512_set1_epi32(16);
+    __m512i pos = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const int64_t full = n / 16;
+    int64_t c = 0;
+    for (int64_t v = 0; v < full; ++v) {
+        const __mmask16 le = _mm512_cmple_epi32_mask(_mm512_loadu_si512(key + v * 16), tv);
+        _mm512_storeu_si512(cand + c, _mm512_maskz_compress_epi32(le, pos));
+        c += __builtin_popcount((unsigned)le);
+        pos = _mm512_add_epi32(pos, step);
+    }
+    const __mmask16 tail = (__mmask16)((1u << (n & 15)) - 1);
+    if (tail) {
+        const __mmask16 le = _mm512_mask_cmple_epi32_mask(
+            tail, _mm512_maskz_loadu_epi32(tail, key + full * 16), tv);
+        _mm512_storeu_si512(cand + c, _mm512_maskz_compress_epi32(le, pos));
+        c += __builtin_popcount((unsigned)le);
+    }
+    return c;
+}
+#else
 /* The k-th smallest of the 16 lane minima mn[0..1] (each a different
  * element of the row): the largest one with fewer than k minima below it
  * (minima equal to it are not below it).  Branch-free. */
@@ -123,16 +201,11 @@ SR_INLINE int32_t tt_kth_minimum(const sr_v mn[2], int k)
     return r;
 }
 
-/* The positions of the k smallest of key[0..n) (padded as tt_keys pads) by
- * (key, position) to at[p * SR_LANES], p < k; cand has room for n +
- * SR_LANES positions.  Returns TT_EXACT, else (at[] then all 0) TT_TIE:
- * with tie_check, two equal keys among the first k + 1, or TT_OVERFLOW:
- * too many candidates. */
-static int tt_row(const int32_t *key, int64_t n, int k, int tie_check, int32_t *at,
-                  int32_t *cand)
+/* The threshold of tt_row: the k-th smallest of 16 lane minima (even
+ * vectors in mn[0], odd ones in mn[1]; n >= TT_ROW_MIN_LEN: every lane of
+ * both holds a real element). */
+static int32_t tt_threshold(const int32_t *key, int64_t n, int k)
 {
-    /* 16 lane minima: even vectors in mn[0], odd ones in mn[1] (n >=
-     * TT_ROW_MIN_LEN: every lane of both holds a real element) */
     const int64_t nv = (n + SR_LANES - 1) / SR_LANES;
     sr_v mn[2] = {sr_load(key), sr_load(key + SR_LANES)};
     int64_t v = 2;
@@ -141,10 +214,15 @@ static int tt_row(const int32_t *key, int64_t n, int k, int tie_check, int32_t *
         mn[1] = sr_min(mn[1], sr_load(key + (v + 1) * SR_LANES));
     }
     if (v < nv) mn[0] = sr_min(mn[0], sr_load(key + v * SR_LANES));
-    const int32_t t = tt_kth_minimum(mn, k);
-    /* the candidates: positions of the keys <= t, in index order, without
-     * a branch per vector (whether one holds a candidate is a coin toss);
-     * cand has room for every position and a vector more */
+    return tt_kth_minimum(mn, k);
+}
+
+/* Positions j < n with key[j] <= t into cand, in index order, without a
+ * branch per vector (whether one holds a candidate is a coin toss); cand
+ * has room for every position and a vector more.  Returns their count. */
+static int64_t tt_candidates(const int32_t *key, int64_t n, int32_t t, int32_t *cand)
+{
+    const int64_t nv = (n + SR_LANES - 1) / SR_LANES;
     const sr_v tv = sr_set1(t);
     int64_t c = 0;
 #if defined(__AVX2__)
@@ -152,7 +230,7 @@ static int tt_row(const int32_t *key, int64_t n, int k, int tie_check, int32_t *
     const __m256i step = _mm256_set1_epi32(SR_LANES);
 #endif
     const unsigned tail = n & (SR_LANES - 1) ? (1u << (n & (SR_LANES - 1))) - 1 : 0xFFu;
-    for (v = 0; v < nv; ++v) {
+    for (int64_t v = 0; v < nv; ++v) {
         unsigned le = ~sr_mask(sr_gt(sr_load(key + v * SR_LANES), tv)) & 0xFFu;
         le &= v + 1 < nv ? 0xFFu : tail; /* not the padding */
 #if defined(__AVX2__)
@@ -165,6 +243,63 @@ static int tt_row(const int32_t *key, int64_t n, int k, int tie_check, int32_t *
         for (; le; le &= le - 1) cand[c++] = (int32_t)(v * SR_LANES + __builtin_ctz(le));
 #endif
     }
+    return c;
+}
+#endif
+
+/* best[rank] = w[i] for the c distinct words w[0..c) (room for a multiple
+ * of the vector's words past c), ranks of m and more all to best[m]: each
+ * candidate's rank by counting the words below it, branch-free, where an
+ * insertion mispredicts on every move; a vector of candidates at once. */
+static void tt_rank_words(int64_t *w, int64_t c, int m, int64_t *best)
+{
+#if defined(__AVX512F__)
+    for (int64_t i = c; i & 7; ++i) w[i] = INT64_MAX; /* below no word */
+    const __m512i one = _mm512_set1_epi64(1);
+    for (int64_t q = 0; q < c; q += 8) {
+        const __m512i wq = _mm512_loadu_si512(w + q);
+        __m512i r = _mm512_setzero_si512();
+        for (int64_t j = 0; j < c; ++j)
+            r = _mm512_mask_add_epi64(r, _mm512_cmpgt_epi64_mask(wq, _mm512_set1_epi64(w[j])), r, one);
+        int64_t rank[8];
+        _mm512_storeu_si512(rank, r);
+        for (int l = 0; l < 8 && q + l < c; ++l) best[rank[l] < m ? rank[l] : m] = w[q + l];
+    }
+#elif defined(__AVX2__)
+    for (int64_t i = c; i & 3; ++i) w[i] = INT64_MAX; /* below no word */
+    for (int64_t q = 0; q < c; q += 4) {
+        const __m256i wq = _mm256_loadu_si256((const __m256i *)(const void *)(w + q));
+        __m256i r = _mm256_setzero_si256();
+        for (int64_t j = 0; j < c; ++j)
+            r = _mm256_sub_epi64(r, _mm256_cmpgt_epi64(wq, _mm256_set1_epi64x(w[j])));
+        int64_t rank[4];
+        _mm256_storeu_si256((__m256i *)(void *)rank, r);
+        for (int l = 0; l < 4 && q + l < c; ++l) best[rank[l] < m ? rank[l] : m] = w[q + l];
+    }
+#else
+    for (int64_t i = 0; i < c; ++i) {
+        int64_t r = 0;
+        for (int64_t j = 0; j < c; ++j) r += w[j] < w[i];
+        best[r < m ? r : m] = w[i];
+    }
+#endif
+}
+
+/* The positions of the k smallest of key[0..n) (padded as tt_keys pads) by
+ * (key, position) to at[p * SR_LANES], p < k; cand has room for n +
+ * TT_PAD positions.  Returns TT_EXACT, else (at[] then all 0) TT_TIE:
+ * with tie_check, two equal keys among the first k + 1, or TT_OVERFLOW:
+ * too many candidates.  On AVX-512 its steps (tt_threshold, tt_candidates,
+ * tt_rank_words) take 16 keys or 8 words a vector, the compress in a
+ * register: torch.topk under install(), float32, us, min of 3 alternating
+ * runs, 8 -> 16 lanes: 4096x256 k=8 (deepseek's expert choice) 578 -> 440,
+ * k=4 485 -> 370, 256x1000 k=5 (accuracy@5) 78 -> 63, 1024x4000 k=8 1149
+ * -> 885; int32 4096x256 k=8 1.20-1.31x, bfloat16 (stable) 1.39x. */
+static int tt_row(const int32_t *key, int64_t n, int k, int tie_check, int32_t *at,
+                  int32_t *cand)
+{
+    const int32_t t = tt_threshold(key, n, k);
+    const int64_t c = tt_candidates(key, n, t, cand);
     if (c > TT_CAND_MAX) {
         for (int p = 0; p < k; ++p) at[p * SR_LANES] = 0;
         return TT_OVERFLOW;
@@ -172,31 +307,10 @@ static int tt_row(const int32_t *key, int64_t n, int k, int tie_check, int32_t *
     /* the m best candidates by (key, position) (c >= k always), as words
      * key << 32 | position in signed order */
     const int m = tie_check && c > k ? k + 1 : k;
-    int64_t w[TT_CAND_MAX + 4], best[TT_CAND_MAX + 1];
+    int64_t w[TT_CAND_MAX + 8], best[TT_CAND_MAX + 1];
     for (int64_t i = 0; i < c; ++i) w[i] = (int64_t)((uint64_t)(int64_t)key[cand[i]] << 32) | cand[i];
     if (c <= TT_RANK_MAX) {
-        /* each candidate's rank by counting the words below it (they are
-         * distinct): branch-free, where an insertion mispredicts on every
-         * move.  AVX2: the ranks of four candidates at once. */
-#if defined(__AVX2__)
-        for (int64_t i = c; i & 3; ++i) w[i] = INT64_MAX; /* below no word */
-        for (int64_t q = 0; q < c; q += 4) {
-            const __m256i wq = _mm256_loadu_si256((const __m256i *)(const void *)(w + q));
-            __m256i r = _mm256_setzero_si256();
-            for (int64_t j = 0; j < c; ++j)
-                r = _mm256_sub_epi64(r, _mm256_cmpgt_epi64(wq, _mm256_set1_epi64x(w[j])));
-            int64_t rank[4];
-            _mm256_storeu_si256((__m256i *)(void *)rank, r);
-            for (int l = 0; l < 4 && q + l < c; ++l)
-                best[rank[l] < m ? rank[l] : m] = w[q + l];
-        }
-#else
-        for (int64_t i = 0; i < c; ++i) {
-            int64_t r = 0;
-            for (int64_t j = 0; j < c; ++j) r += w[j] < w[i];
-            best[r < m ? r : m] = w[i];
-        }
-#endif
+        tt_rank_words(w, c, m, best);
     } else {
         int b = 0;
         for (int64_t i = 0; i < c; ++i) {
@@ -245,8 +359,8 @@ static int tt_topk(int dtype, const void *src, int64_t outer, int64_t len, int64
     const uint32_t flip = largest ? (uint32_t)kwk_width_mask(KWK_DTYPES[dtype].key_bits) : 0;
     const int tie_check = order == KWK_ORDER_TORCH;
     const int ibits = kwk_bits_for((uint64_t)(len - 1));
-    int32_t *key = (int32_t *)malloc((size_t)(len + SR_LANES) * sizeof(int32_t));
-    int32_t *cand = (int32_t *)malloc((size_t)(len + SR_LANES) * sizeof(int32_t));
+    int32_t *key = (int32_t *)malloc((size_t)(len + TT_PAD) * sizeof(int32_t));
+    int32_t *cand = (int32_t *)malloc((size_t)(len + TT_PAD) * sizeof(int32_t));
     uint64_t *words = tie_check ? (uint64_t *)malloc((size_t)len * sizeof(uint64_t)) : NULL;
     if (!key || !cand || (tie_check && !words)) {
         free(key);
