@@ -216,6 +216,30 @@ def test_batch_sort_sixteen_rows(kw, gen, dtype):
             compare("sort", mostly, dim=-1)
 
 
+@pytest.mark.parametrize("dtype", (torch.float32, torch.bfloat16, torch.int16), ids=str)
+def test_batch_sort_sixteen_adjacent_rows(kw, gen, dtype):
+    """Rows of 40..256 (KWK_BATCH16_ADJ_MAX_LEN) along a non-last dim whose
+    inner size is a multiple of sixteen go sixteen side by side through one
+    network (position j of the sixteen read and written as one run, staged
+    where far apart): an outer dim, inner sizes of 16 and 48 (three groups
+    a slice) and 24 (groups would straddle slices: the eight-row loop),
+    rows past the length (the eight-row loop), ties in some columns of
+    either half (torch order redoes those rows), and a transposed output
+    layout."""
+    for n in (40, 100, 256, 257):
+        for shape, dim in (((n, 16), 0), ((2, n, 48), 1), ((3, n, 24), 1)):
+            x = make_values("random", shape, dtype, gen)
+            tied = x.clone()
+            tied.select(dim, 1).narrow(-1, 3, 2).copy_(tied.select(dim, n - 1).narrow(-1, 3, 2))
+            tied.select(dim, 0).narrow(-1, 12, 1).copy_(tied.select(dim, 7).narrow(-1, 12, 1))
+            for v in (x, tied):
+                compare("sort", v, dim=dim)
+                compare("sort", v, dim=dim, descending=True, stable=True)
+                compare("argsort", v, dim=dim, stable=True)
+                compare("msort", v.movedim(dim, 0))
+            compare("sort", x.transpose(-1, -2).contiguous().transpose(-1, -2), dim=dim)
+
+
 @pytest.mark.parametrize("dtype", (torch.float32, torch.int64, torch.bfloat16), ids=str)
 def test_sort_staged_long_columns(kw, gen, dtype):
     """Rows of STAGE_LONG_ROW = 1024 elements or more along a non-last dim

@@ -1458,10 +1458,22 @@ static inline int batch_ties_stop(const sort_call *c, int64_t done, int64_t tie_
 #if defined(KWK_HAVE_BATCH16)
 /* (rows the sixteen-row network takes: see sort_rows_batched16) */
 enum { KWK_BATCH16_MIN_LEN = 40, KWK_BATCH16_MAX_LEN = 320 };
+/* Rows along a non-last dim (inner a multiple of 16: groups of sixteen
+ * rows side by side, read from and written to the long-stride stage as
+ * the eight-row loop does) take it up to this length.  Measured (torch.sort
+ * along dim 1, stable / torch order, us, 8 -> 16 rows a network, min of 3
+ * alternating runs): float32 8x100x256 910 -> 788 / 782 -> 771, 64x50x32
+ * 313 -> 271 / 275 -> 265, 8x100x48 1.12 / 1.05x, bfloat16 4x200x1024
+ * 4364 -> 3806 / 1.04x, zoedepth's 1x64x192x256 1.08 / 0.97x (stable
+ * argsort 1.12x), int32 16x64x64x64 1.0x; rows of 300 lost (2x300x4096
+ * 0.85-0.92x: the joined slots past L1).  Read in place instead of
+ * staged, the far-apart rows lost 0.53-0.65x. */
+enum { KWK_BATCH16_ADJ_MAX_LEN = 256 };
 
 /* Rows [0, rows - rows % 16) sixteen at a time through one network
- * (batch_sort16), for rows of 32-bit keys that are never adjacent (along
- * the last dim).  Measured (AVX-512, stable argsort / torch order, ns/el, 8
+ * (batch_sort16), for rows of 32-bit keys along the last dim, and along
+ * another dim in groups of sixteen side by side up to
+ * KWK_BATCH16_ADJ_MAX_LEN (staged as the eight-row loop stages).  Measured (AVX-512, stable argsort / torch order, ns/el, 8
  * -> 16 rows a network, min of 3 alternating runs): float32 / int32 /
  * int16 rows of 40..320 1.12-1.22x / 1.0-1.13x (1024x64 float32 stable
  * 0.132 -> 0.109 us a row), bfloat16 1.0-1.13x; shorter rows lost to the
@@ -1480,32 +1492,43 @@ static int64_t sort_rows_batched16(const sort_call *c, const sort_layout *g, int
     kwk_batch_slot16 *joined =
         (kwk_batch_slot16 *)aligned_alloc(64, (size_t)len * sizeof(kwk_batch_slot16));
     int64_t r0 = 0;
+    row_stage st;
+    row_stage_init(&st, g, len);
     if (other && joined) {
         for (; r0 + 2 * KWK_BATCH_LANES <= rows && *status == KWK_OK && !*stop;) {
             out_row outs[2][KWK_BATCH_LANES];
             kwk_batch_src src[2];
+            /* sixteen rows side by side (a sort along a non-last dim):
+             * position j of all of them is one run, read from the stage
+             * where the rows are far apart */
+            const int adjacent = g->src_si == 1 && (r0 % g->inner) + 2 * KWK_BATCH_LANES <= g->inner;
+            out_row all[2 * KWK_BATCH_LANES];
+            for (int l = 0; l < 2 * KWK_BATCH_LANES; ++l) all[l] = sort_out_row(g, r0 + l);
+            if (adjacent) row_stage_enter(&st, g, r0, 2 * KWK_BATCH_LANES, rows, len, all);
             for (int h = 0; h < 2; ++h) {
                 for (int l = 0; l < KWK_BATCH_LANES; ++l) {
-                    outs[h][l] = sort_out_row(g, r0 + h * KWK_BATCH_LANES + l);
+                    outs[h][l] = all[h * KWK_BATCH_LANES + l];
                     src[h].row[l] = outs[h][l].row;
                 }
                 src[h].step = outs[h][0].step;
-                src[h].adjacent = 0;
+                src[h].adjacent = adjacent;
             }
             unsigned ties[2];
             if (!batch_sort16(c->dtype, &src[0], &src[1], len, c->flip, slots, other, joined, pairs,
                               npairs, !c->torch_ties, &ties[0], &ties[1]))
                 ties[0] = ties[1] = KWK_BATCH_REFUSED;
             for (int h = 0; h < 2 && *status == KWK_OK && !*stop; ++h) {
-                const int tied = batch_finish(c, g, outs[h], 0, h ? other : slots, ties[h], len, ws,
-                                              keys, status);
+                const int tied = batch_finish(c, g, outs[h], adjacent, h ? other : slots, ties[h],
+                                              len, ws, keys, status);
                 r0 += KWK_BATCH_LANES;
                 if (tied < 0) *stop = 1;
                 else *tie_rows += tied;
                 *stop |= batch_ties_stop(c, r0, *tie_rows);
             }
+            row_stage_after(&st, g, r0, len);
         }
     }
+    row_stage_free(&st, g, len);
     free(other);
     free(joined);
     return r0;
@@ -1549,8 +1572,10 @@ static int64_t sort_rows_batched(const sort_call *c, const sort_layout *g, int64
     int64_t r0 = 0, tie_rows = 0;
     int stop = 0;
 #if defined(KWK_HAVE_BATCH16)
-    if ((g->src_si != 1 || g->inner < KWK_BATCH_LANES) && len >= KWK_BATCH16_MIN_LEN &&
-        len <= KWK_BATCH16_MAX_LEN && KWK_DTYPES[c->dtype].key_bits <= 32)
+    if ((g->src_si != 1 || g->inner < KWK_BATCH_LANES ||
+         (g->inner % (2 * KWK_BATCH_LANES) == 0 && len <= KWK_BATCH16_ADJ_MAX_LEN)) &&
+        len >= KWK_BATCH16_MIN_LEN && len <= KWK_BATCH16_MAX_LEN &&
+        KWK_DTYPES[c->dtype].key_bits <= 32)
         r0 = sort_rows_batched16(c, g, rows, ws, keys, status, pairs, npairs, slots, &tie_rows, &stop);
 #endif
     row_stage st;
