@@ -29,6 +29,8 @@ TOPK_MAX_K = 8     # SR_TOPK_MAX_K
 MIN_ROWS = 8       # SR_MIN_ROWS
 THRESHOLD_LENS = (256, 4095)  # TT_MIN_LEN, TT_MAX_LEN
 THRESHOLD_MIN_LEN_NARROW = 128  # TT_MIN_LEN_NARROW on AVX-512: keys other than float32's
+THRESHOLD_MIN_LEN_TOP1 = 128  # TT_MIN_LEN_TOP1 on AVX-512: k = 1
+THRESHOLD_MIN_K_AT_MIN_LEN_AVX512 = 2  # TT_MIN_K_AT_MIN_LEN_T on AVX-512
 THRESHOLD_MIN_K_AT_MIN_LEN = 3  # TT_MIN_K_AT_MIN_LEN
 ROWS = 19          # two full groups of eight and a tail of three
 # keys of at most 32 bits take the kernel; 64-bit ones the per-row path
@@ -59,11 +61,14 @@ def topk_kernel(dtype, n, k, rows, sorted_=True, contiguous=True):
         return None  # torch's nth_element leaves introselect order
     if dtype not in NARROW or not 1 <= k <= TOPK_MAX_K:
         return None
+    avx512 = _native.target() == "avx512"
+    min_k = THRESHOLD_MIN_K_AT_MIN_LEN_AVX512 if avx512 else THRESHOLD_MIN_K_AT_MIN_LEN
     if contiguous and THRESHOLD_LENS[0] <= n <= THRESHOLD_LENS[1] and (
-            n > THRESHOLD_LENS[0] or k >= THRESHOLD_MIN_K_AT_MIN_LEN):
+            n > THRESHOLD_LENS[0] or k >= min_k):
         return THRESHOLD_TOPK
-    if (contiguous and _native.target() == "avx512" and dtype != torch.float32
-            and THRESHOLD_MIN_LEN_NARROW <= n < THRESHOLD_LENS[0]):
+    if contiguous and avx512 and n <= THRESHOLD_LENS[0] and (
+            (k == 1 and n >= THRESHOLD_MIN_LEN_TOP1)
+            or (dtype != torch.float32 and n >= THRESHOLD_MIN_LEN_NARROW)):
         return THRESHOLD_TOPK
     return SHORT_TOPK if 1 <= n <= TOPK_MAX_LEN and rows >= MIN_ROWS else None
 

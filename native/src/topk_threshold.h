@@ -60,11 +60,16 @@ enum {
  * of 3 alternating runs): bfloat16 x128 k=2 362 -> 206, float16 k=8 472 ->
  * 311, int16 k=8 418 -> 294, int32 k=4 292 -> 216, k=2 196 -> 184 (torch
  * order, bfloat16 k=8 937 -> 851); but float32 x128 k=2..8 0.80-0.91x,
- * x160 0.97-0.99x, and 64-wide rows of int32 0.91x. */
+ * x160 0.97-0.99x, and 64-wide rows of int32 0.91x.  So does k = 1 from
+ * 128 (float32, router rows and randn: x128 1.16-1.18x, x200 1.20-1.28x,
+ * x256 1.45-1.56x; x64 1.0-1.05x), and k = 2 at 256 (1.05-1.09x; at 128
+ * and 200 0.73-0.88x). */
 #if defined(__AVX512F__)
-enum { TT_MIN_LEN_NARROW = 128 };
+enum { TT_MIN_LEN_NARROW = 128, TT_MIN_LEN_TOP1 = 128, TT_MIN_K_AT_MIN_LEN_T = 2 };
 #else
-enum { TT_MIN_LEN_NARROW = TT_MIN_LEN };
+/* (none of these rules: TT_MIN_LEN_TOP1 past TT_MIN_LEN) */
+enum { TT_MIN_LEN_NARROW = TT_MIN_LEN, TT_MIN_LEN_TOP1 = TT_MIN_LEN + 1,
+       TT_MIN_K_AT_MIN_LEN_T = TT_MIN_K_AT_MIN_LEN };
 #endif
 
 /* What tt_row found. */
@@ -107,10 +112,12 @@ static int tt_topk_applies(int dtype, int64_t len, int64_t k, int64_t src_sl, in
                            int order)
 {
     if (order == KWK_ORDER_TORCH && !sorted && k * 64 > len && k > 1) return 0;
+    if (k == 1 && len >= TT_MIN_LEN_TOP1 && len <= TT_MIN_LEN)
+        return src_sl == 1 && tt_keys_for(dtype) != NULL;
     if (dtype != KWK_FLOAT32 && len >= TT_MIN_LEN_NARROW && len < TT_MIN_LEN)
         return src_sl == 1 && k >= 1 && k <= SR_TOPK_MAX_K && tt_keys_for(dtype) != NULL;
     return src_sl == 1 && len >= TT_MIN_LEN && len <= TT_MAX_LEN && k >= 1 &&
-           k <= SR_TOPK_MAX_K && (len > TT_MIN_LEN || k >= TT_MIN_K_AT_MIN_LEN) &&
+           k <= SR_TOPK_MAX_K && (len > TT_MIN_LEN || k >= TT_MIN_K_AT_MIN_LEN_T) &&
            tt_keys_for(dtype) != NULL;
 }
 
@@ -142,6 +149,7 @@ static int32_t tt_threshold(const int32_t *key, int64_t n, int k)
     if (v < full) m0 = _mm512_min_epi32(m0, _mm512_loadu_si512(key + v * 16));
     if (tail) m1 = _mm512_min_epi32(m1, _mm512_mask_loadu_epi32(big, tail, key + full * 16));
     const __m512i mn = _mm512_min_epi32(m0, m1);
+    if (k == 1) return _mm512_reduce_min_epi32(mn);
     int32_t lane[16];
     _mm512_storeu_si512(lane, mn);
     __m512i below = _mm512_setzero_si512();
@@ -357,7 +365,10 @@ static int tt_topk(int dtype, const void *src, int64_t outer, int64_t len, int64
     const tt_keys_fn keys_of = tt_keys_for(dtype);
     const int es = KWK_DTYPES[dtype].elem_size;
     const uint32_t flip = largest ? (uint32_t)kwk_width_mask(KWK_DTYPES[dtype].key_bits) : 0;
-    const int tie_check = order == KWK_ORDER_TORCH;
+    /* k = 1 in partial_sort's branch (k * 64 <= len): the heap of one
+     * takes an element only when strictly better, so torch answers the
+     * first of the best keys, the stable answer: no tie to look for */
+    const int tie_check = order == KWK_ORDER_TORCH && !(k == 1 && len >= 64);
     const int ibits = kwk_bits_for((uint64_t)(len - 1));
     int32_t *key = (int32_t *)malloc((size_t)(len + TT_PAD) * sizeof(int32_t));
     int32_t *cand = (int32_t *)malloc((size_t)(len + TT_PAD) * sizeof(int32_t));
