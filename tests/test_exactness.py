@@ -94,6 +94,32 @@ def test_sort_around_radix_switch(kw, gen, dtype):
     compare("sort", make_values("ties", (2, 32768), dtype, gen))
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bfloat16], ids=str)
+def test_sort_of_sorted_runs(kw, gen, target, dtype):
+    """Rows made of a few sorted runs (per-level detection scores, batches
+    concatenated; sort_kernels.h merges them pairwise, eight words a block
+    on AVX-512): run counts around KWK_RUNS_MAX = 8, runs of 1..7 elements
+    among long ones, ascending and descending runs, ties across runs, and
+    rows under and over KWK_ADAPT_MIN_N = 256."""
+    for n in (255, 256, 300, 4700, 10000):
+        for runs in (2, 3, 5, 8, 9):
+            cuts = torch.randperm(n - 1, generator=gen)[:runs - 1] + 1
+            if runs > 2:
+                cuts[0] = min(int(cuts[1]) + 3, n - 1)  # one run of a few elements
+            bounds = [0] + sorted(set(int(c) for c in cuts)) + [n]
+            vals = make_values("random", (n,), dtype, gen)
+            for descending_runs in (False, True):
+                parts = [ORIG["sort"](vals[a:b], descending=descending_runs).values
+                         for a, b in zip(bounds, bounds[1:]) if b > a]
+                x = torch.cat(parts)
+                tied = x.clone()
+                tied[n // 3] = tied[2 * n // 3]  # an equal pair in two runs
+                for v in (x, tied):
+                    compare("sort", v, stable=True)
+                    compare("sort", v, descending=True, stable=True)
+                    compare("argsort", v, descending=descending_runs)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int16, torch.uint8,
                                    torch.uint64, torch.bool], ids=str)
 @pytest.mark.parametrize("lay", LAYOUTS)
