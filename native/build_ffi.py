@@ -51,8 +51,16 @@ def compile_args() -> list:
     # CPU target compiles in 70% of the time (avx2.c 81 -> 57 s, avx512.c
     # 80 -> 54, portable.c 53 -> 41 on the 2-core machines here, where the
     # install's compile is most of CI's set-up)
+    # -falign-functions=64 -falign-loops=64: the hot loops' speed no longer
+    # moves with where unrelated code pushes them: the torch-order emulation
+    # of qwen3's router topk (4096x128 k=8) ran at 695-700 or 810-840 us
+    # depending on the build (a merge added elsewhere moved it; the same
+    # build measured either way across runs), aligned 694-711 in every build
+    # and run; 30 other corpus and synthetic calls measured alike (0.97-1.04x,
+    # A/B, three alternating rounds)
     args = ["-std=c11", "-D_DEFAULT_SOURCE", "-O3", "-g1", "-fno-strict-aliasing",
-            "-ffp-contract=off", "-fno-math-errno", "-fno-trapping-math", "-pthread"]
+            "-ffp-contract=off", "-fno-math-errno", "-fno-trapping-math", "-pthread",
+            "-falign-functions=64", "-falign-loops=64"]
     if os.environ.get("KWKER_SANITIZE"):
         # ASan/UBSan build for the sanitizer test job (never for releases)
         args += ["-O1", "-g", "-fno-omit-frame-pointer",
