@@ -263,9 +263,9 @@ static inline void words_merge8x8(__m512i a, __m512i b, __m512i *lo, __m512i *hi
     *hi = h;
 }
 
-/* The next eight words of a run from p (left of them: m), the missing
- * ones read as UINT64_MAX (past every word: they sort last and are never
- * stored; a real word of that value is the same bits). */
+/* The next eight words of a run from p (`left` words remain in it), the
+ * missing ones read as UINT64_MAX (past every word: they sort last and are
+ * never stored; a real word of that value is the same bits). */
 static inline __m512i words_block8(const uint64_t *p, int64_t left)
 {
     if (left >= 8) return _mm512_loadu_si512(p);

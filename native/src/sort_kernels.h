@@ -1473,8 +1473,9 @@ enum { KWK_BATCH16_ADJ_MAX_LEN = 256 };
 /* Rows [0, rows - rows % 16) sixteen at a time through one network
  * (batch_sort16), for rows of 32-bit keys along the last dim, and along
  * another dim in groups of sixteen side by side up to
- * KWK_BATCH16_ADJ_MAX_LEN (staged as the eight-row loop stages).  Measured (AVX-512, stable argsort / torch order, ns/el, 8
- * -> 16 rows a network, min of 3 alternating runs): float32 / int32 /
+ * KWK_BATCH16_ADJ_MAX_LEN (staged as the eight-row loop stages).
+ * Measured (AVX-512, stable argsort / torch order, ns/el, 8 -> 16 rows a
+ * network, min of 3 alternating runs): float32 / int32 /
  * int16 rows of 40..320 1.12-1.22x / 1.0-1.13x (1024x64 float32 stable
  * 0.132 -> 0.109 us a row), bfloat16 1.0-1.13x; shorter rows lost to the
  * joining (17..32: 0.86-0.95x), rows of 512 to the joined slots' size

@@ -401,7 +401,7 @@ static int tt_topk(int dtype, const void *src, int64_t outer, int64_t len, int64
     /* k = 1 in partial_sort's branch (k * 64 <= len): the heap of one
      * takes an element only when strictly better, so torch answers the
      * first of the best keys, the stable answer: no tie to look for */
-    const int tie_check = order == KWK_ORDER_TORCH && !(k == 1 && len >= 64);
+    const int tie_check = order == KWK_ORDER_TORCH && !(k == 1 && k * 64 <= len);
     const int ibits = kwk_bits_for((uint64_t)(len - 1));
     int32_t *key = (int32_t *)malloc((size_t)(len + TT_PAD) * sizeof(int32_t));
     int32_t *cand = (int32_t *)malloc((size_t)(len + TT_PAD) * sizeof(int32_t));
