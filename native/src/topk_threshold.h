@@ -18,7 +18,12 @@
  *     key outside the candidates is > t >= the k-th smallest, so a tie at
  *     the (k+1)-th place is always among them.  A row with such a tie is
  *     emulated on the spot (torch_order.h's words, built from the keys at
- *     hand).
+ *     hand).  k = 1 in partial_sort's branch needs no such check: torch's
+ *     heap of one keeps the first of the best keys, the stable answer.
+ *
+ * On AVX-512 each step takes 16 keys (or 8 words) a vector, the compress
+ * in a register, and the kernel also takes rows of 128..256 for k = 1 and
+ * for keys other than float32's (TT_MIN_LEN_TOP1, TT_MIN_LEN_NARROW).
  *
  * sr_topk's column kernel keeps the m best of eight rows in m vectors
  * (2m min/max per element, and a second pass for the positions): cheaper
