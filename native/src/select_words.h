@@ -100,6 +100,12 @@ static void sw_gather_f32(const char *row, int64_t step, int64_t n, uint32_t fli
 {
     int64_t j = 0;
     if (step == 4) {
+#if defined(__AVX512F__)
+        /* 16 at a time: the threshold topk's key pass, 0.92-0.96x with 8 */
+        const __m512i f16 = _mm512_set1_epi32((int)flip);
+        for (; j + 16 <= n; j += 16)
+            _mm512_storeu_si512(out + j, _mm512_xor_si512(kwk_keys16_f32(_mm512_loadu_si512(row + 4 * j)), f16));
+#endif
         const __m256i f = _mm256_set1_epi32((int)flip);
         for (; j + 8 <= n; j += 8) {
             const __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(row + 4 * j));

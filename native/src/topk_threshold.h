@@ -102,31 +102,17 @@ SR_NARROW_DTYPES(TT_DEFINE_KEYS)
 typedef void (*tt_keys_fn)(const char *, int64_t, uint32_t, int32_t *);
 
 #if defined(__AVX2__)
-/* tt_keys_f32 a vector at a time (keys.h's vector keys): the scalar key's
- * branches keep the compiler from vectorising it for AVX2.  Measured
- * (float32 topk, us, min of 3 alternating runs): AVX2 target 1.04-1.08x
- * (1024x4000 k=8 1266 -> 1172, 4096x256 k=4 514 -> 494), AVX-512 (whose
- * compiled loop was vectorised, but masked) 1.0-1.06x.  The pass reads the
- * row first, so it also bears the row's cache misses. */
+/* tt_keys_f32 a vector at a time (select_words.h's sw_gather_f32): the
+ * scalar key's branches keep the compiler from vectorising it for AVX2.
+ * Measured (float32 topk, us, min of 3 alternating runs): AVX2 target
+ * 1.04-1.08x (1024x4000 k=8 1266 -> 1172, 4096x256 k=4 514 -> 494),
+ * AVX-512 (whose compiled loop was vectorised, but masked) 1.0-1.06x with
+ * 16-key vectors.  The pass reads the row first, so it also bears the
+ * row's cache misses. */
 static void tt_keys_f32_vec(const char *row, int64_t n, uint32_t x, int32_t *key)
 {
-    int64_t j = 0;
-#if defined(__AVX512F__)
-    const __m512i x16 = _mm512_set1_epi32((int)x);
-    for (; j + 16 <= n; j += 16)
-        _mm512_storeu_si512(key + j, _mm512_xor_si512(kwk_keys16_f32(_mm512_loadu_si512(row + 4 * j)), x16));
-#endif
-    const __m256i x8 = _mm256_set1_epi32((int)x);
-    for (; j + 8 <= n; j += 8)
-        _mm256_storeu_si256((__m256i *)(void *)(key + j),
-                            _mm256_xor_si256(kwk_keys8_f32(_mm256_loadu_si256(
-                                                 (const __m256i *)(const void *)(row + 4 * j))), x8));
-    for (; j < n; ++j) {
-        uint32_t v;
-        memcpy(&v, row + 4 * j, 4);
-        key[j] = (int32_t)(kwk_key_f32(v) ^ x);
-    }
-    for (; j & (SR_LANES - 1); ++j) key[j] = INT32_MAX;
+    sw_gather_f32(row, 4, n, x, (uint32_t *)(void *)key);
+    for (int64_t j = n; j & (SR_LANES - 1); ++j) key[j] = INT32_MAX;
 }
 #endif
 
