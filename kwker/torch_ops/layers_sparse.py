@@ -151,10 +151,13 @@ class _Sparsemax(torch.autograd.Function):
         ctx.dim = dim
         ctx.mark_non_differentiable(output[1])
         ctx.save_for_backward(output[0], output[1])
+        ctx.set_materialize_grads(False)  # (see _MedianPool2d)
         return output
 
     @staticmethod
     def backward(ctx, grad, _):
+        if grad is None:
+            return None, None
         output, support = ctx.saved_tensors
         return function_kernel(torch.ops.kwker.sparsemax_backward.default, sparsemax_backward_cpu,
                                grad, output, support, ctx.dim, below_autograd=False), None
@@ -292,10 +295,13 @@ class _GroupSort(torch.autograd.Function):
         ctx.group_size, ctx.dim = group_size, dim
         ctx.mark_non_differentiable(output[1])
         ctx.save_for_backward(output[1])
+        ctx.set_materialize_grads(False)  # (see _MedianPool2d)
         return output
 
     @staticmethod
     def backward(ctx, grad, _):
+        if grad is None:
+            return None, None, None, None
         (positions,) = ctx.saved_tensors
         grad_input = function_kernel(torch.ops.kwker.group_sort_backward.default,
                                      group_sort_backward_cpu, grad, positions, ctx.group_size,
@@ -393,10 +399,13 @@ class _SortPool(torch.autograd.Function):
                                  num_nodes)
         ctx.mark_non_differentiable(output[1])
         ctx.save_for_backward(x, output[1], output[0])
+        ctx.set_materialize_grads(False)  # (see _MedianPool2d)
         return output
 
     @staticmethod
     def backward(ctx, grad, _):
+        if grad is None:
+            return None, None, None
         x, index, output = ctx.saved_tensors
         return function_kernel(torch.ops.kwker.sort_pool_backward.default, sort_pool_backward_cpu,
                                grad, x, index, output, below_autograd=False), None, None

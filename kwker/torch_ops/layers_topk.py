@@ -80,10 +80,15 @@ class _TopKActivation(torch.autograd.Function):
                                  x, k, relu)
         ctx.mark_non_differentiable(output[1])
         ctx.save_for_backward(output[1])
+        # no zeros for the mask's missing gradient (a bool tensor of the
+        # input's size: 0.5 ms of a 256x16384 backward's ~2)
+        ctx.set_materialize_grads(False)
         return output
 
     @staticmethod
     def backward(ctx, grad_out, grad_passes):
+        if grad_out is None:
+            return None, None, None
         # a masked copy: topk's backward (the kept elements) and ReLU's
         # (not where its output is <= 0; NaN passes), in the one mask
         (passes,) = ctx.saved_tensors
