@@ -128,17 +128,38 @@ def topk_softmax_fake(logits, k, renormalize):
             logits.new_empty(shape, dtype=torch.int64))
 
 
+class _SoftmaxF32(torch.autograd.Function):
+    """torch.softmax(x, -1, dtype=torch.float32) on Kwker's kernel (the same
+    bits), differentiated as torch differentiates it: SoftmaxBackward's
+    _softmax_backward_data, then the dtype conversion's backward."""
+    @staticmethod
+    def forward(ctx, x):
+        probs = fast.softmax_f32(x)
+        ctx.dtype = x.dtype
+        ctx.save_for_backward(probs)
+        return probs
+
+    @staticmethod
+    def backward(ctx, grad):
+        # (probs is this Function's output: a double backward comes back
+        # through it)
+        (probs,) = ctx.saved_tensors
+        return torch._softmax_backward_data(grad, probs, -1, torch.float32).to(ctx.dtype)
+
+
 def topk_softmax_autograd(logits, k, renormalize):
     if _direct(logits):
         return topk_softmax_cpu(logits, k, renormalize)
     if logits.is_floating_point() and _may_need_grad(logits):
         if _forward_ad._current_level < 0 and not _functorch_active():
-            # the reference's differentiable softmax, computed once; the ids
-            # from Kwker's topk on its values (torch.topk's, ties included)
-            probs = torch.softmax(logits, dim=-1, dtype=torch.float32)
+            # the reference's softmax (on Kwker's kernel, with torch's
+            # gradient), computed once; the ids from Kwker's topk on its
+            # values (torch.topk's, ties included)
             if _plain_cpu_tensors(logits) and _takes(logits) and 0 <= k <= logits.shape[-1]:
+                probs = _SoftmaxF32.apply(logits)
                 ids = fast._topk_indices(probs.detach(), k)[1]
             else:  # traced, or under a mode: the operator, which they see
+                probs = torch.softmax(logits, dim=-1, dtype=torch.float32)
                 with _below_autograd():
                     ids = torch.ops.kwker.topk_softmax.default(logits, k, renormalize)[1]
             weights = probs.gather(-1, ids)

@@ -347,5 +347,10 @@ int kwk_topk_dense(int dtype, const void *src, int64_t rows, int64_t len, int64_
  * cutoff from a sorted row; min-p: key = softmax(src).) */
 int kwk_filter_below(int dtype, const void *key, const void *src, int64_t rows, int64_t len,
                      const void *cutoff, double fill, void *out, uint8_t *mask);
+/* torch.softmax(x, -1) of `rows` contiguous rows of n float32, bit for bit
+ * as torch 2.13's CPU kernel computes it with vectors of `lanes` floats
+ * (16: ATen's AVX-512 kernels, 8: AVX2; see softmax_torch.h).  KWK_DEFER
+ * (out partly written) when a row holds a NaN or an infinite maximum. */
+int kwk_softmax_f32(const float *x, int64_t rows, int64_t n, int lanes, float *out);
 
 #endif

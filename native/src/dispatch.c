@@ -648,6 +648,16 @@ int kwk_filter_below(int dtype, const void *key, const void *src, int64_t rows, 
     return kernels()->filter_below(dtype, key, src, rows, len, cutoff, fill, out, mask);
 }
 
+int kwk_softmax_f32(const float *x, int64_t rows, int64_t n, int lanes, float *out)
+{
+    int64_t t;
+    if (rows < 0 || n < 0 || (lanes != 8 && lanes != 16)) return KWK_E_ARG;
+    if (!mul_ok(rows, n, &t) || !mul_ok(t, 4, &t)) return KWK_E_OVERFLOW;
+    if (rows == 0 || n == 0) return KWK_OK;
+    if (!x || !out) return KWK_E_ARG;
+    return kernels()->softmax_f32(x, rows, n, lanes, out);
+}
+
 /* n sorted elements of a known dtype; every byte of them reachable */
 static int check_unique(int dtype, const void *values, int64_t n)
 {

@@ -62,6 +62,8 @@ typedef struct {
     int (*mask_grad)(int es, const void *grad, const uint8_t *mask, int64_t n, void *out);
     int (*filter_below)(int dtype, const void *key, const void *src, int64_t rows, int64_t len,
                         const void *cutoff, double fill, void *out, uint8_t *mask);
+    /* softmax_torch.h */
+    int (*softmax_f32)(const float *x, int64_t rows, int64_t n, int lanes, float *out);
     /* unique_runs.h */
     int64_t (*unique_runs)(int dtype, const void *values, int64_t n, const int64_t *perm,
                            int64_t *inverse, int *shows);

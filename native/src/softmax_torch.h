@@ -1,0 +1,271 @@
+/*
+ * softmax_torch.h - torch.softmax(x, -1) of contiguous float32 rows, bit for
+ * bit as torch 2.13's CPU kernel computes it (ATen's _vec_softmax_lastdim),
+ * for the MoE router layer (topk_layers: its weights are the softmax's).
+ *
+ * torch's kernel works on vectors of `lanes` floats (16 where ATen runs its
+ * AVX-512 kernels, 8 for AVX2; the caller passes torch's), row by row:
+ *   m = the row's maximum (exact in any order; the sign of a zero maximum
+ *       does not change x - m's exponential);
+ *   e_i = exp(x_i - m), exp being SLEEF's single-precision expf (1.0-ULP
+ *       variant, with fused multiply-adds), which torch's vector exp calls;
+ *   s = the sum of the e_i: rows shorter than `lanes` add them in order
+ *       (ATen's vec_reduce_all for a partial vector); longer rows keep
+ *       `lanes` partial sums (lane l takes e_l, e_{l+lanes}, ..., and the
+ *       row's tail adds into its first lanes only), then fold them in halves
+ *       (lane l + lane l + lanes/2, ..., down to lane 0);
+ *   out_i = e_i * (1 / s).
+ * exp below makes the same operations as that expf (same constants, same
+ * order, same fused steps), so its results are the same floats; the tests
+ * compare with torch.softmax (every negative float as x_i - m: the
+ * softmax domain) and the caller checks a probe against torch once per
+ * process before it uses this kernel.
+ *
+ * Rows holding a NaN or an infinite maximum are not computed (torch's NaN
+ * payloads there are its own): the call returns KWK_DEFER and the caller
+ * runs torch.
+ */
+#ifndef KWK_SOFTMAX_TORCH_H
+#define KWK_SOFTMAX_TORCH_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+#include "kwker.h"
+
+#if defined(__AVX2__) || defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+/* the expf's constants: 1/ln 2, ln 2 in two parts, and its polynomial */
+#define SX_R_LN2 1.442695040888963407359924681001892137f
+#define SX_L2U 0.693145751953125f
+#define SX_L2L 1.428606765330187045e-06f
+#define SX_C5 0.000198527617612853646278381f
+#define SX_C4 0.00139304355252534151077271f
+#define SX_C3 0.00833336077630519866943359f
+#define SX_C2 0.0416664853692054748535156f
+#define SX_C1 0.166666671633720397949219f
+#define SX_C0 0.5f
+
+static inline float sx_pow2i(int q) /* 2^q for -126 <= q <= 127 */
+{
+    const uint32_t b = (uint32_t)(q + 127) << 23;
+    float f;
+    memcpy(&f, &b, 4);
+    return f;
+}
+
+/* exp(d): q = round(d / ln 2), s = d - q ln 2 (two fused steps), a degree-7
+ * polynomial in s, times 2^q as two halves (so results near the subnormal
+ * range round as the vector code's two multiplies do); 0 below -104,
+ * infinity above 100.  d is never NaN here. */
+static inline float sx_expf(float d)
+{
+    if (d < -104.0f) return 0.0f; /* (also keeps the conversion below in range) */
+    if (100.0f < d) return INFINITY;
+    const float qf = nearbyintf(d * SX_R_LN2);
+    const int q = (int)qf;
+    float s = fmaf(qf, -SX_L2U, d);
+    s = fmaf(qf, -SX_L2L, s);
+    float u = SX_C5;
+    u = fmaf(u, s, SX_C4);
+    u = fmaf(u, s, SX_C3);
+    u = fmaf(u, s, SX_C2);
+    u = fmaf(u, s, SX_C1);
+    u = fmaf(u, s, SX_C0);
+    u = 1.0f + fmaf(s * s, u, s);
+    const int h = q >> 1;
+    return u * sx_pow2i(h) * sx_pow2i(q - h);
+}
+
+#if defined(__AVX512F__)
+static inline __m512 sx_expf16(__m512 d)
+{
+    const __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(d, _mm512_set1_ps(SX_R_LN2)));
+    const __m512 qf = _mm512_cvtepi32_ps(q);
+    __m512 s = _mm512_fmadd_ps(qf, _mm512_set1_ps(-SX_L2U), d);
+    s = _mm512_fmadd_ps(qf, _mm512_set1_ps(-SX_L2L), s);
+    __m512 u = _mm512_set1_ps(SX_C5);
+    u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(SX_C4));
+    u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(SX_C3));
+    u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(SX_C2));
+    u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(SX_C1));
+    u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(SX_C0));
+    u = _mm512_add_ps(_mm512_set1_ps(1.0f), _mm512_fmadd_ps(_mm512_mul_ps(s, s), u, s));
+    const __m512i h = _mm512_srai_epi32(q, 1);
+    const __m512i bias = _mm512_set1_epi32(127);
+    u = _mm512_mul_ps(u, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(h, bias), 23)));
+    u = _mm512_mul_ps(u, _mm512_castsi512_ps(
+                             _mm512_slli_epi32(_mm512_add_epi32(_mm512_sub_epi32(q, h), bias), 23)));
+    u = _mm512_maskz_mov_ps(~_mm512_cmp_ps_mask(d, _mm512_set1_ps(-104.0f), _CMP_LT_OQ), u);
+    return _mm512_mask_mov_ps(u, _mm512_cmp_ps_mask(_mm512_set1_ps(100.0f), d, _CMP_LT_OQ),
+                              _mm512_set1_ps(INFINITY));
+}
+#endif
+
+/* e[i] = exp(x[i] - m) for i < n (m finite) */
+static void sx_exp_row(const float *x, int64_t n, float m, float *e)
+{
+    int64_t i = 0;
+#if defined(__AVX512F__)
+    const __m512 mv = _mm512_set1_ps(m);
+    for (; i + 16 <= n; i += 16)
+        _mm512_storeu_ps(e + i, sx_expf16(_mm512_sub_ps(_mm512_loadu_ps(x + i), mv)));
+    if (i < n) {
+        const __mmask16 k = (__mmask16)_bzhi_u32(0xFFFFu, (unsigned)(n - i));
+        _mm512_mask_storeu_ps(e + i, k, sx_expf16(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + i), mv)));
+    }
+#endif
+    for (; i < n; ++i) e[i] = sx_expf(x[i] - m);
+}
+
+/* The row's maximum, or NaN when it holds a NaN. */
+static float sx_row_max(const float *x, int64_t n)
+{
+    int64_t i = 0;
+    float m = -INFINITY;
+    int nan = 0;
+#if defined(__AVX512F__)
+    __m512 mv = _mm512_set1_ps(-INFINITY);
+    __mmask16 unordered = 0;
+    for (; i + 16 <= n; i += 16) {
+        const __m512 v = _mm512_loadu_ps(x + i);
+        unordered |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+        mv = _mm512_max_ps(mv, v);
+    }
+    m = _mm512_reduce_max_ps(mv);
+    nan = unordered != 0;
+#elif defined(__AVX2__)
+    __m256 mv = _mm256_set1_ps(-INFINITY), unordered = _mm256_setzero_ps();
+    for (; i + 8 <= n; i += 8) {
+        const __m256 v = _mm256_loadu_ps(x + i);
+        unordered = _mm256_or_ps(unordered, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+        mv = _mm256_max_ps(mv, v);
+    }
+    float lanes[8];
+    _mm256_storeu_ps(lanes, mv);
+    for (int l = 0; l < 8; ++l) m = lanes[l] > m ? lanes[l] : m;
+    nan = _mm256_movemask_ps(unordered) != 0;
+#endif
+    for (; i < n; ++i) {
+        nan |= x[i] != x[i];
+        m = x[i] > m ? x[i] : m;
+    }
+    return nan ? NAN : m;
+}
+
+/* ATen's sum of e[0..n) for vectors of L floats (8 or 16): rows shorter
+ * than L in order; longer ones in L partial sums (the tail into the first
+ * lanes), folded in halves: lane l + lane l + L/2, ..., down to lane 0
+ * (ATen's shuffles; each fold adds the same pairs). */
+/* (not inlined: GCC 12 -O3 compiled this loop, inlined into sx_row_sum16
+ * of the AVX-512 unit beside a second caller, for at most 8 elements, so
+ * rows of 9..15 summed their first 8) */
+static __attribute__((noinline)) float sx_sum_in_order(const float *e, int64_t n)
+{
+    float s = e[0];
+    for (int64_t i = 1; i < n; ++i) s += e[i];
+    return s;
+}
+
+#if defined(__AVX2__)
+static inline float sx_fold8(__m256 v)
+{
+    v = _mm256_add_ps(v, _mm256_permute2f128_ps(v, v, 0x1));
+    v = _mm256_add_ps(v, _mm256_shuffle_ps(v, v, 0x4E));
+    v = _mm256_add_ps(v, _mm256_shuffle_ps(v, v, 0xB1));
+    return _mm256_cvtss_f32(v);
+}
+
+/* e[d..n) (fewer than 8) added into the first lanes of acc */
+static inline __m256 sx_add_tail8(__m256 acc, const float *e, int64_t r)
+{
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256i in = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)r), lane);
+    const __m256 tail = _mm256_maskload_ps(e, in);
+    return _mm256_blendv_ps(acc, _mm256_add_ps(acc, tail), _mm256_castsi256_ps(in));
+}
+
+static float sx_row_sum8(const float *e, int64_t n)
+{
+    if (n < 8) return sx_sum_in_order(e, n);
+    __m256 acc = _mm256_loadu_ps(e);
+    int64_t d = 8;
+    for (; d + 8 <= n; d += 8) acc = _mm256_add_ps(acc, _mm256_loadu_ps(e + d));
+    if (d < n) acc = sx_add_tail8(acc, e + d, n - d);
+    return sx_fold8(acc);
+}
+
+static float sx_row_sum16(const float *e, int64_t n)
+{
+    if (n < 16) return sx_sum_in_order(e, n);
+#if defined(__AVX512F__)
+    __m512 acc = _mm512_loadu_ps(e);
+    int64_t d = 16;
+    for (; d + 16 <= n; d += 16) acc = _mm512_add_ps(acc, _mm512_loadu_ps(e + d));
+    if (d < n) {
+        const __mmask16 k = (__mmask16)_bzhi_u32(0xFFFFu, (unsigned)(n - d));
+        acc = _mm512_mask_add_ps(acc, k, acc, _mm512_maskz_loadu_ps(k, e + d));
+    }
+    acc = _mm512_add_ps(acc, _mm512_shuffle_f32x4(acc, acc, 0x4E));
+    acc = _mm512_add_ps(acc, _mm512_shuffle_f32x4(acc, acc, 0xB1));
+    acc = _mm512_add_ps(acc, _mm512_shuffle_ps(acc, acc, 0x4E));
+    acc = _mm512_add_ps(acc, _mm512_shuffle_ps(acc, acc, 0xB1));
+    return _mm512_cvtss_f32(acc);
+#else
+    /* lanes 0-7 and 8-15 as two vectors; the first fold adds them */
+    __m256 lo = _mm256_loadu_ps(e), hi = _mm256_loadu_ps(e + 8);
+    int64_t d = 16;
+    for (; d + 16 <= n; d += 16) {
+        lo = _mm256_add_ps(lo, _mm256_loadu_ps(e + d));
+        hi = _mm256_add_ps(hi, _mm256_loadu_ps(e + d + 8));
+    }
+    const int64_t r = n - d;
+    if (r >= 8) {
+        lo = _mm256_add_ps(lo, _mm256_loadu_ps(e + d));
+        if (r > 8) hi = sx_add_tail8(hi, e + d + 8, r - 8);
+    } else if (r > 0) {
+        lo = sx_add_tail8(lo, e + d, r);
+    }
+    return sx_fold8(_mm256_add_ps(lo, hi));
+#endif
+}
+#else
+#define SX_DEFINE_ROW_SUM(L)                                                  \
+    static float sx_row_sum##L(const float *e, int64_t n)                     \
+    {                                                                         \
+        if (n < L) return sx_sum_in_order(e, n);                              \
+        float acc[L];                                                         \
+        for (int l = 0; l < L; ++l) acc[l] = e[l];                            \
+        int64_t d = L;                                                        \
+        for (; d + L <= n; d += L)                                            \
+            for (int l = 0; l < L; ++l) acc[l] += e[d + l];                   \
+        for (int l = 0; d + l < n; ++l) acc[l] += e[d + l];                   \
+        for (int half = L / 2; half >= 1; half /= 2)                          \
+            for (int l = 0; l < half; ++l) acc[l] += acc[l + half];           \
+        return acc[0];                                                        \
+    }
+SX_DEFINE_ROW_SUM(8)
+SX_DEFINE_ROW_SUM(16)
+#undef SX_DEFINE_ROW_SUM
+#endif
+
+/* out = torch.softmax(x, -1) for `rows` contiguous rows of n > 0 floats;
+ * KWK_DEFER (out partly written) when a row holds a NaN or its maximum is
+ * infinite. */
+static int impl_softmax_f32(const float *x, int64_t rows, int64_t n, int lanes, float *out)
+{
+    for (int64_t r = 0; r < rows; ++r) {
+        const float *xr = x + r * n;
+        float *o = out + r * n;
+        const float m = sx_row_max(xr, n);
+        if (!isfinite(m)) return KWK_DEFER;
+        sx_exp_row(xr, n, m, o);
+        const float inv = 1.0f / (lanes == 16 ? sx_row_sum16(o, n) : sx_row_sum8(o, n));
+        for (int64_t i = 0; i < n; ++i) o[i] *= inv;
+    }
+    return KWK_OK;
+}
+
+#endif
