@@ -159,9 +159,10 @@ static float sx_row_max(const float *x, int64_t n)
  * than L in order; longer ones in L partial sums (the tail into the first
  * lanes), folded in halves: lane l + lane l + L/2, ..., down to lane 0
  * (ATen's shuffles; each fold adds the same pairs). */
-/* (not inlined: GCC 12 -O3 compiled this loop, inlined into sx_row_sum16
- * of the AVX-512 unit beside a second caller, for at most 8 elements, so
- * rows of 9..15 summed their first 8) */
+/* Not inlined: GCC 12.2 at -O3 miscompiled the inlined copies (with the
+ * 8- and 16-lane callers in one unit, rows of 9..15 summed only their
+ * first 7 or 8 elements; reproduced in a file of its own, right at -O2,
+ * nothing from UBSan).  The tests take every row length to 40. */
 static __attribute__((noinline)) float sx_sum_in_order(const float *e, int64_t n)
 {
     float s = e[0];
