@@ -129,6 +129,7 @@ int kwk_topk_dense_backward_addr(int dtype, uintptr_t grad, uintptr_t mask, int6
 int kwk_filter_below_addr(int dtype, uintptr_t key, uintptr_t src, int64_t rows, int64_t len,
                           uintptr_t cutoff, double fill, uintptr_t out, uintptr_t mask);
 int kwk_softmax_f32_addr(uintptr_t x, int64_t rows, int64_t n, int lanes, uintptr_t out);
+int kwk_renormalize_f32_addr(uintptr_t w, int64_t rows, int64_t k);
 int64_t kwk_unique_runs_addr(int dtype, uintptr_t values, int64_t n, uintptr_t perm,
                              uintptr_t inverse);
 int kwk_unique_fill_addr(int dtype, uintptr_t values, int64_t n, int64_t runs, uintptr_t out,
@@ -266,6 +267,10 @@ int kwk_filter_below_addr(int dtype, uintptr_t key, uintptr_t src, int64_t rows,
 int kwk_softmax_f32_addr(uintptr_t x, int64_t rows, int64_t n, int lanes, uintptr_t out)
 {
     return kwk_softmax_f32((const float *)P(x), rows, n, lanes, (float *)P(out));
+}
+int kwk_renormalize_f32_addr(uintptr_t w, int64_t rows, int64_t k)
+{
+    return kwk_renormalize_f32((float *)P(w), rows, k);
 }
 /* 2 * runs + order_shows (kwker.h kwk_unique_runs), or a negative status */
 int64_t kwk_unique_runs_addr(int dtype, uintptr_t values, int64_t n, uintptr_t perm,

@@ -352,5 +352,9 @@ int kwk_filter_below(int dtype, const void *key, const void *src, int64_t rows, 
  * (16: ATen's AVX-512 kernels, 8: AVX2; see softmax_torch.h).  KWK_DEFER
  * (out partly written) when a row holds a NaN or an infinite maximum. */
 int kwk_softmax_f32(const float *x, int64_t rows, int64_t n, int lanes, float *out);
+/* w / w.sum(-1, keepdim=True) in place for `rows` contiguous rows of k = 1
+ * or 2 float32 weights (the router's renormalisation; torch's sum of one or
+ * two terms is a single addition, so the bits are torch's). */
+int kwk_renormalize_f32(float *w, int64_t rows, int64_t k);
 
 #endif

@@ -658,6 +658,23 @@ int kwk_softmax_f32(const float *x, int64_t rows, int64_t n, int lanes, float *o
     return kernels()->softmax_f32(x, rows, n, lanes, out);
 }
 
+int kwk_renormalize_f32(float *w, int64_t rows, int64_t k)
+{
+    int64_t t;
+    if (rows < 0 || k < 1 || k > 2) return KWK_E_ARG;
+    if (!mul_ok(rows, k, &t) || !mul_ok(t, 4, &t)) return KWK_E_OVERFLOW;
+    if (rows == 0) return KWK_OK;
+    if (!w) return KWK_E_ARG;
+    /* (one or two terms: torch's sum of them is this one addition, in any
+     * order; a loop this simple needs no per-target copy) */
+    for (int64_t r = 0; r < rows; ++r) {
+        float *row = w + r * k;
+        const float s = k == 1 ? row[0] : row[0] + row[1];
+        for (int64_t i = 0; i < k; ++i) row[i] = row[i] / s;
+    }
+    return KWK_OK;
+}
+
 /* n sorted elements of a known dtype; every byte of them reachable */
 static int check_unique(int dtype, const void *values, int64_t n)
 {
