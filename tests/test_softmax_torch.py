@@ -154,3 +154,20 @@ def test_router_gradients_through_the_kernel_are_torchs(experts, k, dtype, gen):
     (hga,) = torch.autograd.grad(ga.sum(), a)
     (hgb,) = torch.autograd.grad(gb.sum(), b)
     assert torch.equal(hga, hgb)
+
+
+def test_renormalize_one_or_two_weights_is_torchs(gen):
+    """kwk_renormalize_f32 (the router's top-1 / top-2 renormalisation):
+    w / w.sum(-1, keepdim=True) in place, bit for bit, zero sums included;
+    other k are refused."""
+    for k in (1, 2):
+        w = torch.rand(1000, k, generator=gen)
+        w[::7] = 0.0  # 0 / 0: NaN, as torch's
+        w[1::7, 0] = 1e-45  # subnormal terms
+        want = w / w.sum(dim=-1, keepdim=True)
+        got = w.clone()
+        assert _native.lib.kwk_renormalize_f32_addr(got.data_ptr(), 1000, k) == 0
+        assert torch.equal(_bits(got), _bits(want))
+    w = torch.rand(10, 3, generator=gen)
+    assert _native.lib.kwk_renormalize_f32_addr(w.data_ptr(), 10, 3) != 0
+    assert _native.lib.kwk_renormalize_f32_addr(w.data_ptr(), -1, 2) != 0

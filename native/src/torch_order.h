@@ -610,12 +610,16 @@ static uint64_t *wemu_unguarded_partition(uint64_t *first, uint64_t *last, uint6
         /* eight words a compare, straight into a mask */
         int nl = 0, nr = 0;
         {
-            const __m512i pl = _mm512_set1_epi64((long long)plo), ph = _mm512_set1_epi64((long long)phi);
+            const __m512i pl = _mm512_set1_epi64((long long)plo);
+            const __m512i ph = _mm512_set1_epi64((long long)phi);
             for (int i = 0; i < WEMU_BLOCK; i += 8) {
-                const unsigned ml = _mm512_cmpge_epu64_mask(_mm512_loadu_si512((const void *)(f + i)), pl);
-                const unsigned mr = _mm512_cmple_epu64_mask(_mm512_loadu_si512((const void *)(l - 8 - i)), ph);
+                const __m512i vl = _mm512_loadu_si512((const void *)(f + i));
+                const __m512i vr = _mm512_loadu_si512((const void *)(l - 8 - i));
+                const unsigned ml = _mm512_cmpge_epu64_mask(vl, pl);
+                const unsigned mr = _mm512_cmple_epu64_mask(vr, ph);
                 const uint64_t add = (uint64_t)i * 0x0101010101010101ull;
-                const uint64_t lanes_l = WEMU_LANES8_UP[ml] + add, lanes_r = WEMU_LANES8_DOWN[mr] + add;
+                const uint64_t lanes_l = WEMU_LANES8_UP[ml] + add;
+                const uint64_t lanes_r = WEMU_LANES8_DOWN[mr] + add;
                 memcpy(lb + nl, &lanes_l, 8);
                 memcpy(rb + nr, &lanes_r, 8);
                 nl += __builtin_popcount(ml);
@@ -707,7 +711,8 @@ static inline void wemu_leaf_sort(uint64_t *a, int64_t n, uint64_t m)
     __m512i t0 = _mm512_mask_or_epi64(ones, m0, _mm512_and_si512(w0, keymask), p0);
     if (n <= 8) {
         t0 = qs64_sort_vec(t0);
-        _mm512_mask_storeu_epi64(a, m0, _mm512_permutexvar_epi64(_mm512_and_si512(t0, pos_mask), w0));
+        const __m512i at = _mm512_and_si512(t0, pos_mask);
+        _mm512_mask_storeu_epi64(a, m0, _mm512_permutexvar_epi64(at, w0));
         return;
     }
     const __mmask8 m1 = (__mmask8)_bzhi_u32(0xFFu, (unsigned)(n - 8));
@@ -718,9 +723,9 @@ static inline void wemu_leaf_sort(uint64_t *a, int64_t n, uint64_t m)
     t1 = qs64_rev(qs64_sort_vec(t1));
     const __m512i lo = qs64_merge_vec(_mm512_min_epu64(t0, t1));
     const __m512i hi = qs64_merge_vec(_mm512_max_epu64(t0, t1));
-    _mm512_storeu_si512((void *)a, _mm512_permutex2var_epi64(w0, _mm512_and_si512(lo, pos_mask), w1));
-    _mm512_mask_storeu_epi64(a + 8, m1,
-                             _mm512_permutex2var_epi64(w0, _mm512_and_si512(hi, pos_mask), w1));
+    const __m512i at_lo = _mm512_and_si512(lo, pos_mask), at_hi = _mm512_and_si512(hi, pos_mask);
+    _mm512_storeu_si512((void *)a, _mm512_permutex2var_epi64(w0, at_lo, w1));
+    _mm512_mask_storeu_epi64(a + 8, m1, _mm512_permutex2var_epi64(w0, at_hi, w1));
 #elif defined(__AVX2__)
     /* the ranks from registers: words written one by one and read back as
      * vectors would stall on store forwarding */
