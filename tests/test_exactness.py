@@ -80,6 +80,31 @@ def test_sort_long_rows(kw, gen, dtype, kind):
     compare("argsort", x[0], descending=True)
 
 
+def test_sort_values_rebuilt_from_keys(kw, gen, target):
+    """Rows of >= 16384 float32 have their values rebuilt from the sorted keys
+    (sort_kernels.h: emit_words_decoded, eight words at a time on AVX2 and
+    AVX-512) but for zeros and NaNs, which are copied from the source by
+    index: +-0.0, NaN payloads, infinities and subnormals scattered so that
+    they fall at every offset of the eight-word groups, few and many of
+    them; dense outputs and strided ones (the sort along dim 0)."""
+    specials = torch.cat([torch.tensor([0.0, -0.0, float("inf"), -float("inf"), 1e-45, -1e-45]),
+                          _nan_payloads(torch.float32)])
+    for n in (16384, 16391, 40000):
+        for count in (1, 3, 40):
+            x = torch.randn(n, generator=gen)
+            pos = torch.randperm(n, generator=gen)[:count * specials.numel()]
+            x[pos] = specials.repeat(count)
+            for descending in (False, True):
+                compare("sort", x, descending=descending)
+                compare("sort", x, descending=descending, stable=True)
+            compare("sort", x[:n // 2 * 2].view(2, -1).t(), dim=0, descending=True)
+        # bfloat16-rounded values: runs of equal keys, torch's tie order
+        x = torch.randn(n, generator=gen).bfloat16().float()
+        x[torch.randperm(n, generator=gen)[:50]] = -0.0
+        compare("sort", x)
+        compare("sort", x, descending=True, stable=True)
+
+
 @pytest.mark.parametrize("dtype", [torch.int32, torch.int16, torch.bool, torch.int8, torch.uint8,
                                    torch.float16], ids=str)
 def test_sort_around_radix_switch(kw, gen, dtype):

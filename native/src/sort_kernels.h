@@ -139,6 +139,56 @@ enum { KWK_DECODE_MIN_N = 1 << 14 };
 #define KWK_FLOAT_DECODE(T, SIGN) ((k_ & (T)(SIGN)) ? (T)(k_ ^ (T)(SIGN)) : (T)~k_)
 #define KWK_FLOAT_GATHER(T, SIGN) (k_ == (T)~(T)0 || k_ == (T)(SIGN))
 
+#if defined(__AVX2__)
+/* The float32 case of emit_words_decoded for n words (no size rule). */
+static void emit_words_decoded_f32_scalar(const out_row *o, const uint64_t *w, int64_t n, int ibits,
+                                          uint64_t mask, uint64_t lo, uint64_t flip)
+{
+    const int64_t dstep = o->dsl * o->es;
+    KWK_DECODE_LOOP(uint32_t, KWK_FLOAT_DECODE(uint32_t, 0x80000000u),
+                    KWK_FLOAT_GATHER(uint32_t, 0x80000000u))
+}
+
+/* The float32 decode of dense outputs eight words at a time: indices and
+ * keys split with a mask and a shift, the keys narrowed to 32 bits and
+ * mapped back by one xor (with t = k >> 31 arithmetic, the map is
+ * k ^ (~t | sign)).  A group holding a zero's or NaN's key is left to the
+ * scalar loop (returns the number of words done before it, the caller
+ * carries on from there); in a sorted row such keys form at most three
+ * runs, so few groups stop here.  Measured (avx512, float32 rows of
+ * 32000..152064 with values out): the emit 0.6 -> ~0.2 ns a word. */
+static int64_t emit_f32_decoded_avx2(const uint64_t *w, int64_t n, int ibits, uint64_t mask,
+                                     uint64_t lo, uint32_t flip, char *vals, int64_t *inds)
+{
+    const __m256i vmask = _mm256_set1_epi64x((long long)mask);
+    const __m256i vlo = _mm256_set1_epi64x((long long)lo);
+    const __m128i shift = _mm_cvtsi32_si128(ibits);
+    const __m256i vflip = _mm256_set1_epi32((int)flip);
+    const __m256i sign = _mm256_set1_epi32((int)0x80000000u);
+    const __m256i ones = _mm256_set1_epi32(-1);
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        const __m256i a = _mm256_loadu_si256((const __m256i *)(w + j));
+        const __m256i b = _mm256_loadu_si256((const __m256i *)(w + j + 4));
+        const __m256i ka = _mm256_add_epi64(_mm256_srl_epi64(a, shift), vlo);
+        const __m256i kb = _mm256_add_epi64(_mm256_srl_epi64(b, shift), vlo);
+        /* the low halves of ka's and kb's lanes, in order */
+        const __m256i kab = _mm256_castps_si256(_mm256_shuffle_ps(
+            _mm256_castsi256_ps(ka), _mm256_castsi256_ps(kb), _MM_SHUFFLE(2, 0, 2, 0)));
+        const __m256i k = _mm256_xor_si256(_mm256_permute4x64_epi64(kab, _MM_SHUFFLE(3, 1, 2, 0)),
+                                           vflip);
+        const __m256i odd = _mm256_or_si256(_mm256_cmpeq_epi32(k, ones), _mm256_cmpeq_epi32(k, sign));
+        if (!_mm256_testz_si256(odd, odd)) break;
+        const __m256i t = _mm256_srai_epi32(k, 31);
+        const __m256i v = _mm256_xor_si256(k, _mm256_or_si256(_mm256_xor_si256(t, ones), sign));
+        _mm256_storeu_si256((__m256i *)(vals + 4 * j), v);
+        _mm256_storeu_si256((__m256i *)(inds + j), _mm256_and_si256(a, vmask));
+        _mm256_storeu_si256((__m256i *)(inds + j + 4), _mm256_and_si256(b, vmask));
+    }
+    return j;
+}
+#endif
+
 static void emit_words_decoded(const out_row *o, int dtype, const uint64_t *w, int64_t n,
                                int ibits, uint64_t mask, uint64_t lo, uint64_t flip)
 {
@@ -146,6 +196,23 @@ static void emit_words_decoded(const out_row *o, int dtype, const uint64_t *w, i
         emit_words(o, w, n, mask);
         return;
     }
+#if defined(__AVX2__)
+    if (dtype == KWK_FLOAT32 && o->inds && o->dsl == 1) {
+        /* vector groups, each odd group's eight words by the loop below */
+        out_row rest = *o;
+        int64_t j = 0;
+        while (j < n) {
+            j += emit_f32_decoded_avx2(w + j, n - j, ibits, mask, lo, (uint32_t)flip,
+                                       o->vals + 4 * j, o->inds + j);
+            const int64_t m = n - j < 8 ? n - j : 8;
+            rest.vals = o->vals + 4 * j;
+            rest.inds = o->inds + j;
+            emit_words_decoded_f32_scalar(&rest, w + j, m, ibits, mask, lo, flip);
+            j += m;
+        }
+        return;
+    }
+#endif
     const int64_t dstep = o->dsl * o->es;
     switch (dtype) {
     case KWK_UINT8: KWK_DECODE_LOOP(uint8_t, k_, 0) break;

@@ -1,7 +1,8 @@
-/* test_emu_words.c - the word emulations of std::sort (wemu_std_sort) and
- * std::nth_element (wemu_nth_element) must make exactly the moves of the
- * record emulations (emu_std_sort, emu_nth_element): every slot ends up
- * holding the same index.  Compiled plainly here (the portable code);
+/* test_emu_words.c - the word emulations of std::sort (wemu_std_sort),
+ * std::nth_element (wemu_nth_element) and std::partial_sort
+ * (wemu_partial_sort: topk's heap select) must make exactly the moves of
+ * the record emulations (emu_std_sort, emu_nth_element, emu_partial_sort):
+ * every slot ends up holding the same index.  Compiled plainly here (the portable code);
  * test_emu_words_avx2.c and _avx512.c compile it for those targets' paths.
  * gcc -O2 -std=c11 -Inative/include -o /tmp/test_emu native/tests/test_emu_words.c && /tmp/test_emu */
 #include <stdio.h>
@@ -31,7 +32,7 @@ int main(int argc, char **argv)
     static kwk_kv kv[MAXN];
     static kwk_kv kv2[MAXN];
     static uint64_t w[MAXN], w2[MAXN], sorted[MAXN], dups[MAXN];
-    long bad = 0, bad_nth = 0;
+    long bad = 0, bad_nth = 0, bad_heap = 0;
     /* the short-range sorts' gate: fresh for most calls (so they are
      * tried), one kept across trials for every fifth (closed by the
      * tie-heavy kinds, as a long call's gate would be) */
@@ -40,7 +41,7 @@ int main(int argc, char **argv)
         wemu_gate fresh = {0, 0};
         wemu_gate *g = t % 5 == 0 ? &kept : &fresh;
         int64_t n = (int64_t)(rnd() % (t % 10 == 0 ? MAXN : 600));
-        int kind = (int)(rnd() % 9);
+        int kind = (int)(rnd() % 10);
         uint64_t distinct = 1 + rnd() % (kind < 4 ? 3 : n + 1);
         for (int64_t i = 0; i < n; ++i) {
             uint64_t k;
@@ -54,6 +55,9 @@ int main(int argc, char **argv)
             case 6: k = (i & 1) ? rnd() % 4 : (uint64_t)(1000 - i % 3); break;
             case 7: /* sparse ties: unique keys, a few repeated */
                 k = (i > 0 && rnd() % 50 == 0) ? kv[rnd() % (uint64_t)i].key : rnd() >> 24;
+                break;
+            case 8: /* one dominant key, a few others (masked logits, votes) */
+                k = rnd() % (1 + rnd() % 1024) == 0 ? rnd() % 1000 : 500;
                 break;
             default: k = rnd() % (n + 1); break;
             }
@@ -132,6 +136,33 @@ int main(int argc, char **argv)
             }
         }
     }
-    printf("emu words: %ld trials, bad %ld (sort) %ld (nth_element)\n", trials, bad, bad_nth);
-    return bad != 0 || bad_nth != 0;
+    /* partial_sort: heaps of every size from 1 to the row (shallow and
+     * deep, even and odd lengths: the lone last child), over the same key
+     * kinds as above; tie-heavy keys make the heap's layout show */
+    for (long t = 0; t < trials / 4; ++t) {
+        const int64_t n = 1 + (int64_t)(rnd() % (t % 8 == 0 ? MAXN : 400));
+        const int64_t k = 1 + (int64_t)(rnd() % 3 == 0 ? rnd() % (uint64_t)n : rnd() % (uint64_t)(n < 64 ? n : 64));
+        const uint64_t distinct = 1 + rnd() % (t % 2 ? 4 : (uint64_t)n + 1);
+        int ibits = 0;
+        while (ibits < 64 && n > 1 && ((uint64_t)(n - 1) >> ibits) != 0) ++ibits;
+        for (int64_t i = 0; i < n; ++i) {
+            kv[i].key = t % 5 == 0 ? (uint64_t)(n - i) / 3 : rnd() % distinct;
+            kv[i].idx = i;
+            w[i] = kv[i].key << ibits | (uint64_t)i;
+        }
+        emu_partial_sort(kv, k, n);
+        wemu_partial_sort(w, k, n, ibits);
+        const uint64_t m = ibits ? (((uint64_t)1 << ibits) - 1) : 0;
+        for (int64_t i = 0; i < n; ++i) {
+            if ((int64_t)(w[i] & m) != kv[i].idx) {
+                if (bad_heap++ < 5)
+                    printf("partial_sort mismatch trial %ld n %lld k %lld at %lld\n", t,
+                           (long long)n, (long long)k, (long long)i);
+                break;
+            }
+        }
+    }
+    printf("emu words: %ld trials, bad %ld (sort) %ld (nth_element) %ld (partial_sort)\n", trials,
+           bad, bad_nth, bad_heap);
+    return bad != 0 || bad_nth != 0 || bad_heap != 0;
 }
