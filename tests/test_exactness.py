@@ -80,6 +80,26 @@ def test_sort_long_rows(kw, gen, dtype, kind):
     compare("argsort", x[0], descending=True)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64], ids=str)
+def test_sort_dominant_value_rows(kw, gen, target, dtype):
+    """Rows where one value fills nearly every slot (top-p after top-k: -inf
+    but for k logits; kNN votes: zeros but for a few classes; padding), in
+    torch's tie order: the emulation's partitions then meet blocks with no
+    gap or one (exchanged run by run) and long all-equal ranges (followed
+    on views of a copy above 256 words, reversed in place below).  Lengths
+    around those switches, few and fewer exceptions, both directions."""
+    fill = {torch.float32: float("-inf"), torch.bfloat16: 0.0, torch.int64: 7}[dtype]
+    for n in (255, 257, 513, 1000, 4099, 32000):
+        for others in (0, 1, 3, 50):
+            x = torch.full((2, n), fill, dtype=dtype)
+            for r in range(2):
+                pos = torch.randperm(n, generator=gen)[:others]
+                x[r, pos] = make_values("random", (others,), dtype, gen)
+            for descending in (False, True):
+                compare("sort", x, descending=descending)
+                compare("argsort", x, descending=descending)
+
+
 def test_sort_values_rebuilt_from_keys(kw, gen, target):
     """Rows of >= 16384 float32 have their values rebuilt from the sorted keys
     (sort_kernels.h: emit_words_decoded, eight words at a time on AVX2 and
