@@ -101,19 +101,21 @@ def test_sort_dominant_value_rows(kw, gen, target, dtype):
 
 
 def test_sort_values_rebuilt_from_keys(kw, gen, target):
-    """Rows of >= 16384 float32 have their values rebuilt from the sorted keys
-    (sort_kernels.h: emit_words_decoded, eight words at a time on AVX2 and
-    AVX-512) but for zeros and NaNs, which are copied from the source by
-    index: +-0.0, NaN payloads, infinities and subnormals scattered so that
-    they fall at every offset of the eight-word groups, few and many of
-    them; dense outputs and strided ones (the sort along dim 0)."""
+    """Sorted float32 rows have their values rebuilt from the sorted keys
+    (sort_kernels.h: emit_words_decoded; eight words at a time on AVX2 and
+    AVX-512 from 64 words, elsewhere from 16384) but for zeros and NaNs,
+    whose groups of eight are copied from the source by index: +-0.0, NaN
+    payloads, infinities and subnormals scattered so that they fall at
+    every offset of the groups, few and many of them; dense outputs and
+    strided ones (the sort along dim 0)."""
     specials = torch.cat([torch.tensor([0.0, -0.0, float("inf"), -float("inf"), 1e-45, -1e-45]),
                           _nan_payloads(torch.float32)])
-    for n in (16384, 16391, 40000):
+    for n in (64, 71, 1000, 16384, 16391, 40000):
         for count in (1, 3, 40):
             x = torch.randn(n, generator=gen)
-            pos = torch.randperm(n, generator=gen)[:count * specials.numel()]
-            x[pos] = specials.repeat(count)
+            m = min(n, count * specials.numel())
+            pos = torch.randperm(n, generator=gen)[:m]
+            x[pos] = specials.repeat(count)[:m]
             for descending in (False, True):
                 compare("sort", x, descending=descending)
                 compare("sort", x, descending=descending, stable=True)

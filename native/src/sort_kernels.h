@@ -106,6 +106,10 @@ static void batch_emit(const out_row *o, const kwk_batch_slot *slots, int l, int
  * KWK_DECODE_MIN_N sit in cache, where the plain gather takes fewer
  * instructions (19 vs 30 a word at 8 elements, measured with cachegrind). */
 enum { KWK_DECODE_MIN_N = 1 << 14 };
+/* ... but eight float32 words at a time (emit_f32_decoded_avx2) beat the
+ * gather from this length (A/B, avx512: kNN vote rows of 1000 1.10x, NMS
+ * scores of 4700 1.08x, rows of 336 1.07x; rows of 54 alike) */
+enum { KWK_DECODE_VEC_MIN_N = 64 };
 #define KWK_DECODE_ONE(T, DECODE, GATHER_IF)                                  \
     const uint64_t w_ = w[j];                                                 \
     const int64_t idx_ = (int64_t)(w_ & mask);                                \
@@ -140,25 +144,17 @@ enum { KWK_DECODE_MIN_N = 1 << 14 };
 #define KWK_FLOAT_GATHER(T, SIGN) (k_ == (T)~(T)0 || k_ == (T)(SIGN))
 
 #if defined(__AVX2__)
-/* The float32 case of emit_words_decoded for n words (no size rule). */
-static void emit_words_decoded_f32_scalar(const out_row *o, const uint64_t *w, int64_t n, int ibits,
-                                          uint64_t mask, uint64_t lo, uint64_t flip)
-{
-    const int64_t dstep = o->dsl * o->es;
-    KWK_DECODE_LOOP(uint32_t, KWK_FLOAT_DECODE(uint32_t, 0x80000000u),
-                    KWK_FLOAT_GATHER(uint32_t, 0x80000000u))
-}
-
 /* The float32 decode of dense outputs eight words at a time: indices and
  * keys split with a mask and a shift, the keys narrowed to 32 bits and
  * mapped back by one xor (with t = k >> 31 arithmetic, the map is
- * k ^ (~t | sign)).  A group holding a zero's or NaN's key is left to the
- * scalar loop (returns the number of words done before it, the caller
- * carries on from there); in a sorted row such keys form at most three
- * runs, so few groups stop here.  Measured (avx512, float32 rows of
- * 32000..152064 with values out): the emit 0.6 -> ~0.2 ns a word. */
+ * k ^ (~t | sign)).  A group holding a zero's or NaN's key (the key does
+ * not tell -0.0 from +0.0, nor one NaN from another) copies its eight
+ * values from the source by index instead: rows full of zeros (kNN votes)
+ * cost no more than the plain gather.  Words n - n % 8 .. n - 1 are left
+ * to the caller (returns how many were written). */
 static int64_t emit_f32_decoded_avx2(const uint64_t *w, int64_t n, int ibits, uint64_t mask,
-                                     uint64_t lo, uint32_t flip, char *vals, int64_t *inds)
+                                     uint64_t lo, uint32_t flip, const char *src, int64_t step,
+                                     char *vals, int64_t *inds)
 {
     const __m256i vmask = _mm256_set1_epi64x((long long)mask);
     const __m256i vlo = _mm256_set1_epi64x((long long)lo);
@@ -170,6 +166,9 @@ static int64_t emit_f32_decoded_avx2(const uint64_t *w, int64_t n, int ibits, ui
     for (; j + 8 <= n; j += 8) {
         const __m256i a = _mm256_loadu_si256((const __m256i *)(w + j));
         const __m256i b = _mm256_loadu_si256((const __m256i *)(w + j + 4));
+        const __m256i ia = _mm256_and_si256(a, vmask), ib = _mm256_and_si256(b, vmask);
+        _mm256_storeu_si256((__m256i *)(inds + j), ia);
+        _mm256_storeu_si256((__m256i *)(inds + j + 4), ib);
         const __m256i ka = _mm256_add_epi64(_mm256_srl_epi64(a, shift), vlo);
         const __m256i kb = _mm256_add_epi64(_mm256_srl_epi64(b, shift), vlo);
         /* the low halves of ka's and kb's lanes, in order */
@@ -178,12 +177,14 @@ static int64_t emit_f32_decoded_avx2(const uint64_t *w, int64_t n, int ibits, ui
         const __m256i k = _mm256_xor_si256(_mm256_permute4x64_epi64(kab, _MM_SHUFFLE(3, 1, 2, 0)),
                                            vflip);
         const __m256i odd = _mm256_or_si256(_mm256_cmpeq_epi32(k, ones), _mm256_cmpeq_epi32(k, sign));
-        if (!_mm256_testz_si256(odd, odd)) break;
+        if (!_mm256_testz_si256(odd, odd)) {
+            for (int u = 0; u < 8; ++u)
+                memcpy(vals + 4 * (j + u), src + inds[j + u] * step, 4);
+            continue;
+        }
         const __m256i t = _mm256_srai_epi32(k, 31);
         const __m256i v = _mm256_xor_si256(k, _mm256_or_si256(_mm256_xor_si256(t, ones), sign));
         _mm256_storeu_si256((__m256i *)(vals + 4 * j), v);
-        _mm256_storeu_si256((__m256i *)(inds + j), _mm256_and_si256(a, vmask));
-        _mm256_storeu_si256((__m256i *)(inds + j + 4), _mm256_and_si256(b, vmask));
     }
     return j;
 }
@@ -192,27 +193,25 @@ static int64_t emit_f32_decoded_avx2(const uint64_t *w, int64_t n, int ibits, ui
 static void emit_words_decoded(const out_row *o, int dtype, const uint64_t *w, int64_t n,
                                int ibits, uint64_t mask, uint64_t lo, uint64_t flip)
 {
-    if (!o->vals || dtype == KWK_BOOL || n < KWK_DECODE_MIN_N) {
+    if (!o->vals || dtype == KWK_BOOL) {
         emit_words(o, w, n, mask);
         return;
     }
 #if defined(__AVX2__)
-    if (dtype == KWK_FLOAT32 && o->inds && o->dsl == 1) {
-        /* vector groups, each odd group's eight words by the loop below */
-        out_row rest = *o;
-        int64_t j = 0;
-        while (j < n) {
-            j += emit_f32_decoded_avx2(w + j, n - j, ibits, mask, lo, (uint32_t)flip,
-                                       o->vals + 4 * j, o->inds + j);
-            const int64_t m = n - j < 8 ? n - j : 8;
-            rest.vals = o->vals + 4 * j;
-            rest.inds = o->inds + j;
-            emit_words_decoded_f32_scalar(&rest, w + j, m, ibits, mask, lo, flip);
-            j += m;
-        }
+    if (dtype == KWK_FLOAT32 && o->inds && o->dsl == 1 && n >= KWK_DECODE_VEC_MIN_N) {
+        const int64_t j = emit_f32_decoded_avx2(w, n, ibits, mask, lo, (uint32_t)flip, o->row,
+                                                o->step, o->vals, o->inds);
+        out_row rest = *o; /* the last n % 8 words */
+        rest.vals = o->vals + 4 * j;
+        rest.inds = o->inds + j;
+        emit_words(&rest, w + j, n - j, mask);
         return;
     }
 #endif
+    if (n < KWK_DECODE_MIN_N) {
+        emit_words(o, w, n, mask);
+        return;
+    }
     const int64_t dstep = o->dsl * o->es;
     switch (dtype) {
     case KWK_UINT8: KWK_DECODE_LOOP(uint8_t, k_, 0) break;
