@@ -176,7 +176,8 @@ static int64_t emit_f32_decoded_avx2(const uint64_t *w, int64_t n, int ibits, ui
             _mm256_castsi256_ps(ka), _mm256_castsi256_ps(kb), _MM_SHUFFLE(2, 0, 2, 0)));
         const __m256i k = _mm256_xor_si256(_mm256_permute4x64_epi64(kab, _MM_SHUFFLE(3, 1, 2, 0)),
                                            vflip);
-        const __m256i odd = _mm256_or_si256(_mm256_cmpeq_epi32(k, ones), _mm256_cmpeq_epi32(k, sign));
+        const __m256i odd =
+            _mm256_or_si256(_mm256_cmpeq_epi32(k, ones), _mm256_cmpeq_epi32(k, sign));
         if (!_mm256_testz_si256(odd, odd)) {
             for (int u = 0; u < 8; ++u)
                 memcpy(vals + 4 * (j + u), src + inds[j + u] * step, 4);

@@ -141,7 +141,8 @@ int main(int argc, char **argv)
      * kinds as above; tie-heavy keys make the heap's layout show */
     for (long t = 0; t < trials / 4; ++t) {
         const int64_t n = 1 + (int64_t)(rnd() % (t % 8 == 0 ? MAXN : 400));
-        const int64_t k = 1 + (int64_t)(rnd() % 3 == 0 ? rnd() % (uint64_t)n : rnd() % (uint64_t)(n < 64 ? n : 64));
+        const uint64_t kmax = rnd() % 3 == 0 ? (uint64_t)n : (uint64_t)(n < 64 ? n : 64);
+        const int64_t k = 1 + (int64_t)(rnd() % kmax);
         const uint64_t distinct = 1 + rnd() % (t % 2 ? 4 : (uint64_t)n + 1);
         int ibits = 0;
         while (ibits < 64 && n > 1 && ((uint64_t)(n - 1) >> ibits) != 0) ++ibits;
