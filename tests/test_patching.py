@@ -166,6 +166,25 @@ def test_wrapper_equals_and_hashes_like_original(kw):
     assert torch.overrides.is_tensor_method_or_property(torch.Tensor.sort)
 
 
+def test_wrapper_binds_as_a_class_attribute_as_the_original_does(kw, gen):
+    """A torch function kept as a class attribute of a tensor subclass: a
+    Python function (torch.unique) binds the instance as its first
+    argument, a builtin (torch.sort) does not bind; the wrappers do as their
+    originals (torch.unique's skips wrapt's per-call `__self__` lookup:
+    patching.KwkerFunctionWrapper)."""
+    x = make_values("ties", (40,), torch.int64, gen)
+    for op in OPS:
+        wrapper, original = getattr(torch, op), ORIG[op]
+        holder = type("Holder", (torch.Tensor,), {"wrapped": wrapper, "original": original})
+        t = x.as_subclass(holder)
+        assert holder.wrapped is wrapper
+        original_binds = t.original is not original
+        assert original_binds == (op == "unique")
+        assert (t.wrapped is not wrapper) == original_binds, op
+        if original_binds:
+            assert_same(t.wrapped(return_counts=True), t.original(return_counts=True))
+
+
 def test_names_bound_before_install_keep_the_original(gen):
     from torch import sort as early_sort
     kwker.install()
