@@ -954,17 +954,27 @@ SW_DEFINE_QSELECT(uint16_t, u16)
 SW_DEFINE_QSELECT(uint32_t, u32)
 SW_DEFINE_QSELECT(uint64_t, u64)
 
-/* sw_rank through the AVX-512 quicksort's partitions (simd_qsort.h
- * simd_select_32/_64): 32- and 64-bit keys of rows of SW_SMALL..SW_SELECT_MAX, copied
- * to the scratch and selected by rank alone, then the index: the
- * (r - #smaller)-th key equal to the selected one, in index order.  The
- * sampled bracket below costs a sample sort and two passes whatever the
- * row.  Measured (torch.median(x, 1), ns/el, bracket -> select): float32
- * 1024x576 1.68 -> 0.97 (43% zeros 0.95 -> 0.70), 64x1124 1.27 -> 0.83,
- * 256x5000 0.82 -> 0.62; float64 1024x576 2.45 -> 1.54; rows of 90% zeros
- * 0.49 -> 0.63 (the bracket's split takes such a run at once).
+/* sw_rank through the vector quicksort's partitions (simd_qsort.h's
+ * simd_select_32/_64, AVX-512 or AVX2): 32- and 64-bit keys of rows of
+ * SW_SMALL..SW_SELECT_MAX, copied to the scratch and selected by rank
+ * alone, then the index: the (r - #smaller)-th key equal to the selected
+ * one, in index order.  The sampled bracket below costs a sample sort and
+ * two passes whatever the row.  Measured (torch.median(x, 1), ns/el,
+ * bracket -> select): AVX-512 float32 1024x576 1.68 -> 0.97 (43% zeros
+ * 0.95 -> 0.70), 64x1124 1.27 -> 0.83, 256x5000 0.82 -> 0.62; float64
+ * 1024x576 2.45 -> 1.54; rows of 90% zeros 0.49 -> 0.63 (the bracket's
+ * split takes such a run at once).  The AVX2 target's quicksort (four
+ * 64-bit or eight 32-bit lanes, no compress) partitions at about half the
+ * speed, so it selects rows of up to 4096 only (same machine,
+ * KWKER_TARGET=avx2, float32, us, bracket -> select, min of 3 alternating
+ * runs: 256x576 240 -> 151, 64x1124 90 -> 69, 32x2048 69 -> 58, 16x4096
+ * 58 -> 54, 8x8192 0.98x, 1x20000 0.80x, 1x65536 0.77x).
  * SW_RANK_NOT_TAKEN where it does not apply. */
+#if defined(__AVX512F__)
 enum { SW_RANK_NOT_TAKEN = -2, SW_SELECT_MAX = 1 << 16 };
+#else
+enum { SW_RANK_NOT_TAKEN = -2, SW_SELECT_MAX = 1 << 12 };
+#endif
 #define SW_RANK_SELECT_NONE(UT, SUF)                                          \
     static inline int64_t sw_rank_select_##SUF(const UT *key, int64_t n, int64_t r, \
                                                sw_rank_scratch *s)            \
@@ -974,11 +984,39 @@ enum { SW_RANK_NOT_TAKEN = -2, SW_SELECT_MAX = 1 << 16 };
     }
 SW_RANK_SELECT_NONE(uint8_t, u8)
 SW_RANK_SELECT_NONE(uint16_t, u16)
-#if defined(KWK_HAVE_SIMD_QSORT) && defined(__AVX512F__)
-/* S: 32 or 64; L lanes a vector; the t-th key equal to v found L at a
+#if defined(KWK_HAVE_SIMD_QSORT) && (defined(__AVX512F__) || defined(__AVX2__))
+/* The index of the t-th (from 0) key equal to v, a vector of keys at a
  * time (one by one, a frequent v - a row of 43% zeros - cost a
- * mispredicted branch every other key) */
-#define SW_DEFINE_RANK_SELECT(UT, SUF, S, L, SET1, CMPEQ)                     \
+ * mispredicted branch every other key).  The t-th set bit of a vector's
+ * mask: by pdep where AVX-512 is (every such CPU has a fast one), else by
+ * clearing the lowest t bits (pdep is microcoded on AMD before Zen 3). */
+static inline int sw_nth_set_bit(unsigned m, int64_t t)
+{
+#if defined(__AVX512F__)
+    return __builtin_ctz(_pdep_u32(1u << t, m));
+#else
+    for (; t > 0; --t) m &= m - 1;
+    return __builtin_ctz(m);
+#endif
+}
+#if defined(__AVX512F__)
+#define SW_EQ_MASK_32(p, v) _mm512_cmpeq_epi32_mask(_mm512_loadu_si512((const void *)(p)), \
+                                                     _mm512_set1_epi32((int)(v)))
+#define SW_EQ_MASK_64(p, v) _mm512_cmpeq_epi64_mask(_mm512_loadu_si512((const void *)(p)), \
+                                                     _mm512_set1_epi64((long long)(v)))
+#define SW_LANES_32 16
+#define SW_LANES_64 8
+#else
+#define SW_EQ_MASK_32(p, v)                                                   \
+    (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(      \
+        _mm256_loadu_si256((const __m256i *)(p)), _mm256_set1_epi32((int)(v)))))
+#define SW_EQ_MASK_64(p, v)                                                   \
+    (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpeq_epi64(      \
+        _mm256_loadu_si256((const __m256i *)(p)), _mm256_set1_epi64x((long long)(v)))))
+#define SW_LANES_32 8
+#define SW_LANES_64 4
+#endif
+#define SW_DEFINE_RANK_SELECT(UT, SUF, S)                                     \
     static inline int64_t sw_rank_select_##SUF(const UT *key, int64_t n, int64_t r, \
                                                sw_rank_scratch *s)            \
     {                                                                         \
@@ -989,23 +1027,22 @@ SW_RANK_SELECT_NONE(uint16_t, u16)
         int64_t below = 0;                                                    \
         for (int64_t j = 0; j < n; ++j) below += key[j] < v;                  \
         int64_t t = r - below, j = 0;                                         \
-        const __m512i vv = SET1(v);                                           \
-        for (; j + (L) <= n; j += (L)) {                                      \
-            const unsigned m = CMPEQ(_mm512_loadu_si512((const void *)(key + j)), vv); \
+        for (; j + SW_LANES_##S <= n; j += SW_LANES_##S) {                    \
+            const unsigned m = SW_EQ_MASK_##S(key + j, v);                    \
             const int cnt = __builtin_popcount(m);                            \
-            if (t < cnt) return j + __builtin_ctz(_pdep_u32(1u << t, m));     \
+            if (t < cnt) return j + sw_nth_set_bit(m, t);                     \
             t -= cnt;                                                         \
         }                                                                     \
         for (; j < n; ++j)                                                    \
             if (key[j] == v && t-- == 0) return j;                            \
         return SW_RANK_NOT_TAKEN; /* not reached: rank r holds v */           \
     }
-#define SW_SET1_32(v) _mm512_set1_epi32((int)(v))
-#define SW_SET1_64(v) _mm512_set1_epi64((long long)(v))
-SW_DEFINE_RANK_SELECT(uint32_t, u32, 32, 16, SW_SET1_32, _mm512_cmpeq_epi32_mask)
-SW_DEFINE_RANK_SELECT(uint64_t, u64, 64, 8, SW_SET1_64, _mm512_cmpeq_epi64_mask)
-#undef SW_SET1_32
-#undef SW_SET1_64
+SW_DEFINE_RANK_SELECT(uint32_t, u32, 32)
+SW_DEFINE_RANK_SELECT(uint64_t, u64, 64)
+#undef SW_EQ_MASK_32
+#undef SW_EQ_MASK_64
+#undef SW_LANES_32
+#undef SW_LANES_64
 #undef SW_DEFINE_RANK_SELECT
 #else
 SW_RANK_SELECT_NONE(uint32_t, u32)

@@ -602,6 +602,17 @@ QA_INLINE int qa32_presort(__m256i *v, const int NV)
         simd_qsort_##S##_biased(a, n);                                        \
         for (int64_t i = 0; i < n; ++i) a[i] ^= bias;                         \
     }                                                                         \
+    /* the key of rank r of a[0..n) (as unsigned keys; a reordered) */       \
+    __attribute__((unused)) static T simd_select_##S(T *a, int64_t n, int64_t r) \
+    {                                                                         \
+        const T bias = (T)((T)1 << (S - 1));                                  \
+        int depth = 4;                                                        \
+        for (int64_t i = n; i > 1; i >>= 1) depth += 2;                       \
+        for (int64_t i = 0; i < n; ++i) a[i] ^= bias;                         \
+        const T v = (T)(qa##S##_select(a, n, r, depth) ^ bias);               \
+        for (int64_t i = 0; i < n; ++i) a[i] ^= bias;                         \
+        return v;                                                             \
+    }                                                                         \
     /* a[0..m) = the m smallest of a[0..n), ascending (as unsigned keys) */   \
     static void simd_qsort_##S##_first(T *a, int64_t n, int64_t m)            \
     {                                                                         \

@@ -7,7 +7,9 @@
  * sorted, reversed, organ pipe, extremes); the heap sort fallback forced on
  * its own; the partial sorts (simd_qsort_*_first: the m smallest to the
  * front, in order, the rest a permutation of the others) for several m
- * per row.  Red zones before and after each row are checked.  Each version
+ * per row; the selections (simd_select_*: the key of rank r, the row left
+ * a permutation) for several r per row.  Red zones before and after each
+ * row are checked.  Each version
  * runs where the CPU has its instructions (skipped otherwise).
  *
  *   gcc -O2 -std=c11 -D_GNU_SOURCE -o /tmp/test_simd_qsort native/tests/test_simd_qsort.c
@@ -26,6 +28,8 @@
 #define simd_qsort_32_first avx2_qsort_32_first
 #define simd_qsort_64_biased avx2_qsort_64_biased
 #define simd_qsort_32_biased avx2_qsort_32_biased
+#define simd_select_64 avx2_select_64
+#define simd_select_32 avx2_select_32
 #if defined(__clang__)
 #pragma clang attribute push(__attribute__((target("avx2,popcnt"))), apply_to = function)
 #else
@@ -44,6 +48,8 @@
 #undef simd_qsort_32_first
 #undef simd_qsort_64_biased
 #undef simd_qsort_32_biased
+#undef simd_select_64
+#undef simd_select_32
 #undef KWK_SIMD_QSORT64_MAX_N
 #if defined(__clang__)
 #pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,popcnt"))), apply_to = function)
@@ -105,6 +111,8 @@ typedef struct {
     void (*rec32)(uint32_t *, int64_t, int);
     void (*first64)(uint64_t *, int64_t, int64_t);
     void (*first32)(uint32_t *, int64_t, int64_t);
+    uint64_t (*select64)(uint64_t *, int64_t, int64_t); /* NULL: not checked */
+    uint32_t (*select32)(uint32_t *, int64_t, int64_t);
 } version;
 
 /* The AVX2 version's recursion works on biased keys (x ^ top bit): its
@@ -146,16 +154,17 @@ BIAS_WRAP(s512_first32, uint32_t, 1u << 31, (uint32_t *a, int64_t n, int64_t m),
 
 static const version VERSIONS[] = {
     {"avx2", avx2_qsort_64, avx2_qsort_32, avx2_heap64, avx2_heap32, avx2_qsort_64_first,
-     avx2_qsort_32_first},
+     avx2_qsort_32_first, avx2_select_64, avx2_select_32},
     {"avx512", simd_qsort_64, simd_qsort_32, qs64_rec, qs32_rec, simd_qsort_64_first,
-     simd_qsort_32_first},
+     simd_qsort_32_first, simd_select_64, simd_select_32},
     {"avx512 signed", s512_sort64, s512_sort32, s512_heap64, s512_heap32, s512_first64,
-     s512_first32},
+     s512_first32, NULL, NULL},
 };
 
 /* mode 0: the sort; 1: the heap sort alone (depth 0); 2: the partial sort
  * of the first m (the rest then sorted by the full sort, so the row must
- * still hold every key once) */
+ * still hold every key once); 3: the selection of rank m (the row then
+ * sorted by the full sort, likewise) */
 static void check_m(const version *ver, int kind, int64_t n, int mode, int64_t m)
 {
     uint64_t *b64 = malloc((size_t)(n + 2 * RED) * 8), *r64 = malloc((size_t)(n + 1) * 8);
@@ -184,6 +193,13 @@ static void check_m(const version *ver, int kind, int64_t n, int mode, int64_t m
         ver->sort32(b32 + RED + m, n - m);
         if (head64) b64[RED] = ~r64[0]; /* fail below */
         if (head32) b32[RED] = ~r32[0];
+    } else if (mode == 3) {
+        const int wrong64 = ver->select64(b64 + RED, n, m) != r64[m];
+        const int wrong32 = ver->select32(b32 + RED, n, m) != r32[m];
+        ver->sort64(b64 + RED, n);
+        ver->sort32(b32 + RED, n);
+        if (wrong64) b64[RED] = ~r64[0]; /* fail below */
+        if (wrong32) b32[RED] = ~r32[0];
     } else {
         ver->rec64(b64 + RED, n, 0);
         ver->rec32(b32 + RED, n, 0);
@@ -212,6 +228,14 @@ static void check_first(const version *ver, int kind, int64_t n)
         if (ms[i] >= 0 && ms[i] <= n) check_m(ver, kind, n, 2, ms[i]);
 }
 
+/* the selection at both ends, the middle and at random (n >= 1) */
+static void check_select(const version *ver, int kind, int64_t n)
+{
+    if (!ver->select64 || n < 1) return;
+    const int64_t rs[] = {0, n - 1, n / 2, (int64_t)(rnd() % (uint64_t)n)};
+    for (size_t i = 0; i < sizeof rs / sizeof rs[0]; ++i) check_m(ver, kind, n, 3, rs[i]);
+}
+
 int main(int argc, char **argv)
 {
     const int step = argc > 1 ? atoi(argv[1]) : 1;
@@ -237,6 +261,9 @@ int main(int argc, char **argv)
         for (int64_t n = 0; n <= 3000; n += (n < 300 ? 1 : 37))
             for (int kind = 0; kind < NKINDS; ++kind) check_first(ver, kind, n);
         for (int kind = 0; kind < NKINDS; ++kind) check_first(ver, kind, big ? 100003 : 10007);
+        for (int64_t n = 1; n <= 5000; n += (n < 300 ? 1 : 53))
+            for (int kind = 0; kind < NKINDS; ++kind) check_select(ver, kind, n);
+        for (int kind = 0; kind < NKINDS; ++kind) check_select(ver, kind, big ? 100003 : 10007);
         printf("%s: %ld checks\n", ver->name, checks - before);
     }
     printf("simd_qsort: %ld checks, %ld failures\n%s\n", checks, failures, failures ? "FAILED" : "ok");
