@@ -19,6 +19,13 @@
  *   x86-simd-sort, rows of B in the same shape: u64 1.17, 1.29, 1.58; u32
  *   0.62, 0.65, 0.77); whole sorts of 1M keys u64 7.6 -> 6.3, u32 3.6 ->
  *   3.0 (numpy 6.4, 3.3).
+ * - Ranges of up to twice that are two such sorts and a merge of the two
+ *   (qs*_sort_base, qs*_merge2): a partition of so few keys cost as much
+ *   as a network.  Measured (native, blocks of n random keys, ns/key,
+ *   alternating runs): u64 n=256 3.03 -> 2.25, 512 3.54 -> 3.24, 2048
+ *   4.19 -> 3.95, 16384 5.23 -> 4.93 (129: 2.72 -> 2.81); u32 n=512 1.76
+ *   -> 1.34, 2048 2.16 -> 1.87, 16384 2.54 -> 2.33.  (One network of 32
+ *   vectors instead cost 700 ns whatever the range's length: spills.)
  * - Larger ranges are partitioned around the median of one vector of
  *   samples: QS_UNROLL vectors are held back from each end, then QS_UNROLL
  *   vectors at a time are read from whichever end has less free room and
@@ -39,6 +46,7 @@
 #if defined(__AVX512F__)
 #include <immintrin.h>
 #include <stdint.h>
+#include <string.h>
 #include "qsort_drivers.h"
 
 #define KWK_HAVE_SIMD_QSORT 1
@@ -105,6 +113,11 @@ QS_INLINE __m512i qs32_rev(__m512i v)
         return _mm512_mask_loadu_epi##W(fill, (MASK)m, p);                    \
     }                                                                         \
     QS_INLINE void qs##S##_mstore(T *p, uint32_t m, __m512i v) { _mm512_mask_storeu_epi##W(p, (MASK)m, v); } \
+    /* the lanes in m take p[0], p[1], .. in order, the others fill */     \
+    QS_INLINE __m512i qs##S##_xload(__m512i fill, uint32_t m, const T *p)     \
+    {                                                                         \
+        return _mm512_mask_expandloadu_epi##W(fill, (MASK)m, p);              \
+    }                                                                         \
     QS_INLINE void qs##S##_cstore(T *p, uint32_t m, __m512i v)                \
     {                                                                         \
         _mm512_mask_compressstoreu_epi##W(p, (MASK)m, v);                     \
@@ -281,9 +294,9 @@ QS_INLINE void qs32_to_rows(const __m512i *v, __m512i *o, const int NV)
  * (sort_nvec, sort_cols): moved into one always-inline helper taking the
  * vector array, GCC unrolled them worse (native, blocks of 32 u64 and 64
  * u32, the 4-vector base case: 1.17 -> 1.29, 0.59 -> 0.64 ns/key). */
-#define QS_DEFINE(S, T, L, TMAX)                                      \
+#define QS_DEFINE(S, T, L, TMIN, TMAX)                                \
     /* sort a[0..n), n <= NV * L, NV a power of two, in registers */          \
-    QS_INLINE void qs##S##_sort_nvec(T *a, int64_t n, const int NV)           \
+    QS_INLINE void qs##S##_sort_nvec(const T *a, T *dst, int64_t n, const int NV) \
     {                                                                         \
         __m512i v[16], t[8];                         \
         const __m512i fill = qs##S##_set1(TMAX); /* sorts last */            \
@@ -321,8 +334,8 @@ QS_INLINE void qs32_to_rows(const __m512i *v, __m512i *o, const int NV)
         QS_UNROLL_LOOP                                                        \
         for (int i = 0; i < NV; ++i) {                                        \
             const int64_t c = n - (int64_t)i * L;                             \
-            if (c >= L) qs##S##_store(a + i * L, v[i]);                       \
-            else if (c > 0) qs##S##_mstore(a + i * L, (uint32_t)((1u << c) - 1), v[i]); \
+            if (c >= L) qs##S##_store(dst + i * L, v[i]);                       \
+            else if (c > 0) qs##S##_mstore(dst + i * L, (uint32_t)((1u << c) - 1), v[i]); \
         }                                                                     \
     }                                                                         \
     /* Sort a[0..n), n <= NV * L (NV = 4, 8 or 16), columns                 \
@@ -337,7 +350,7 @@ QS_INLINE void qs32_to_rows(const __m512i *v, __m512i *o, const int NV)
      * than sorting each vector and merging vectors (qs*_sort_nvec: every    \
      * merge round ends with log2(L) in-vector stages); measured in         \
      * simd_qsort.h's header. */                                             \
-    QS_INLINE void qs##S##_sort_cols(T *a, int64_t n, const int NV)           \
+    QS_INLINE void qs##S##_sort_cols(const T *a, T *dst, int64_t n, const int NV) \
     {                                                                         \
         __m512i v[16];                                                        \
         const __m512i fill = qs##S##_set1(TMAX);                              \
@@ -399,18 +412,103 @@ QS_INLINE void qs32_to_rows(const __m512i *v, __m512i *o, const int NV)
         QS_UNROLL_LOOP                                                        \
         for (int k = 0; k < NV; ++k) {                                        \
             const int64_t c = n - (int64_t)k * L;                             \
-            if (c >= L) qs##S##_store(a + k * L, o[k]);                       \
-            else if (c > 0) qs##S##_mstore(a + k * L, (uint32_t)((1u << c) - 1), o[k]); \
+            if (c >= L) qs##S##_store(dst + k * L, o[k]);                       \
+            else if (c > 0) qs##S##_mstore(dst + k * L, (uint32_t)((1u << c) - 1), o[k]); \
         }                                                                     \
     }                                                                         \
+    /* a[0..n) sorted into dst (which may be a), n <= QS_BASE_VECS * L */    \
+    static void qs##S##_sort_net(const T *a, T *dst, int64_t n)               \
+    {                                                                         \
+        if (n <= 1) {                                                         \
+            if (n == 1) dst[0] = a[0];                                        \
+            return;                                                           \
+        }                                                                     \
+        if (n <= L) qs##S##_sort_nvec(a, dst, n, 1);                          \
+        else if (n <= 2 * L) qs##S##_sort_nvec(a, dst, n, 2);                 \
+        else if (n <= 4 * L) qs##S##_sort_cols(a, dst, n, 4);                 \
+        else if (n <= 8 * L) qs##S##_sort_cols(a, dst, n, 8);                 \
+        else qs##S##_sort_cols(a, dst, n, 16);                                \
+    }                                                                         \
+    /* x[0..nx) and y[0..ny), ascending (nx, ny >= L), merged into out a    \
+     * block of L at a time: the carried block and the next block of the    \
+     * run whose next key comes first, by one bitonic merge (the second     \
+     * reversed, min and max, each half sorted).  Two chains side by side   \
+     * (each step waits on its last carry): the front one emits the f =     \
+     * L * (n / 2L) smallest keys from out[0] up, the back one, mirrored,   \
+     * the rest from out[n] down.  Partial blocks read the missing keys as  \
+     * TMAX (front) or TMIN (back): they sort past the keys the chain       \
+     * emits and are never stored (a real key of that value has the same   \
+     * bits). */                                                             \
+    QS_INLINE void qs##S##_merge2(const T *x, int64_t nx, const T *y, int64_t ny, T *out) \
+    {                                                                         \
+        const int64_t n = nx + ny, f = (int64_t)L * (n / (2 * L));            \
+        const uint32_t full = (uint32_t)((1ull << L) - 1);                    \
+        const __m512i top = qs##S##_set1(TMAX), bottom = qs##S##_set1(TMIN); \
+        __m512i t = qs##S##_rev(qs##S##_load(y)), u = qs##S##_load(x);         \
+        __m512i cf = qs##S##_merge_vec(qs##S##_max(u, t));                     \
+        qs##S##_store(out, qs##S##_merge_vec(qs##S##_min(u, t)));              \
+        t = qs##S##_rev(qs##S##_load(y + ny - L));                            \
+        u = qs##S##_load(x + nx - L);                                         \
+        __m512i cb = qs##S##_merge_vec(qs##S##_min(u, t));                     \
+        qs##S##_store(out + n - L, qs##S##_merge_vec(qs##S##_max(u, t)));      \
+        /* front: x[ia..), y[ib..) unread, out[0..of) written; back:        \
+         * x[..ja), y[..jb) unread, out[ob..n) written */                     \
+        int64_t ia = L, ib = L, of = L, ja = nx - L, jb = ny - L, ob = n - L; \
+        while (of < f || ob > f) {                                            \
+            if (of < f) {                                                     \
+                const T xa = ia < nx ? x[ia] : (T)(TMAX), yb = ib < ny ? y[ib] : (T)(TMAX); \
+                const int take_x = xa < yb || (xa == yb && ia < nx);          \
+                const T *p = take_x ? x + ia : y + ib;                        \
+                const int64_t left = take_x ? nx - ia : ny - ib;              \
+                ia += take_x ? L : 0;                                         \
+                ib += take_x ? 0 : L;                                         \
+                const __m512i b = left >= L ? qs##S##_load(p)                 \
+                                            : qs##S##_mload(p, (1u << left) - 1, top); \
+                t = qs##S##_rev(b);                                           \
+                qs##S##_store(out + of, qs##S##_merge_vec(qs##S##_min(cf, t))); \
+                cf = qs##S##_merge_vec(qs##S##_max(cf, t));                   \
+                of += L;                                                      \
+            }                                                                 \
+            if (ob > f) {                                                     \
+                const T xa = ja > 0 ? x[ja - 1] : (T)(TMIN), yb = jb > 0 ? y[jb - 1] : (T)(TMIN); \
+                const int take_x = xa > yb || (xa == yb && ja > 0);           \
+                const T *p = take_x ? x : y;                                  \
+                const int64_t end = take_x ? ja : jb;                         \
+                ja -= take_x ? (ja < L ? ja : L) : 0;                         \
+                jb -= take_x ? 0 : (jb < L ? jb : L);                         \
+                const __m512i b = end >= L ? qs##S##_load(p + end - L)        \
+                                           : qs##S##_xload(bottom, (full << (L - end)) & full, p); \
+                t = qs##S##_rev(b);                                           \
+                const __m512i h = qs##S##_merge_vec(qs##S##_max(cb, t));      \
+                cb = qs##S##_merge_vec(qs##S##_min(cb, t));                   \
+                if (ob - f >= L) {                                            \
+                    qs##S##_store(out + ob - L, h);                           \
+                    ob -= L;                                                  \
+                } else { /* the last ob - f keys: h's top lanes */          \
+                    qs##S##_mstore(out + ob - L, (full << (L - (ob - f))) & full, h); \
+                    ob = f;                                                   \
+                }                                                             \
+            }                                                                 \
+        }                                                                     \
+    }                                                                         \
+    /* Sort a[0..n), n <= 2 * QS_BASE_VECS * L: by the network, or, past    \
+     * its QS_BASE_VECS vectors, as two parts each sorted by it (the first   \
+     * of 8 or 16 vectors, whichever leaves the second at most 16) and       \
+     * merged (qs*_merge2) into a copy.  A partition there, the quicksort's  \
+     * step, cost about what the whole network does (native, blocks of n    \
+     * random u64, ns/key: 129 2.76, 256 3.14 against 1.67 at 128). */       \
     static void qs##S##_sort_base(T *a, int64_t n)                            \
     {                                                                         \
-        if (n <= 1) return;                                                   \
-        if (n <= L) qs##S##_sort_nvec(a, n, 1);                               \
-        else if (n <= 2 * L) qs##S##_sort_nvec(a, n, 2);                      \
-        else if (n <= 4 * L) qs##S##_sort_cols(a, n, 4);                      \
-        else if (n <= 8 * L) qs##S##_sort_cols(a, n, 8);                      \
-        else qs##S##_sort_cols(a, n, 16);                                     \
+        if (n <= QS_BASE_VECS * L) {                                          \
+            qs##S##_sort_net(a, a, n);                                        \
+            return;                                                           \
+        }                                                                     \
+        const int64_t h = n <= (QS_BASE_VECS + QS_BASE_VECS / 2) * L ? (QS_BASE_VECS / 2) * L \
+                                                                      : QS_BASE_VECS * L; \
+        T tmp[2 * QS_BASE_VECS * L];                                          \
+        qs##S##_sort_net(a, tmp, h);                                          \
+        qs##S##_sort_net(a + h, tmp + h, n - h);                              \
+        qs##S##_merge2(tmp, h, tmp + h, n - h, a);                            \
     }                                                                         \
     static void qs##S##_sift(T *a, int64_t root, int64_t n)                   \
     {                                                                         \
@@ -529,7 +627,7 @@ QS_INLINE void qs32_to_rows(const __m512i *v, __m512i *o, const int NV)
         *n = qs##S##_partition(a, *n, p, 1);                                  \
         return 0;                                                             \
     }                                                                         \
-    QS_DRIVERS(qs##S, T, QS_BASE_VECS * L)                                   \
+    QS_DRIVERS(qs##S, T, 2 * QS_BASE_VECS * L)                               \
     /* sort a[0..n) ascending */                                              \
     static void simd_qsort_##S(T *a, int64_t n)                               \
     {                                                                         \
@@ -552,10 +650,10 @@ QS_INLINE void qs32_to_rows(const __m512i *v, __m512i *o, const int NV)
         qs##S##_first(a, n, m, depth);                                        \
     }
 
-QS_DEFINE(64, uint64_t, 8, UINT64_MAX)
-QS_DEFINE(32, uint32_t, 16, UINT32_MAX)
-QS_DEFINE(64s, int64_t, 8, INT64_MAX)
-QS_DEFINE(32s, int32_t, 16, INT32_MAX)
+QS_DEFINE(64, uint64_t, 8, 0, UINT64_MAX)
+QS_DEFINE(32, uint32_t, 16, 0, UINT32_MAX)
+QS_DEFINE(64s, int64_t, 8, INT64_MIN, INT64_MAX)
+QS_DEFINE(32s, int32_t, 16, INT32_MIN, INT32_MAX)
 
 /* biased keys (signed order) of uint32_t / uint64_t arrays: the signed
  * and unsigned variants of one type may alias */
