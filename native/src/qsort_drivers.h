@@ -20,7 +20,11 @@
 
 #include <stdint.h>
 
-#define QS_DRIVERS(P, T, BASE_N)                                              \
+#define QS_DRIVERS(P, T, BASE_N) QS_DRIVERS2(P, T, BASE_N, BASE_N)
+/* SELECT_N: the range P##_first and P##_select sort outright (a base case
+ * that sorts more than a network holds pays there, where only one part of
+ * each partition goes on) */
+#define QS_DRIVERS2(P, T, BASE_N, SELECT_N)                                   \
     static void P##_rec(T *a, int64_t n, int depth)                           \
     {                                                                         \
         while (n > (BASE_N)) {                                                \
@@ -43,7 +47,7 @@
     }                                                                         \
     static void P##_first(T *a, int64_t n, int64_t m, int depth)              \
     {                                                                         \
-        while (n > (BASE_N)) {                                                \
+        while (n > (SELECT_N)) {                                              \
             if (m >= n) {                                                     \
                 P##_rec(a, n, depth);                                         \
                 return;                                                       \
@@ -67,7 +71,7 @@
     }                                                                         \
     __attribute__((unused)) static T P##_select(T *a, int64_t n, int64_t r, int depth) \
     {                                                                         \
-        while (n > (BASE_N)) {                                                \
+        while (n > (SELECT_N)) {                                              \
             if (depth-- <= 0) {                                               \
                 P##_heap_sort(a, n);                                          \
                 return a[r];                                                  \

@@ -627,7 +627,7 @@ QS_INLINE void qs32_to_rows(const __m512i *v, __m512i *o, const int NV)
         *n = qs##S##_partition(a, *n, p, 1);                                  \
         return 0;                                                             \
     }                                                                         \
-    QS_DRIVERS(qs##S, T, 2 * QS_BASE_VECS * L)                               \
+    QS_DRIVERS2(qs##S, T, 2 * QS_BASE_VECS * L, QS_BASE_VECS * L)            \
     /* sort a[0..n) ascending */                                              \
     static void simd_qsort_##S(T *a, int64_t n)                               \
     {                                                                         \
