@@ -255,6 +255,65 @@ static void vs_sort_u32_biased(uint32_t *a, uint32_t *tmp, int64_t n, uint32_t l
     key_radix_u32(a, tmp, n, lo, bits); /* it reads only key - lo: bias-blind */
 }
 
+#if defined(__AVX512F__)
+/* The same in sixteen lanes, masks in mask registers (the range and
+ * mapping passes were a tenth of a values-only float32 sort; A/B, native,
+ * rows of 300 .. 1M: 1.02-1.05x). */
+static int vs_row_f32_contig(const uint32_t *src, int64_t n, uint32_t *dst, int descending,
+                             uint32_t *key, uint32_t *tmp)
+{
+    const __m512i zero = _mm512_setzero_si512(), sign = _mm512_set1_epi32((int)0x80000000u);
+    const __m512i absm = _mm512_set1_epi32(0x7FFFFFFF), inf = _mm512_set1_epi32(0x7F800000);
+    const __m512i ones = _mm512_set1_epi32(-1);
+    /* what turns an order key into a biased one and back */
+    const __m512i bias = _mm512_xor_si512(descending ? ones : zero, sign);
+    uint32_t *kd = (uint32_t *)vs_key_home(src, dst, n * 4, key);
+    __m512i lo = _mm512_set1_epi32(INT32_MAX), hi = _mm512_set1_epi32(INT32_MIN);
+    __mmask16 pz = 0, nz = 0;
+    uint32_t nan_bits = 0;
+    int have_nan = 0, nan_mixed = 0;
+    for (int64_t j = 0; j < n; j += 16) {
+        const int64_t left = n - j;
+        const __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+        const __m512i b = _mm512_maskz_loadu_epi32(m, src + j);
+        const __m512i a = _mm512_and_si512(b, absm);
+        const __mmask16 nan = _mm512_cmpgt_epi32_mask(a, inf); /* masked-off lanes are 0 */
+        if (nan) { /* rare */
+            for (int l = 0; l < 16; ++l) {
+                if (!(nan >> l & 1)) continue;
+                uint32_t bits;
+                memcpy(&bits, src + j + l, 4);
+                nan_mixed |= have_nan && bits != nan_bits;
+                nan_bits = bits;
+                have_nan = 1;
+            }
+        }
+        pz |= _mm512_mask_cmpeq_epi32_mask(m, b, zero);
+        nz |= _mm512_mask_cmpeq_epi32_mask(m, b, sign);
+        const __m512i v = _mm512_maskz_mov_epi32(_mm512_cmpneq_epi32_mask(a, zero), b); /* -0 -> +0 */
+        __m512i k = _mm512_xor_si512(v, _mm512_or_si512(_mm512_srai_epi32(v, 31), sign));
+        k = _mm512_xor_si512(_mm512_mask_mov_epi32(k, nan, ones), bias);
+        _mm512_mask_storeu_epi32(kd + j, m, k);
+        lo = _mm512_mask_min_epi32(lo, m, lo, k);
+        hi = _mm512_mask_max_epi32(hi, m, hi, k);
+    }
+    if ((pz && nz) || nan_mixed) return 0;
+    const int32_t klo = _mm512_reduce_min_epi32(lo), khi = _mm512_reduce_max_epi32(hi);
+    vs_sort_u32_biased(kd, tmp, n, (uint32_t)klo, kwk_bits_for((uint64_t)(uint32_t)((uint32_t)khi - (uint32_t)klo)));
+    const __m512i zbits = nz ? sign : zero, nbits = _mm512_set1_epi32((int)nan_bits);
+    for (int64_t j = 0; j < n; j += 16) {
+        const int64_t left = n - j;
+        const __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+        const __m512i k = _mm512_xor_si512(_mm512_maskz_loadu_epi32(m, kd + j), bias);
+        /* (k & sign) ? k ^ sign : ~k, then the zeros' key and the NaN key */
+        __m512i b = _mm512_xor_si512(k, _mm512_or_si512(_mm512_xor_si512(_mm512_srai_epi32(k, 31), ones), sign));
+        b = _mm512_mask_mov_epi32(b, _mm512_cmpeq_epi32_mask(k, sign), zbits);
+        b = _mm512_mask_mov_epi32(b, _mm512_cmpeq_epi32_mask(k, ones), nbits);
+        _mm512_mask_storeu_epi32(dst + j, m, b);
+    }
+    return 1;
+}
+#else
 static int vs_row_f32_contig(const uint32_t *src, int64_t n, uint32_t *dst, int descending,
                              uint32_t *key, uint32_t *tmp)
 {
@@ -323,6 +382,7 @@ static int vs_row_f32_contig(const uint32_t *src, int64_t n, uint32_t *dst, int 
     }
     return 1;
 }
+#endif
 #endif
 
 #if defined(__AVX2__)
