@@ -115,6 +115,37 @@ def test_values_only_contiguous_rows(kw, gen, dtype):
                                    f"sort_values {name} n={n} descending={descending}")
 
 
+@pytest.mark.parametrize("dtype", (torch.float32, torch.float64, torch.bfloat16, torch.float16),
+                         ids=str)
+def test_values_only_zero_signs_and_one_nan(kw, gen, dtype):
+    """Values-only float rows whose NaNs (if any) share one payload, so the
+    bare-key sort takes them unless both zero signs occur: zeros of one
+    sign keep it (-0.0 alone, +0.0 alone), both signs go to the indexed
+    sort (their order then shows in the bits), at lengths with a partial
+    last vector."""
+    import kwker.torch_ops  # noqa: F401  (registers torch.ops.kwker)
+    nan = torch.tensor([float("nan")], dtype=dtype)
+    for n in (17, 100, 255, 257, 1001, 5003):
+        rows = _rows_for(n, 13)
+        base = make_values("random", (rows, n), dtype, gen)
+        where = torch.rand(rows, n, generator=gen)
+        zero_pos, zero_neg = torch.zeros((), dtype=dtype), -torch.zeros((), dtype=dtype)
+        cases = {
+            "neg_zeros": torch.where(where < 0.2, zero_neg, base),
+            "pos_zeros": torch.where(where < 0.2, zero_pos, base),
+            "both_zeros": torch.where(where < 0.1, zero_neg, torch.where(where < 0.2, zero_pos, base)),
+            "neg_zeros_one_nan": torch.where(where > 0.9, nan, torch.where(where < 0.2, zero_neg, base)),
+            "both_zeros_one_nan": torch.where(where > 0.9, nan, torch.where(
+                where < 0.1, zero_neg, torch.where(where < 0.2, zero_pos, base))),
+        }
+        for name, x in cases.items():
+            compare("msort", x.t())
+            for descending in (False, True):
+                ref = ORIG["sort"](x, dim=-1, descending=descending, stable=True).values
+                assert_tensor_same(ref, torch.ops.kwker.sort_values(x, -1, descending),
+                                   f"sort_values {name} n={n} descending={descending}")
+
+
 def _offset_rows(span, base, dtype):
     """base + span as dtype: added as int64 bit patterns (wrapping) and
     viewed as uint64 for that dtype, whose own arithmetic torch lacks."""
