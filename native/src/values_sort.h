@@ -255,6 +255,20 @@ static void vs_sort_u32_biased(uint32_t *a, uint32_t *tmp, int64_t n, uint32_t l
     key_radix_u32(a, tmp, n, lo, bits); /* it reads only key - lo: bias-blind */
 }
 
+/* The NaNs of p[l] for the set bits l of mask: the first one's bits, and
+ * whether any other differs (the row then takes the indexed sort). */
+static void vs_note_nans32(const uint32_t *p, unsigned mask, uint32_t *nan_bits, int *have_nan,
+                           int *nan_mixed)
+{
+    for (; mask; mask &= mask - 1) {
+        uint32_t bits;
+        memcpy(&bits, p + __builtin_ctz(mask), 4);
+        *nan_mixed |= *have_nan && bits != *nan_bits;
+        *nan_bits = bits;
+        *have_nan = 1;
+    }
+}
+
 #if defined(__AVX512F__)
 /* The same in sixteen lanes, masks in mask registers (the range and
  * mapping passes were a tenth of a values-only float32 sort; A/B, native,
@@ -278,16 +292,7 @@ static int vs_row_f32_contig(const uint32_t *src, int64_t n, uint32_t *dst, int 
         const __m512i b = _mm512_maskz_loadu_epi32(m, src + j);
         const __m512i a = _mm512_and_si512(b, absm);
         const __mmask16 nan = _mm512_cmpgt_epi32_mask(a, inf); /* masked-off lanes are 0 */
-        if (nan) { /* rare */
-            for (int l = 0; l < 16; ++l) {
-                if (!(nan >> l & 1)) continue;
-                uint32_t bits;
-                memcpy(&bits, src + j + l, 4);
-                nan_mixed |= have_nan && bits != nan_bits;
-                nan_bits = bits;
-                have_nan = 1;
-            }
-        }
+        if (nan) vs_note_nans32(src + j, nan, &nan_bits, &have_nan, &nan_mixed); /* rare */
         pz |= _mm512_mask_cmpeq_epi32_mask(m, b, zero);
         nz |= _mm512_mask_cmpeq_epi32_mask(m, b, sign);
         const __m512i v = _mm512_maskz_mov_epi32(_mm512_cmpneq_epi32_mask(a, zero), b); /* -0 -> +0 */
@@ -336,16 +341,7 @@ static int vs_row_f32_contig(const uint32_t *src, int64_t n, uint32_t *dst, int 
         const __m256i a = _mm256_and_si256(b, absm);
         const __m256i nan = _mm256_cmpgt_epi32(a, inf); /* masked-off lanes are 0: never NaN */
         const unsigned nanm = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(nan));
-        if (nanm) { /* rare */
-            for (int l = 0; l < 8; ++l) {
-                if (!(nanm >> l & 1)) continue;
-                uint32_t bits;
-                memcpy(&bits, src + j + l, 4);
-                nan_mixed |= have_nan && bits != nan_bits;
-                nan_bits = bits;
-                have_nan = 1;
-            }
-        }
+        if (nanm) vs_note_nans32(src + j, nanm, &nan_bits, &have_nan, &nan_mixed); /* rare */
         pz = _mm256_or_si256(pz, _mm256_and_si256(m, _mm256_cmpeq_epi32(b, zero)));
         nz = _mm256_or_si256(nz, _mm256_cmpeq_epi32(b, sign));
         const __m256i v = _mm256_andnot_si256(_mm256_cmpeq_epi32(a, zero), b); /* -0 -> +0 */
