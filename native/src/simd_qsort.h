@@ -46,7 +46,6 @@
 #if defined(__AVX512F__)
 #include <immintrin.h>
 #include <stdint.h>
-#include <string.h>
 #include "qsort_drivers.h"
 
 #define KWK_HAVE_SIMD_QSORT 1
