@@ -68,14 +68,17 @@ def test_other_input_dtypes_convert_first(gen):
         assert torch.equal(_bits(got), _bits(torch.softmax(x, dim=-1, dtype=torch.float32)))
 
 
-def test_nan_and_infinite_rows_defer_to_torch(gen):
-    x = torch.randn(6, 8, generator=gen)
+@pytest.mark.parametrize("n", [8, 40])  # short rows, each in a register; rows taken 4 at a time
+def test_nan_and_infinite_rows_defer_to_torch(n, target, gen):
+    x = torch.randn(6, n, generator=gen)
     for special in (float("nan"), float("inf")):
-        y = x.clone()
-        y[2, 3] = special
-        assert _native_softmax(y, LANES)[0] == _native.lib.KWK_DEFER
-        got, want = L.softmax_f32(y), torch.softmax(y, -1)
-        assert torch.equal(_bits(got), _bits(want))
+        for row in range(6):  # each place in a group of rows, and after the groups
+            for col in (3, n - 1):  # (n - 1: past the last whole vector of 16)
+                y = x.clone()
+                y[row, col] = special
+                assert _native_softmax(y, LANES)[0] == _native.lib.KWK_DEFER
+                got, want = L.softmax_f32(y), torch.softmax(y, -1)
+                assert torch.equal(_bits(got), _bits(want))
     y = x.clone()
     y[4] = float("-inf")  # all -inf: NaN row, torch's
     got = L.softmax_f32(y)
