@@ -123,9 +123,9 @@ int kwk_sort_pool_backward_addr(int dtype, uintptr_t grad, uintptr_t x, uintptr_
                                 uintptr_t output, int64_t batch, int64_t nodes, int64_t c,
                                 int64_t k, uintptr_t grad_input);
 int kwk_topk_dense_addr(int dtype, uintptr_t src, int64_t rows, int64_t len, int64_t k,
-                        int mode, double fill, uintptr_t out, uintptr_t mask);
-int kwk_topk_dense_backward_addr(int dtype, uintptr_t grad, uintptr_t mask, int64_t n,
-                                 uintptr_t out);
+                        int mode, double fill, uintptr_t out, uintptr_t mask, uintptr_t kept);
+int kwk_topk_dense_backward_addr(int dtype, uintptr_t grad, uintptr_t kept, int64_t rows,
+                                 int64_t len, int64_t k, uintptr_t out);
 int kwk_filter_below_addr(int dtype, uintptr_t key, uintptr_t src, int64_t rows, int64_t len,
                           uintptr_t cutoff, double fill, uintptr_t out, uintptr_t mask);
 int kwk_softmax_f32_addr(uintptr_t x, int64_t rows, int64_t n, int lanes, uintptr_t out);
@@ -249,14 +249,16 @@ int kwk_sort_pool_backward_addr(int dtype, uintptr_t grad, uintptr_t x, uintptr_
                                   batch, nodes, c, k, P(grad_input));
 }
 int kwk_topk_dense_addr(int dtype, uintptr_t src, int64_t rows, int64_t len, int64_t k,
-                        int mode, double fill, uintptr_t out, uintptr_t mask)
+                        int mode, double fill, uintptr_t out, uintptr_t mask, uintptr_t kept)
 {
-    return kwk_topk_dense(dtype, P(src), rows, len, k, mode, fill, P(out), (uint8_t *)P(mask));
+    return kwk_topk_dense(dtype, P(src), rows, len, k, mode, fill, P(out), (uint8_t *)P(mask),
+                          (int64_t *)P(kept));
 }
-int kwk_topk_dense_backward_addr(int dtype, uintptr_t grad, uintptr_t mask, int64_t n,
-                                 uintptr_t out)
+int kwk_topk_dense_backward_addr(int dtype, uintptr_t grad, uintptr_t kept, int64_t rows,
+                                 int64_t len, int64_t k, uintptr_t out)
 {
-    return kwk_topk_dense_backward(dtype, P(grad), (const uint8_t *)P(mask), n, P(out));
+    return kwk_topk_dense_backward(dtype, P(grad), (const int64_t *)P(kept), rows, len, k,
+                                   P(out));
 }
 int kwk_filter_below_addr(int dtype, uintptr_t key, uintptr_t src, int64_t rows, int64_t len,
                           uintptr_t cutoff, double fill, uintptr_t out, uintptr_t mask)

@@ -68,6 +68,38 @@ def test_topk_activation_large_rows_and_layouts(gen):
         T.topk_activation(x, 20001)
 
 
+def _kept_reference(x, k, relu):
+    """The op's second output from torch.topk itself: each row's kept
+    positions ascending, ~j where the reference's output there is <= 0
+    under ReLU (its gradient stops; NaN passes)."""
+    pos = torch.topk(x, k, dim=-1).indices.sort(-1).values
+    if relu:
+        stopped = R.topk_activation(x, k, relu).gather(-1, pos) <= 0
+        pos = torch.where(stopped, ~pos, pos)
+    return pos
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kind", ["random", "ties", "bf16ties", "equal", "nan", "special"])
+def test_topk_activation_kept_positions(dtype, kind, target, gen):
+    """The positions the backward reads, on every path of the native kernel
+    (nothing or all kept, the block maxima's candidates, the sampled and the
+    whole-row thresholds, a tie cut by k, the rows taken from topk's own
+    indices) and of the torch fallback (16-bit floats): ascending, ~j where
+    ReLU stops the gradient, the same whatever the path."""
+    for n, ks in ((1, (0, 1)), (9, (0, 4, 9)), (100, (1, 33, 100)), (3000, (1, 32, 300)),
+                  (4127, (7, 31, 64))):
+        x = _scores(kind, (3, n), dtype, gen)
+        x[0, n // 2] = -0.0 if n > 1 else x[0, 0]
+        for k in ks:
+            for relu in (True, False):
+                want = _kept_reference(x, k, relu)
+                _same(want, K.topk_activation.default(x, k, relu)[1])
+                if dtype == torch.float32:  # the op's torch-only path agrees
+                    from kwker.torch_ops.layers_topk import topk_activation_any
+                    _same(want, topk_activation_any(x, k, relu)[1])
+
+
 @pytest.mark.parametrize("kind", ["random", "ties", "sorted", "reversed", "nan", "special"])
 def test_dense_rows_from_block_maxima(kind, target, gen):
     """float32 rows of at least 4k blocks of 32 take their candidates from

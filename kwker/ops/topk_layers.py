@@ -36,16 +36,23 @@ def _rows(x):
 
 
 def _dense_call(x, k, mode, fill):
-    """(out, mask) from kwk_topk_dense over x's rows (see kwker.h)."""
+    """kwk_topk_dense over x's rows (see kwker.h): (out, removed mask) for
+    DENSE_FILTER, else (out, kept positions: x.shape[:-1] + (k,) int64)."""
     rows = _rows(x)
     out = torch.empty_like(rows)
-    mask = torch.empty(rows.shape, dtype=torch.bool)
-    advise_fresh(out, mask)
+    if mode == DENSE_FILTER:
+        aux = torch.empty(rows.shape, dtype=torch.bool)
+        mask, kept = aux.data_ptr(), 0
+    else:
+        aux = torch.empty(rows.shape[0], k, dtype=torch.int64)
+        mask, kept = 0, aux.data_ptr()
+    advise_fresh(out, aux)
     status = _dense(_native.DTYPE_CODES[x.dtype], rows.data_ptr(), rows.shape[0], rows.shape[1],
-                    k, mode, fill, out.data_ptr(), mask.data_ptr())
+                    k, mode, fill, out.data_ptr(), mask, kept)
     if status:
         _native.check(status, "topk_dense")
-    return out.view(x.shape), mask.view(x.shape)
+    return out.view(x.shape), aux.view(x.shape if mode == DENSE_FILTER else
+                                       x.shape[:-1] + (k,))
 
 
 def _filter_below(rows, cutoff, fill, key=None):
@@ -76,43 +83,59 @@ def _topk_indices(x, k):
 
 
 def topk_activation(x, k, relu):
-    """(out, passes): passes marks where the gradient goes: the k selected
-    elements of each row (with relu, those not <= 0, as ReLU's backward)."""
+    """(out, kept): kept holds each row's k kept positions, ascending, j
+    where the gradient passes and ~j (negative) where ReLU stops it (the
+    kept value is <= 0; NaN passes): all the backward needs, k per row
+    where a dense mask held one byte per element."""
     if _dense is not None and x.dtype in NATIVE_DTYPES:
         return _dense_call(x, k, DENSE_RELU if relu else DENSE_KEEP, 0.0)
     values, indices = _topk_indices(x, k)
     return scatter_activation(x, values, indices, relu)
 
 
-def activation_backward(grad, passes):
-    """torch.where(passes, grad, 0): the activation's gradient (one native
-    pass for contiguous float32/float64 grads; torch.where took 0.8 ms on
-    a 64x16384 float32 grad, most of the layer's backward)."""
+def activation_backward(grad, kept):
+    """The activation's gradient: grad at the positions kept holds (j >= 0),
+    +0.0 elsewhere; one native pass for contiguous float32/float64 grads."""
     if (_dense_backward is not None and grad.dtype in NATIVE_DTYPES
-            and type(grad) is torch.Tensor and type(passes) is torch.Tensor
-            and grad.is_cpu and passes.is_cpu and grad.layout is torch.strided
-            and passes.dtype == torch.bool and grad.shape == passes.shape
-            and grad.is_contiguous() and passes.is_contiguous()):
+            and type(grad) is torch.Tensor and type(kept) is torch.Tensor
+            and grad.is_cpu and kept.is_cpu and grad.layout is torch.strided
+            and kept.dtype == torch.int64 and grad.dim() >= 1
+            and kept.shape == grad.shape[:-1] + kept.shape[-1:]
+            and grad.is_contiguous() and kept.is_contiguous()):
         out = torch.empty_like(grad, memory_format=torch.contiguous_format)
         advise_fresh(out)  # 256x65536: 16384 page faults were 40 of its 65 ms
+        rows = grad.numel() // grad.shape[-1] if grad.shape[-1] else 0
         status = _dense_backward(_native.DTYPE_CODES[grad.dtype], grad.data_ptr(),
-                                 passes.data_ptr(), grad.numel(), out.data_ptr())
+                                 kept.data_ptr(), rows, grad.shape[-1], kept.shape[-1],
+                                 out.data_ptr())
         if status:
             _native.check(status, "topk_dense_backward")
         return out
-    return torch.where(passes, grad, 0)
+    return kept_backward(grad, kept)
+
+
+def kept_backward(grad, kept):
+    """activation_backward in torch ops (any device, differentiable in
+    grad): the positions are distinct in each row, so the scatter is
+    deterministic."""
+    if grad.dim() == 0:  # a 0-dim input's topk: kept is 0-dim too
+        return torch.where(kept >= 0, grad, 0)
+    pos = torch.where(kept >= 0, kept, ~kept)
+    return torch.zeros_like(grad).scatter(-1, pos, torch.where(kept >= 0,
+                                                               grad.gather(-1, pos), 0))
 
 
 def scatter_activation(x, values, indices, relu):
-    """(out, passes) from torch.topk's (values, indices), as the reference
+    """(out, kept) from torch.topk's (values, indices), as the reference
     builds out."""
     if relu:
         values = torch.relu(values)
-        passes = ~(values <= 0)
-    else:
-        passes = torch.ones(values.shape, dtype=torch.bool, device=x.device)
-    kept = x.new_zeros(x.shape, dtype=torch.bool).scatter_(-1, indices, passes)
-    return x.new_zeros(x.shape).scatter_(-1, indices, values), kept
+    out = x.new_zeros(x.shape).scatter_(-1, indices, values)
+    pos = indices.sort(-1).values if indices.dim() else indices
+    kept = pos
+    if relu:
+        kept = torch.where(out.gather(-1, pos) <= 0, ~pos, pos)
+    return out, kept
 
 
 # The float32 vector width of the CPU kernels torch runs (ATen's capability),

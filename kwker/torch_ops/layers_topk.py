@@ -1,22 +1,25 @@
 """torch.ops.kwker top-k layers, each over the last dim, each bit-identical
 to its plain-torch reference in kwker.nn.reference_topk:
 
-    out, passes = torch.ops.kwker.topk_activation(x, k, relu)       # TopK SAE activation
+    out, kept = torch.ops.kwker.topk_activation(x, k, relu)         # TopK SAE activation
     weights, ids = torch.ops.kwker.topk_softmax(logits, k, renormalize)  # MoE router
     out, removed = torch.ops.kwker.top_k_filter(scores, top_k, filter_value, min_tokens_to_keep)
     out, removed = torch.ops.kwker.top_p_filter(scores, top_p, filter_value, min_tokens_to_keep)
     out, removed = torch.ops.kwker.min_p_filter(scores, min_p, filter_value, min_tokens_to_keep)
 
-The second output of each (a bool mask: where topk_activation's gradient
-passes, the removed scores; int64 expert ids for topk_softmax) is what the backward needs;
-kwker.nn's functions return the first.  On the CPU the kernels of
+The second output of each is what the backward needs: topk_activation's
+kept positions (int64, x.shape[:-1] + (k,): each row's k kept positions
+ascending, j where the gradient passes, ~j (negative) where ReLU stops it),
+the filters' removed scores (a bool mask), topk_softmax's int64 expert
+ids; kwker.nn's functions return the first.  On the CPU the kernels of
 kwker.ops.topk_layers run (native selection and sort in torch's order of
 ties; torch's softmax/cumsum on the same values); other devices run the
 reference's torch calls.
 
-Autograd: topk_activation is an autograd.Function whose backward is a
-masked copy of the gradient (the kept elements, and for relu those whose
-output is not <= 0, as ReLU's backward); the others recompute the
+Autograd: topk_activation is an autograd.Function whose backward copies
+the gradient at the kept positions into zeros (for relu, those whose
+output is not <= 0, as ReLU's backward; what the reference's topk and
+scatter backward write); the others recompute the
 differentiable part from the operator's selection (softmax + gather, or
 masked_fill), the reference's own formulas.  Under forward-mode AD and
 torch.func transforms the reference itself is differentiated.
@@ -33,7 +36,7 @@ from kwker.torch_ops.autograd import (_below_autograd, _direct, function_kernel,
 from kwker.torch_ops.checks import check
 from kwker.torch_ops.schemas import LIB
 
-LIB.define("topk_activation(Tensor self, int k, bool relu) -> (Tensor out, Tensor passes)")
+LIB.define("topk_activation(Tensor self, int k, bool relu) -> (Tensor out, Tensor kept)")
 LIB.define("topk_softmax(Tensor logits, int k, bool renormalize) "
            "-> (Tensor weights, Tensor ids)")
 _FILTER = "float filter_value, int min_tokens_to_keep) -> (Tensor out, Tensor removed)"
@@ -55,7 +58,7 @@ def _takes(x):
 # ------------------------------------------------------ topk_activation
 
 def topk_activation_any(x, k, relu):
-    """The reference, with the mask of where the gradient passes."""
+    """The reference, with the kept positions."""
     values, indices = torch.topk(x, k, dim=-1)
     return fast.scatter_activation(x, values, indices, relu)
 
@@ -69,7 +72,8 @@ def topk_activation_cpu(x, k, relu):
 def topk_activation_fake(x, k, relu):
     check(x.dim() == 0 or 0 <= k <= x.shape[-1],
                  lambda: "selected index k out of range")
-    return x.new_empty(x.shape), x.new_empty(x.shape, dtype=torch.bool)
+    kept = tuple(x.shape[:-1]) + (k,) if x.dim() else ()  # torch.topk's indices' shape
+    return x.new_empty(x.shape), x.new_empty(kept, dtype=torch.int64)
 
 
 class _TopKActivation(torch.autograd.Function):
@@ -80,21 +84,20 @@ class _TopKActivation(torch.autograd.Function):
                                  x, k, relu)
         ctx.mark_non_differentiable(output[1])
         ctx.save_for_backward(output[1])
-        # no zeros for the mask's missing gradient (a bool tensor of the
-        # input's size: 0.5 ms of a 256x16384 backward's ~2)
+        # no zeros for the positions' missing gradient
         ctx.set_materialize_grads(False)
         return output
 
     @staticmethod
-    def backward(ctx, grad_out, grad_passes):
+    def backward(ctx, grad_out, grad_kept):
         if grad_out is None:
             return None, None, None
-        # a masked copy: topk's backward (the kept elements) and ReLU's
-        # (not where its output is <= 0; NaN passes), in the one mask
-        (passes,) = ctx.saved_tensors
-        if _plain_cpu_call((grad_out, passes)):
-            return fast.activation_backward(grad_out, passes), None, None
-        return torch.where(passes, grad_out, 0), None, None
+        # the gradient at the kept positions, zeros elsewhere: topk's
+        # backward and ReLU's (not where its output is <= 0; NaN passes)
+        (kept,) = ctx.saved_tensors
+        if _plain_cpu_call((grad_out, kept)):
+            return fast.activation_backward(grad_out, kept), None, None
+        return fast.kept_backward(grad_out, kept), None, None
 
 
 def topk_activation_autograd(x, k, relu):

@@ -258,11 +258,14 @@ int kwk_sort_pool(int dtype, const void *src, int64_t batch, int64_t nodes, int6
 int kwk_sort_pool_backward(int dtype, const void *grad, const void *x, const int64_t *index,
                            const void *output, int64_t batch, int64_t nodes, int64_t c,
                            int64_t k, void *grad_input);
-/* The gradient of kwk_topk_dense's KEEP and RELU outputs: out = grad where
- * mask (its byte non-zero), +0.0 elsewhere, n contiguous float32/float64
- * elements (torch.where(mask, grad, 0)). */
-int kwk_topk_dense_backward(int dtype, const void *grad, const uint8_t *mask, int64_t n,
-                            void *out);
+/* The gradient of kwk_topk_dense's KEEP and RELU outputs from their kept
+ * positions: for `rows` contiguous rows of `len` float32/float64 elements,
+ * out = +0.0 except out[r, j] = grad[r, j] for each j >= 0 among the row's
+ * k entries kept[r, 0..k) (a negative entry ~j, where ReLU stops the
+ * gradient, leaves out[r, ~j] at +0.0): torch.where on the dense mask the
+ * positions stand for.  KWK_E_ARG when an entry is outside [-len, len). */
+int kwk_topk_dense_backward(int dtype, const void *grad, const int64_t *kept, int64_t rows,
+                            int64_t len, int64_t k, void *out);
 /* torch.unique's compaction of n >= 0 sorted contiguous elements: runs of
  * equal values as torch.ne sees them (-0.0 == +0.0; every NaN a run of its
  * own).  kwk_unique_runs stores the number of runs in *runs and, when perm
@@ -325,18 +328,23 @@ int kwk_unique_dense(int dtype, const void *values, int64_t n, int64_t room, voi
 /* kwk_topk_dense modes. */
 enum { KWK_TOPK_DENSE_KEEP = 0, KWK_TOPK_DENSE_RELU = 1, KWK_TOPK_DENSE_FILTER = 2 };
 /* The k largest of each of `rows` contiguous rows of `len` float32/float64
- * elements (0 <= k <= len), written densely to out (same layout) with a byte
- * mask:
- *   KEEP    out = the element where kept, +0.0 elsewhere; mask = kept.  Of
- *           elements tied at the k-th value, those torch.topk(sorted=True)
- *           returns are kept.
- *   RELU    as KEEP with kept negative values made +0.0 (torch.relu); mask =
- *           kept and not <= 0 (where ReLU's gradient passes; NaN does).
+ * elements (0 <= k <= len), written densely to out (same layout):
+ *   KEEP    out = the element where kept, +0.0 elsewhere; kept (rows x k
+ *           int64) = each row's kept positions, ascending.  Of elements
+ *           tied at the k-th value, those torch.topk(sorted=True) returns
+ *           are kept.
+ *   RELU    as KEEP with kept negative values made +0.0 (torch.relu); a
+ *           kept position j whose value is <= 0 (ReLU's gradient stops
+ *           there; NaN's passes) is stored as ~j (negative).
  *   FILTER  out = fill (rounded to the dtype) where the element is below
- *           the k-th largest, the element elsewhere; mask = replaced.
+ *           the k-th largest, the element elsewhere; mask (rows x len
+ *           bytes) = replaced.
+ * The positions are what the layer's backward needs (k per row, where a
+ * byte mask held rows x len).  Each mode writes only its own: mask may be
+ * NULL for KEEP and RELU, kept for FILTER.
  * Order as everywhere: -0.0 == +0.0, NaN largest. */
 int kwk_topk_dense(int dtype, const void *src, int64_t rows, int64_t len, int64_t k,
-                   int mode, double fill, void *out, uint8_t *mask);
+                   int mode, double fill, void *out, uint8_t *mask, int64_t *kept);
 /* kwk_topk_dense's FILTER output with each row's threshold given, and the
  * comparison on keys that may differ from the values: for `rows`
  * contiguous rows of `len` float32/float64 keys and values (same dtype;

@@ -620,7 +620,7 @@ int kwk_sort_pool_backward(int dtype, const void *grad, const void *x, const int
 /* ---------------------------------------------------------- topk_dense */
 
 int kwk_topk_dense(int dtype, const void *src, int64_t rows, int64_t len, int64_t k,
-                   int mode, double fill, void *out, uint8_t *mask)
+                   int mode, double fill, void *out, uint8_t *mask, int64_t *kept)
 {
     int64_t t;
     if (dtype != KWK_FLOAT32 && dtype != KWK_FLOAT64) return KWK_E_DTYPE;
@@ -629,10 +629,12 @@ int kwk_topk_dense(int dtype, const void *src, int64_t rows, int64_t len, int64_
         return KWK_E_ARG;
     if (rows < 0 || len < 0 || k < 0 || k > len) return KWK_E_ARG;
     if (!mul_ok(rows, len, &t) || !mul_ok(t, 8, &t)) return KWK_E_OVERFLOW;
-    if (!mul_ok(len, 3 * 8, &t)) return KWK_E_OVERFLOW;
+    if (!mul_ok(len, 3 * 8, &t) || !mul_ok(rows, k, &t) || !mul_ok(t, 8, &t))
+        return KWK_E_OVERFLOW;
     if (rows == 0 || len == 0) return KWK_OK;
-    if (!src || !out || !mask) return KWK_E_ARG;
-    return kernels()->topk_dense(dtype, src, rows, len, k, mode, fill, out, mask);
+    if (!src || !out || (mode == KWK_TOPK_DENSE_FILTER ? !mask : k > 0 && !kept))
+        return KWK_E_ARG;
+    return kernels()->topk_dense(dtype, src, rows, len, k, mode, fill, out, mask, kept);
 }
 
 int kwk_filter_below(int dtype, const void *key, const void *src, int64_t rows, int64_t len,
@@ -718,16 +720,20 @@ int kwk_unique_fill(int dtype, const void *values, int64_t n, int64_t runs, void
     return kernels()->unique_fill(dtype, values, n, runs, out, counts);
 }
 
-int kwk_topk_dense_backward(int dtype, const void *grad, const uint8_t *mask, int64_t n,
-                            void *out)
+int kwk_topk_dense_backward(int dtype, const void *grad, const int64_t *kept, int64_t rows,
+                            int64_t len, int64_t k, void *out)
 {
     int64_t t;
     if (dtype != KWK_FLOAT32 && dtype != KWK_FLOAT64) return KWK_E_DTYPE;
-    if (n < 0) return KWK_E_ARG;
-    if (!mul_ok(n, 8, &t)) return KWK_E_OVERFLOW;
-    if (n == 0) return KWK_OK;
-    if (!grad || !mask || !out) return KWK_E_ARG;
-    return kernels()->mask_grad(dtype == KWK_FLOAT32 ? 4 : 8, grad, mask, n, out);
+    if (rows < 0 || len < 0 || k < 0 || k > len) return KWK_E_ARG;
+    if (!mul_ok(rows, len, &t) || !mul_ok(t, 8, &t) || !mul_ok(rows, k, &t) ||
+        !mul_ok(t, 8, &t))
+        return KWK_E_OVERFLOW;
+    if (rows == 0 || len == 0) return KWK_OK;
+    if (!grad || !out || (k > 0 && !kept)) return KWK_E_ARG;
+    for (int64_t i = 0; i < rows * k; ++i) /* each j or ~j a position of its row */
+        if ((kept[i] < 0 ? ~kept[i] : kept[i]) >= len) return KWK_E_ARG;
+    return kernels()->kept_grad(dtype == KWK_FLOAT32 ? 4 : 8, grad, kept, rows, len, k, out);
 }
 
 static int unique_hash(int dtype, const void *values, int64_t n, int64_t limit, void *distinct,

@@ -58,8 +58,9 @@ typedef struct {
                               const void *output, int64_t batch, int64_t nodes, int64_t c,
                               int64_t k, void *grad_input);
     int (*topk_dense)(int dtype, const void *src, int64_t rows, int64_t len, int64_t k,
-                      int mode, double fill, void *out, uint8_t *mask);
-    int (*mask_grad)(int es, const void *grad, const uint8_t *mask, int64_t n, void *out);
+                      int mode, double fill, void *out, uint8_t *mask, int64_t *kept);
+    int (*kept_grad)(int es, const void *grad, const int64_t *kept, int64_t rows, int64_t len,
+                     int64_t k, void *out);
     int (*filter_below)(int dtype, const void *key, const void *src, int64_t rows, int64_t len,
                         const void *cutoff, double fill, void *out, uint8_t *mask);
     /* softmax_torch.h */

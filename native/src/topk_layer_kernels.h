@@ -2,8 +2,9 @@
  * topk_layer_kernels.h - the k largest of each row written densely, in one
  * call: the TopK activation (kept values, zeros elsewhere, optionally
  * ReLU'd) and the top-k logits filter (scores below the k-th largest
- * replaced by a fill value), each with a byte mask: where the activation's
- * gradient passes (kept, and with ReLU not <= 0), or the filter's removed.
+ * replaced by a fill value): the activation with its k kept positions per
+ * row (~j where ReLU stops the gradient: the backward's input), the filter
+ * with a byte mask of the removed.
  *
  * The k-th largest key T of a row comes from a radix select on order keys
  * (keys.h: -0.0 == +0.0, all NaNs equal and largest): a histogram of the
@@ -200,22 +201,28 @@ TL_DEFINE_FILL(float, f32)
 TL_DEFINE_FILL(double, f64)
 #undef TL_DEFINE_FILL
 
-/* The activation of a row from torch.topk's k indices idx, as the
- * reference scatters them: zeros elsewhere, the kept values (ReLU'd when
- * relu) at idx, the mask where the gradient passes (kept, and with ReLU
- * not <= 0; NaN passes). */
+/* A kept position j as the backward reads it: j where the gradient passes
+ * (kept, and with ReLU not <= 0; NaN passes), ~j (negative) where ReLU
+ * stops it. */
+#define TL_KEPT(j, v, relu) ((relu) && (v) <= 0 ? ~(int64_t)(j) : (int64_t)(j))
+
+/* The activation of a row from torch.topk's k indices, which kept holds
+ * on entry, as the reference scatters them: zeros elsewhere, the kept
+ * values (ReLU'd when relu) there; then kept = those positions ascending
+ * (tmp: k words), as TL_KEPT. */
 #define TL_DEFINE_SCATTER(T, SUF)                                             \
-    static void tl_scatter_kept_##SUF(const T *x, int64_t n, const int64_t *idx, int64_t k, \
-                                      int relu, T *out, uint8_t *mask)        \
+    static void tl_scatter_kept_##SUF(const T *x, int64_t n, int64_t k, int relu, T *out, \
+                                      int64_t *kept, uint64_t *tmp)           \
     {                                                                         \
-        memset(mask, 0, (size_t)n);                                           \
         tl_fill_##SUF(out, n, (T)0);                                          \
         for (int64_t i = 0; i < k; ++i) {                                     \
-            const int64_t j = idx[i];                                         \
+            const int64_t j = kept[i];                                        \
             const T v = x[j];                                                 \
-            mask[j] = (uint8_t)!(relu && v <= 0);                             \
             out[j] = relu && v < 0 ? (T)0 : v;                                \
         }                                                                     \
+        /* (distinct positions below n: unique words) */                      \
+        words_sort_bits((uint64_t *)(void *)kept, tmp, k, 0, kwk_bits_for((uint64_t)(n - 1))); \
+        for (int64_t i = 0; i < k; ++i) kept[i] = TL_KEPT(kept[i], x[kept[i]], relu); \
     }
 TL_DEFINE_SCATTER(float, f32)
 TL_DEFINE_SCATTER(double, f64)
@@ -225,24 +232,28 @@ TL_DEFINE_SCATTER(double, f64)
  * unsigned), KEY (its order key). */
 #define TL_DEFINE_ROW(T, UT, SUF, KEY)                                        \
     static int tl_row_##SUF(const T *x, int64_t n, int64_t k, int mode, T fill, T *out, \
-                            uint8_t *mask, UT *keys, UT *cand, UT *bmax, int32_t *cpos, \
-                            T *tvals, int64_t *tidx)                          \
+                            uint8_t *mask, int64_t *kept, UT *keys, UT *cand, UT *bmax, \
+                            int32_t *cpos, T *tvals, uint64_t *tmp)          \
     {                                                                         \
         const int relu = mode == KWK_TOPK_DENSE_RELU;                         \
+        const int filter = mode == KWK_TOPK_DENSE_FILTER;                     \
         if (k == 0 || k == n) { /* nothing or everything kept */              \
             const int all = k == n;                                           \
             for (int64_t j = 0; j < n; ++j) {                                 \
-                T v = x[j];                                                   \
-                const int passes = !(relu && v <= 0);                         \
-                if (relu && v < 0) v = 0;                                     \
-                out[j] = all ? v : (mode == KWK_TOPK_DENSE_FILTER ? fill : (T)0); \
-                mask[j] = (uint8_t)(mode == KWK_TOPK_DENSE_FILTER ? !all : all && passes); \
+                const T v = x[j];                                             \
+                if (filter) {                                                 \
+                    out[j] = all ? v : fill;                                  \
+                    mask[j] = (uint8_t)!all;                                  \
+                } else {                                                      \
+                    out[j] = all ? (relu && v < 0 ? (T)0 : v) : (T)0;         \
+                    if (all) kept[j] = TL_KEPT(j, v, relu);                   \
+                }                                                             \
             }                                                                 \
             return KWK_OK;                                                    \
         }                                                                     \
         int64_t gt, eq;                                                       \
         UT t;                                                                 \
-        /* c >= 0: keys[0..c) (positions cpos) hold every key >= t */         \
+        /* c >= 0: keys[0..c) (positions cpos, ascending) hold every key >= t */ \
         const int64_t c = tl_candidates_##SUF(x, n, k, bmax, cand, keys, cpos); \
         if (c >= 0)                                                           \
             t = tl_kth_largest_##SUF(keys, c, k, 8 * (int)sizeof(UT), cand, &gt, &eq); \
@@ -250,42 +261,43 @@ TL_DEFINE_SCATTER(double, f64)
             t = tl_threshold_##SUF(x, n, k, keys, cand, &gt, &eq);            \
         const int tnan = t == (UT)~(UT)0;                                     \
         /* kept: the keys >= t (the filter: x < t's value removed, which is */ \
-        /* the same set unless t is NaN's key: then nothing is removed) */    \
-        if (c >= 0 && (mode == KWK_TOPK_DENSE_FILTER ? !tnan : eq == k - gt)) { \
-            const int filter = mode == KWK_TOPK_DENSE_FILTER;                 \
-            const T base = filter ? fill : (T)0;                              \
-            tl_fill_##SUF(out, n, base);                                      \
-            memset(mask, filter, (size_t)n);                                  \
+        /* the same set unless t is NaN's key: then nothing is removed); */  \
+        /* the activation keeps them all when no tie is cut (k of them) */   \
+        if (c >= 0 && (filter ? !tnan : eq == k - gt)) {                      \
+            tl_fill_##SUF(out, n, filter ? fill : (T)0);                      \
+            if (filter) memset(mask, 1, (size_t)n);                           \
+            int64_t m = 0;                                                    \
             for (int64_t i = 0; i < c; ++i) {                                 \
                 if (keys[i] < t) continue;                                    \
                 const int64_t j = cpos[i];                                    \
                 const T v = x[j];                                             \
                 out[j] = relu && v < 0 ? (T)0 : v;                            \
-                mask[j] = (uint8_t)(filter ? 0 : !(relu && v <= 0));          \
+                if (filter) mask[j] = 0;                                      \
+                else kept[m++] = TL_KEPT(j, v, relu);                         \
             }                                                                 \
             return KWK_OK;                                                    \
         }                                                                     \
-        if (mode == KWK_TOPK_DENSE_FILTER) {                                  \
+        if (filter) {                                                         \
             tl_filter_below_##SUF(x, x, n, tl_value_##SUF(t), fill, out, mask); \
             return KWK_OK;                                                    \
         }                                                                     \
-        if (eq == k - gt) { /* every key >= t kept: no tie is cut */          \
+        if (eq == k - gt) { /* every key >= t kept (k of them): no tie is cut */ \
             /* key >= t: x >= tf, or x NaN (tf NaN: the NaNs only) */         \
             const T tf = tl_value_##SUF(t);                                   \
+            int64_t m = 0;                                                    \
             for (int64_t j = 0; j < n; ++j) {                                 \
                 const T v = x[j];                                             \
-                const int kept = tnan ? v != v : !(v < tf); /* >= tf or NaN */ \
-                const T r = relu && v < 0 ? (T)0 : v;                         \
-                out[j] = kept ? r : (T)0;                                     \
-                mask[j] = (uint8_t)(kept & !(relu && v <= 0));                \
+                const int in = tnan ? v != v : !(v < tf); /* >= tf or NaN */  \
+                out[j] = in ? (relu && v < 0 ? (T)0 : v) : (T)0;              \
+                if (in) kept[m++] = TL_KEPT(j, v, relu);                      \
             }                                                                 \
             return KWK_OK;                                                    \
         }                                                                     \
         /* a tie cut by k: torch.topk's choice of indices */                  \
-        int st = impl_topk(TL_DTYPE_##SUF, x, 1, n, 1, n, 1, 1, k, tvals, tidx, k, 1, 1, 1, \
+        int st = impl_topk(TL_DTYPE_##SUF, x, 1, n, 1, n, 1, 1, k, tvals, kept, k, 1, 1, 1, \
                            1, KWK_ORDER_TORCH);                               \
         if (st != KWK_OK) return st;                                          \
-        tl_scatter_kept_##SUF(x, n, tidx, k, relu, out, mask);                \
+        tl_scatter_kept_##SUF(x, n, k, relu, out, kept, tmp);                \
         return KWK_OK;                                                        \
     }
 
@@ -400,49 +412,22 @@ static int impl_filter_below(int dtype, const void *key, const void *src, int64_
     return KWK_OK;
 }
 
-/* The activation's backward: out = grad where mask, +0.0 elsewhere (as
- * torch.where(mask, grad, 0)), n elements of es = 4 or 8 bytes.  A mask
- * byte is 0 or 1 (Python bool): any non-zero byte passes.  The mask of a
- * top-k layer is sparse (k of a row of thousands): AVX2 tests 32 mask
- * bytes at once and writes zeros for them without reading the gradient
- * (most of the pass's memory traffic: 4 or 8 bytes of it per mask byte),
- * and selects element by element only in chunks with a set byte. */
-static int impl_mask_grad(int es, const void *grad, const uint8_t *mask, int64_t n, void *out)
+/* The activation's backward: per row, out = +0.0 but grad at the kept
+ * positions j >= 0 (~j: ReLU stops the gradient there, +0.0 stays), as
+ * torch.where on the dense mask they stand for; es = 4 or 8 bytes.  Row by
+ * row, so each row's zeros are still in cache when its k elements land
+ * (the reference's backward, zeros then a scatter, writes the same). */
+static int impl_kept_grad(int es, const void *grad, const int64_t *kept, int64_t rows,
+                          int64_t len, int64_t k, void *out)
 {
-    int64_t i = 0;
-#if defined(__AVX2__)
-    const __m256i zero = _mm256_setzero_si256();
-    for (; i + 32 <= n; i += 32) {
-        const __m256i mb = _mm256_loadu_si256((const __m256i *)(mask + i));
-        const unsigned set = ~(unsigned)_mm256_movemask_epi8(_mm256_cmpeq_epi8(mb, zero));
-        char *o = (char *)out + i * es;
-        const char *g = (const char *)grad + i * es;
-        for (int q = 0; q < 32 * es; q += 32) {
-            /* the 32 / es mask bytes of this vector of the output */
-            const int first = q / es, per = 32 / es;
-            const unsigned bits = (set >> first) & ((1u << per) - 1);
-            __m256i v = zero;
-            if (bits) {
-                uint64_t m8 = 0; /* (only this vector's bytes: never past the chunk) */
-                memcpy(&m8, mask + i + first, (size_t)per);
-                const __m128i m = _mm_cvtsi64_si128((long long)m8);
-                const __m256i wide = es == 4 ? _mm256_cvtepu8_epi32(m) : _mm256_cvtepu8_epi64(m);
-                const __m256i keep = es == 4 ? _mm256_cmpeq_epi32(wide, zero)
-                                             : _mm256_cmpeq_epi64(wide, zero);
-                v = _mm256_andnot_si256(keep, _mm256_loadu_si256((const __m256i *)(g + q)));
-            }
-            _mm256_storeu_si256((__m256i *)(o + q), v);
-        }
-    }
-#endif
-    if (es == 4) {
-        const uint32_t *g = grad;
-        uint32_t *o = out;
-        for (; i < n; ++i) o[i] = mask[i] ? g[i] : 0u;
-    } else {
-        const uint64_t *g = grad;
-        uint64_t *o = out;
-        for (; i < n; ++i) o[i] = mask[i] ? g[i] : 0u;
+    for (int64_t r = 0; r < rows; ++r) {
+        const int64_t *kr = kept + r * k;
+        const size_t at = (size_t)(r * len) * (size_t)es;
+        char *o = (char *)out + at;
+        const char *g = (const char *)grad + at;
+        memset(o, 0, (size_t)len * (size_t)es);
+        for (int64_t i = 0; i < k; ++i)
+            if (kr[i] >= 0) memcpy(o + kr[i] * es, g + kr[i] * es, (size_t)es);
     }
     return KWK_OK;
 }
@@ -461,46 +446,44 @@ static int tl_by_topk(int dtype, int64_t len, int64_t k, int mode)
 }
 
 /* The activation from torch.topk's own indices (impl_topk, torch's order:
- * the set torch keeps, ties included), rows in chunks whose index block
- * stays near 1 MB. */
+ * the set torch keeps, ties included), written into kept, rows in chunks
+ * whose indices stay near 1 MB (still cached when they are scattered). */
 static int tl_rows_by_topk(const float *src, int64_t rows, int64_t len, int64_t k, int mode,
-                           float *out, uint8_t *mask)
+                           float *out, int64_t *kept)
 {
     const int relu = mode == KWK_TOPK_DENSE_RELU;
     int64_t chunk = ((int64_t)1 << 17) / k;
     if (chunk < 1) chunk = 1;
     if (chunk > rows) chunk = rows;
-    int64_t *idx = malloc((size_t)(chunk * k) * sizeof(int64_t));
-    if (!idx) return KWK_E_NOMEM;
+    uint64_t *tmp = malloc((size_t)k * sizeof(uint64_t));
+    if (!tmp) return KWK_E_NOMEM;
     int st = KWK_OK;
     for (int64_t r0 = 0; r0 < rows && st == KWK_OK; r0 += chunk) {
         const int64_t nr = rows - r0 < chunk ? rows - r0 : chunk;
-        st = impl_topk(KWK_FLOAT32, src + r0 * len, nr, len, 1, len, 1, 1, k, NULL, idx, k, 1, 1,
-                       1, 1, KWK_ORDER_TORCH);
-        for (int64_t r = 0; r < nr && st == KWK_OK; ++r) {
-            const int64_t at = (r0 + r) * len;
-            tl_scatter_kept_f32(src + at, len, idx + r * k, k, relu, out + at, mask + at);
-        }
+        st = impl_topk(KWK_FLOAT32, src + r0 * len, nr, len, 1, len, 1, 1, k, NULL, kept + r0 * k,
+                       k, 1, 1, 1, 1, KWK_ORDER_TORCH);
+        for (int64_t r = r0; r < r0 + nr && st == KWK_OK; ++r)
+            tl_scatter_kept_f32(src + r * len, len, k, relu, out + r * len, kept + r * k, tmp);
     }
-    free(idx);
+    free(tmp);
     return st;
 }
 
 static int impl_topk_dense(int dtype, const void *src, int64_t rows, int64_t len, int64_t k,
-                           int mode, double fill, void *out, uint8_t *mask)
+                           int mode, double fill, void *out, uint8_t *mask, int64_t *kept)
 {
     if (rows == 0 || len == 0) return KWK_OK;
     if (tl_by_topk(dtype, len, k, mode))
-        return tl_rows_by_topk(src, rows, len, k, mode, out, mask);
+        return tl_rows_by_topk(src, rows, len, k, mode, out, kept);
     const size_t es = dtype == KWK_FLOAT32 ? 4 : 8;
-    /* one row's k indices, keys, candidates, block maxima, k values and
+    /* a sort's k words of scratch, one row's keys, candidates, block maxima, k values and
      * candidate positions (in that order: each part stays aligned for its
      * type) */
     const size_t nb = (size_t)len / TL_BMAX_BLOCK;
     char *scratch = malloc((size_t)k * (8 + es) + 2 * (size_t)len * es + nb * es +
                            (size_t)len * 4 + 8);
     if (!scratch) return KWK_E_NOMEM;
-    int64_t *tidx = (int64_t *)(void *)scratch;
+    uint64_t *tmp = (uint64_t *)(void *)scratch;
     void *keys = scratch + (size_t)k * 8;
     void *cand = (char *)keys + (size_t)len * es;
     void *bmax = (char *)cand + (size_t)len * es;
@@ -509,12 +492,17 @@ static int impl_topk_dense(int dtype, const void *src, int64_t rows, int64_t len
     int st = KWK_OK;
     for (int64_t r = 0; r < rows && st == KWK_OK; ++r) {
         const size_t at = (size_t)r * (size_t)len;
+        /* (each mode's own output; the other may be NULL) */
+        uint8_t *row_mask = mode == KWK_TOPK_DENSE_FILTER ? mask + at : NULL;
+        int64_t *row_kept = mode != KWK_TOPK_DENSE_FILTER && k > 0 ? kept + r * k : NULL;
         if (dtype == KWK_FLOAT32)
             st = tl_row_f32((const float *)src + at, len, k, mode, (float)fill,
-                            (float *)out + at, mask + at, keys, cand, bmax, cpos, tvals, tidx);
+                            (float *)out + at, row_mask, row_kept, keys, cand, bmax, cpos, tvals,
+                            tmp);
         else
             st = tl_row_f64((const double *)src + at, len, k, mode, fill,
-                            (double *)out + at, mask + at, keys, cand, bmax, cpos, tvals, tidx);
+                            (double *)out + at, row_mask, row_kept, keys, cand, bmax, cpos, tvals,
+                            tmp);
     }
     free(scratch);
     return st;

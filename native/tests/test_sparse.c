@@ -153,36 +153,66 @@ static void group_sort(int64_t groups, int64_t g, int descending)
     free(x); free(out); free(back); free(perm);
 }
 
-/* kwk_topk_dense_backward: grad where the mask byte is set, +0.0 elsewhere,
- * every length around the vector widths, masks of a given density (a top-k
- * layer's is sparse: the AVX2 pass skips chunks of 32 zero bytes), the mask
- * and the arrays in exact-size buffers. */
-static void dense_backward(int64_t n, double density)
+/* kwk_topk_dense_backward: per row, grad at the kept positions j >= 0,
+ * +0.0 elsewhere (~j entries too); every row length around the vector
+ * widths, k from none to the whole row, about a quarter of the positions
+ * stored as ~j, the arrays in exact-size buffers; entries outside the row
+ * refused before anything is written. */
+static void dense_backward(int64_t rows, int64_t n, int64_t k)
 {
-    const size_t len = (size_t)(n > 0 ? n : 1);
-    float *g = malloc(sizeof(float) * len), *o = malloc(sizeof(float) * len);
-    double *g64 = malloc(sizeof(double) * len), *o64 = malloc(sizeof(double) * len);
-    uint8_t *m = malloc(len);
-    for (int64_t i = 0; i < n; ++i) {
-        g[i] = uniform() < 0.1 ? -0.0f : value(1);
-        g64[i] = g[i];
-        m[i] = (uint8_t)(uniform() >= density ? 0 : (uniform() < 0.9 ? 1 : 7));
+    const size_t total = (size_t)(rows * n), nk = (size_t)(rows * k);
+    float *g = malloc(sizeof(float) * (total + 1)), *o = malloc(sizeof(float) * (total + 1));
+    double *g64 = malloc(sizeof(double) * (total + 1));
+    double *o64 = malloc(sizeof(double) * (total + 1));
+    int64_t *kept = malloc(sizeof(int64_t) * (nk + 1)), *perm = malloc(sizeof(int64_t) * (n + 1));
+    uint8_t *want = malloc(total + 1);
+    memset(want, 0, total + 1);
+    for (size_t i = 0; i < total; ++i) {
+        g[i] = uniform() < 0.1 ? -0.0f : value(0);
+        g64[i] = uniform() < 0.1 ? -0.0 : (double)value(0);
     }
-    CHECK(kwk_topk_dense_backward(KWK_FLOAT32, g, m, n, o) == KWK_OK, "dense backward status");
-    CHECK(kwk_topk_dense_backward(KWK_FLOAT64, g64, m, n, o64) == KWK_OK, "dense backward status");
-    for (int64_t i = 0; i < n; ++i) {
-        const float want = m[i] ? g[i] : 0.0f;
-        const double want64 = m[i] ? g64[i] : 0.0;
-        CHECK(memcmp(&o[i], &want, sizeof want) == 0, "dense backward f32 n %lld at %lld",
-              (long long)n, (long long)i);
-        CHECK(memcmp(&o64[i], &want64, sizeof want64) == 0, "dense backward f64 at %lld",
-              (long long)i);
+    for (int64_t r = 0; r < rows; ++r) { /* k distinct positions of the row */
+        for (int64_t j = 0; j < n; ++j) perm[j] = j;
+        for (int64_t i = 0; i < k; ++i) {
+            const int64_t at = i + (int64_t)(uniform() * (double)(n - i));
+            const int64_t j = perm[at];
+            perm[at] = perm[i];
+            const int passes = uniform() < 0.75;
+            kept[r * k + i] = passes ? j : ~j;
+            want[r * n + j] = (uint8_t)passes;
+        }
     }
-    CHECK(kwk_topk_dense_backward(KWK_INT32, g, m, n, o) == KWK_E_DTYPE, "dense backward dtype");
-    CHECK(kwk_topk_dense_backward(KWK_FLOAT32, g, m, -1, o) == KWK_E_ARG, "dense backward n");
-    CHECK(kwk_topk_dense_backward(KWK_FLOAT32, NULL, m, n, o) == (n ? KWK_E_ARG : KWK_OK),
-          "dense backward NULL");
-    free(g); free(o); free(g64); free(o64); free(m);
+    CHECK(kwk_topk_dense_backward(KWK_FLOAT32, g, kept, rows, n, k, o) == KWK_OK,
+          "dense backward status");
+    CHECK(kwk_topk_dense_backward(KWK_FLOAT64, g64, kept, rows, n, k, o64) == KWK_OK,
+          "dense backward status");
+    for (size_t i = 0; i < total; ++i) {
+        const float w = want[i] ? g[i] : 0.0f;
+        const double w64 = want[i] ? g64[i] : 0.0;
+        CHECK(memcmp(&o[i], &w, sizeof w) == 0, "dense backward f32 %lldx%lld k %lld at %zu",
+              (long long)rows, (long long)n, (long long)k, i);
+        CHECK(memcmp(&o64[i], &w64, sizeof w64) == 0, "dense backward f64 at %zu", i);
+    }
+    CHECK(kwk_topk_dense_backward(KWK_INT32, g, kept, rows, n, k, o) == KWK_E_DTYPE,
+          "dense backward dtype");
+    CHECK(kwk_topk_dense_backward(KWK_FLOAT32, g, kept, -1, n, k, o) == KWK_E_ARG,
+          "dense backward rows");
+    CHECK(kwk_topk_dense_backward(KWK_FLOAT32, g, kept, rows, n, n + 1, o) == KWK_E_ARG,
+          "dense backward k > len");
+    CHECK(kwk_topk_dense_backward(KWK_FLOAT32, NULL, kept, rows, n, k, o) ==
+              (total ? KWK_E_ARG : KWK_OK), "dense backward NULL");
+    if (nk) { /* a position past the row, either way stored: refused, nothing written */
+        const int64_t bad[] = {n, ~n, INT64_MIN, INT64_MAX};
+        for (int b = 0; b < 4; ++b) {
+            const int64_t keep = kept[nk - 1];
+            kept[nk - 1] = bad[b];
+            o[0] = 7.0f;
+            CHECK(kwk_topk_dense_backward(KWK_FLOAT32, g, kept, rows, n, k, o) == KWK_E_ARG &&
+                      o[0] == 7.0f, "dense backward position %lld refused", (long long)bad[b]);
+            kept[nk - 1] = keep;
+        }
+    }
+    free(g); free(o); free(g64); free(o64); free(kept); free(perm); free(want);
 }
 
 /* kwk_filter_below: fill where the key is below the row's cutoff (IEEE's
@@ -359,12 +389,16 @@ int main(void)
         group_sort(3, 256, 0);
         group_sort(3001, 2, 1); /* past one 4096-byte block of the position check */
         group_sort(1501, 4, 0);
-        for (int64_t n = 0; n <= 40; ++n) dense_backward(n, 0.5);
-        for (int64_t n = 60; n <= 100; ++n) {
-            dense_backward(n, 0.02);
-            dense_backward(n, 0.0);
-            dense_backward(n, 1.0);
+        for (int64_t n = 0; n <= 40; ++n) {
+            dense_backward(3, n, n / 2);
+            dense_backward(2, n, n);
+            dense_backward(2, n, n > 0);
         }
+        for (int64_t n = 60; n <= 100; n += 7) {
+            dense_backward(3, n, 0);
+            dense_backward(1, n, 5);
+        }
+        dense_backward(0, 8, 3);
         for (int64_t n = 0; n <= 40; ++n) {
             filter_below(3, n, 1);
             filter_below(3, n, 0);
@@ -372,8 +406,8 @@ int main(void)
         filter_below(0, 5, 0);
         filter_below(2, 1001, 1);
         filter_below(2, 1001, 0);
-        dense_backward(1001, 0.5);
-        dense_backward(4099, 0.01);
+        dense_backward(2, 1001, 500);
+        dense_backward(3, 4099, 41);
         sort_pool_backward(4, 9, 3, 5);
         sort_pool_backward(3, 4, 1, 6); /* k > nodes: zero rows */
         sort_pool_backward(2, 30, 97, 30);
