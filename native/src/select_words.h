@@ -495,18 +495,21 @@ static inline uint64_t sw_below_u16(const uint16_t *buf, int64_t n, uint16_t thr
         }                                                                     \
         wemu_make_heap(w, k, 32);                                             \
         UT thr = (UT)(w[0] >> 32);                                            \
+        wemu_pipe p; /* insertions in flight: the root is final between them */ \
+        wemu_pipe_init(&p, w, k, 32);                                         \
         while (j < len) {                                                     \
             const int64_t b = len - j < SW_BLOCK ? len - j : SW_BLOCK;        \
             uint64_t below = sw_block_##SUF(g, beats, row, step, j, b, thr, flip, buf); \
             for (; below; below &= below - 1) {                               \
                 const int64_t i = __builtin_ctzll(below); /* thr may fall */  \
                 if (buf[i] < thr) {                                           \
-                    wemu_adjust_heap(w, 0, k, (uint64_t)buf[i] << 32 | (uint64_t)(j + i), 32); \
+                    wemu_pipe_push(&p, (uint64_t)buf[i] << 32 | (uint64_t)(j + i)); \
                     thr = (UT)(w[0] >> 32);                                   \
                 }                                                             \
             }                                                                 \
             j += b;                                                           \
         }                                                                     \
+        wemu_pipe_drain(&p);                                                  \
         wemu_sort_heap(w, k, 32);                                             \
         /* last to first: record r overwrites words 2r and 2r + 1, both       \
          * already read (r < 2r), or word r itself (r = 0), read first */     \

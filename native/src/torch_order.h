@@ -1168,17 +1168,92 @@ static uint64_t wemu_first_of_key(uint64_t *first, int64_t n, int ibits, uint64_
 }
 
 /* std::__heap_select(first, first + middle, first + last) on words. */
+/* std::__heap_select's insertions, several in flight.  Each insertion
+ * (__pop_heap: x replaces the root) is __adjust_heap's descent to a leaf
+ * along the larger children (the right one on equal keys), each child
+ * moving up a level, then __push_heap lifting x back up.  The path's keys
+ * never increase downwards, so the keys x rises past are a suffix of the
+ * path: the result is that of a descent that stops at the first child
+ * whose key is below x's and puts x in the hole there, leaving every slot
+ * below untouched.  Such a descent writes each level once, top down, and
+ * never looks back, so the next insertion can follow it a level behind:
+ * it only reads slots the one ahead has finished with.  A round moves every
+ * insertion in flight down one level, oldest (deepest) first; a new one
+ * starts at the root after the last one's first step, when the root (the
+ * threshold the next candidate must beat) is final.  Up to one insertion
+ * per level is in flight, their loads independent, where one descent at a
+ * time was a chain of dependent loads. */
+enum { WEMU_PIPE_MAX = 64 }; /* more than a heap's depth */
+typedef struct {
+    uint64_t *w;
+    int64_t inner; /* slots below it have two children */
+    int64_t lone;  /* the slot whose only child is the last, or -1 */
+    int s, n;      /* key shift; insertions in flight, oldest first */
+    int64_t hole[WEMU_PIPE_MAX];
+    uint64_t x[WEMU_PIPE_MAX];
+} wemu_pipe;
+
+static inline void wemu_pipe_init(wemu_pipe *p, uint64_t *w, int64_t len, int s)
+{
+    p->w = w;
+    p->inner = (len - 1) / 2;
+    p->lone = (len & 1) == 0 ? (len - 2) / 2 : -1;
+    p->s = s;
+    p->n = 0;
+}
+
+static inline void wemu_pipe_round(wemu_pipe *p)
+{
+    uint64_t *w = p->w;
+    const int s = p->s;
+    int out = 0;
+    for (int i = 0; i < p->n; ++i) {
+        const int64_t h = p->hole[i];
+        const uint64_t x = p->x[i];
+        int64_t c = 2 * h + 1;
+        if (h < p->inner) c += !WKEY_LESS(w[c + 1], w[c], s);
+        else if (h != p->lone) c = h; /* a leaf: x stays */
+        const uint64_t v = w[c];
+        if (c == h || WKEY_LESS(v, x, s)) {
+            w[h] = x;
+            continue;
+        }
+        w[h] = v;
+        p->hole[out] = c;
+        p->x[out] = x;
+        ++out;
+    }
+    p->n = out;
+}
+
+/* x (a key below the root's) replaces the root: __pop_heap's insertion. */
+static inline void wemu_pipe_push(wemu_pipe *p, uint64_t x)
+{
+    p->hole[p->n] = 0;
+    p->x[p->n] = x;
+    ++p->n;
+    wemu_pipe_round(p);
+}
+
+static inline void wemu_pipe_drain(wemu_pipe *p)
+{
+    while (p->n) wemu_pipe_round(p);
+}
+
 static void wemu_heap_select(uint64_t *first, int64_t middle, int64_t last, int s)
 {
     wemu_make_heap(first, middle, s);
+    wemu_pipe p;
+    wemu_pipe_init(&p, first, middle, s);
     for (int64_t i = middle; i < last; ++i) {
         if (WKEY_LESS(first[i], first[0], s)) {
             /* __pop_heap(first, first + middle, first + i) */
             const uint64_t value = first[i];
             first[i] = first[0];
-            wemu_adjust_heap(first, 0, middle, value, s);
+            wemu_pipe_push(&p, value);
         }
     }
+    wemu_pipe_drain(&p);
 }
 
 /* std::partial_sort(first, first + middle, first + last) on words. */
