@@ -111,24 +111,36 @@ def test_a_failed_probe_keeps_torchs_softmax(monkeypatch, gen):
 
 
 _AVX2_SCRIPT = r"""
-import torch
+import os, torch
 from kwker import _native
+_native.set_target(os.environ["KWK_TEST_TARGET"])
 torch.manual_seed(0)
 assert torch.backends.cpu.get_cpu_capability() == "AVX2", torch.backends.cpu.get_cpu_capability()
 bad = 0
-for n in list(range(1, 26)) + [31, 33, 100, 1000]:
-    x = torch.randn(max(8, 20000 // n), n) * 6
+for n in list(range(1, 42)) + [63, 64, 65, 100, 255, 1000, 4099]:
+    x = torch.randn(max(9, 20000 // n), n) * 6  # (rows four at a time, and the rest)
+    if n > 3:
+        x[::3, n // 2] = float("-inf")
+        x[1::5, 0] = x[1::5, -1]  # ties at the maximum, one in the tail past 8 lanes
     out = torch.empty_like(x)
     assert _native.lib.kwk_softmax_f32_addr(x.data_ptr(), x.shape[0], n, 8, out.data_ptr()) == 0
     bad += int((out.view(torch.int32) != torch.softmax(x, -1).view(torch.int32)).any(1).sum())
+for n in (8, 9, 12, 17, 40):  # a NaN or inf anywhere (the tail too): torch's softmax instead
+    for row, col in ((1, 0), (5, n - 1), (8, n // 2)):
+        for special in (float("nan"), float("inf")):
+            x = torch.randn(9, n)
+            x[row, col] = special
+            out = torch.empty_like(x)
+            status = _native.lib.kwk_softmax_f32_addr(x.data_ptr(), 9, n, 8, out.data_ptr())
+            bad += status != _native.lib.KWK_DEFER
 print("bad", bad)
 """
 
 
-def test_eight_lanes_against_torchs_avx2_kernels():
+def test_eight_lanes_against_torchs_avx2_kernels(target):
     if torch.backends.cpu.get_cpu_capability() not in ("AVX2", "AVX512"):
         pytest.skip("torch runs no AVX2 kernels here")
-    env = dict(os.environ, ATEN_CPU_CAPABILITY="avx2")
+    env = dict(os.environ, ATEN_CPU_CAPABILITY="avx2", KWK_TEST_TARGET=target)
     run = subprocess.run([sys.executable, "-c", _AVX2_SCRIPT], env=env, capture_output=True,
                          text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]

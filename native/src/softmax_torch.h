@@ -104,6 +104,32 @@ static inline __m512 sx_expf16(__m512 d)
 }
 #endif
 
+#if defined(__AVX2__)
+/* sx_expf's steps on eight lanes (AVX2 with FMA) */
+static inline __m256 sx_expf8(__m256 d)
+{
+    const __m256i q = _mm256_cvtps_epi32(_mm256_mul_ps(d, _mm256_set1_ps(SX_R_LN2)));
+    const __m256 qf = _mm256_cvtepi32_ps(q);
+    __m256 s = _mm256_fmadd_ps(qf, _mm256_set1_ps(-SX_L2U), d);
+    s = _mm256_fmadd_ps(qf, _mm256_set1_ps(-SX_L2L), s);
+    __m256 u = _mm256_set1_ps(SX_C5);
+    u = _mm256_fmadd_ps(u, s, _mm256_set1_ps(SX_C4));
+    u = _mm256_fmadd_ps(u, s, _mm256_set1_ps(SX_C3));
+    u = _mm256_fmadd_ps(u, s, _mm256_set1_ps(SX_C2));
+    u = _mm256_fmadd_ps(u, s, _mm256_set1_ps(SX_C1));
+    u = _mm256_fmadd_ps(u, s, _mm256_set1_ps(SX_C0));
+    u = _mm256_add_ps(_mm256_set1_ps(1.0f), _mm256_fmadd_ps(_mm256_mul_ps(s, s), u, s));
+    const __m256i h = _mm256_srai_epi32(q, 1);
+    const __m256i bias = _mm256_set1_epi32(127);
+    const __m256i q2 = _mm256_sub_epi32(q, h);
+    u = _mm256_mul_ps(u, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(h, bias), 23)));
+    u = _mm256_mul_ps(u, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(q2, bias), 23)));
+    u = _mm256_andnot_ps(_mm256_cmp_ps(d, _mm256_set1_ps(-104.0f), _CMP_LT_OQ), u);
+    return _mm256_blendv_ps(u, _mm256_set1_ps(INFINITY),
+                            _mm256_cmp_ps(_mm256_set1_ps(100.0f), d, _CMP_LT_OQ));
+}
+#endif
+
 /* e[i] = exp(x[i] - m) for i < n (m finite) */
 static void sx_exp_row(const float *x, int64_t n, float m, float *e)
 {
@@ -277,6 +303,8 @@ static int sx_softmax_short_rows(const float *x, int64_t rows, int64_t n, float 
 }
 #endif
 
+enum { SX_GROUP = 4 }; /* rows softmaxed side by side (below) */
+
 #if defined(__AVX512F__)
 /* SX_GROUP rows of n >= 16 at once, torch's 16-lane sums: each step (the
  * maxima, the exponentials and their sums, the scaling) runs over the
@@ -284,7 +312,6 @@ static int sx_softmax_short_rows(const float *x, int64_t rows, int64_t n, float 
  * the others' work, where a row alone waits on each (rows of 64: 52 ns a
  * row, about three times its arithmetic).  Each row's operations are the
  * single-row ones in the same order: the same bits.  KWK_DEFER as below. */
-enum { SX_GROUP = 4 };
 static int sx_softmax_group16(const float *x, int64_t n, float *out)
 {
     __m512 mv[SX_GROUP], acc[SX_GROUP], mm[SX_GROUP], inv[SX_GROUP];
@@ -346,6 +373,66 @@ static int sx_softmax_group16(const float *x, int64_t n, float *out)
 }
 #endif
 
+#if defined(__AVX2__)
+/* sx_softmax_group16 for torch's 8-lane sums (sx_row_sum8's order), rows
+ * of n >= 8: the exponentials in sx_expf8, the maxima, sums and scaling on
+ * eight lanes. */
+static int sx_softmax_group8(const float *x, int64_t n, float *out)
+{
+    __m256 mv[SX_GROUP], acc[SX_GROUP], mm[SX_GROUP], inv[SX_GROUP];
+    __m256 unordered = _mm256_setzero_ps();
+    const int64_t body = n & ~(int64_t)7, r = n - body;
+    for (int q = 0; q < SX_GROUP; ++q) mv[q] = _mm256_set1_ps(-INFINITY);
+    for (int64_t i = 0; i < body; i += 8)
+        for (int q = 0; q < SX_GROUP; ++q) {
+            const __m256 v = _mm256_loadu_ps(x + q * n + i);
+            unordered = _mm256_or_ps(unordered, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+            mv[q] = _mm256_max_ps(mv[q], v);
+        }
+    for (int q = 0; q < SX_GROUP; ++q) {
+        float lanes[8], m = -INFINITY;
+        _mm256_storeu_ps(lanes, mv[q]);
+        for (int l = 0; l < 8; ++l) m = lanes[l] > m ? lanes[l] : m;
+        for (int64_t i = body; i < n; ++i) {
+            const float v = x[q * n + i];
+            if (v != v) return KWK_DEFER;
+            m = v > m ? v : m;
+        }
+        if (_mm256_movemask_ps(unordered) || !isfinite(m)) return KWK_DEFER;
+        mm[q] = _mm256_set1_ps(m);
+    }
+    for (int q = 0; q < SX_GROUP; ++q) { /* the sums start from the first vector */
+        acc[q] = sx_expf8(_mm256_sub_ps(_mm256_loadu_ps(x + q * n), mm[q]));
+        _mm256_storeu_ps(out + q * n, acc[q]);
+    }
+    for (int64_t i = 8; i < body; i += 8)
+        for (int q = 0; q < SX_GROUP; ++q) {
+            const __m256 e = sx_expf8(_mm256_sub_ps(_mm256_loadu_ps(x + q * n + i), mm[q]));
+            _mm256_storeu_ps(out + q * n + i, e);
+            acc[q] = _mm256_add_ps(acc[q], e);
+        }
+    for (int q = 0; q < SX_GROUP; ++q) {
+        float *o = out + q * n;
+        if (r) { /* the tail into the first lanes, as sx_row_sum8 */
+            const __m256i in = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)r),
+                                                  _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+            const __m256 d = _mm256_sub_ps(_mm256_maskload_ps(x + q * n + body, in), mm[q]);
+            _mm256_maskstore_ps(o + body, in, sx_expf8(d));
+            acc[q] = sx_add_tail8(acc[q], o + body, r);
+        }
+        inv[q] = _mm256_set1_ps(1.0f / sx_fold8(acc[q]));
+    }
+    for (int64_t i = 0; i < body; i += 8)
+        for (int q = 0; q < SX_GROUP; ++q) {
+            float *o = out + q * n + i;
+            _mm256_storeu_ps(o, _mm256_mul_ps(_mm256_loadu_ps(o), inv[q]));
+        }
+    for (int q = 0; q < SX_GROUP; ++q)
+        for (int64_t i = body; i < n; ++i) out[q * n + i] *= _mm256_cvtss_f32(inv[q]);
+    return KWK_OK;
+}
+#endif
+
 /* out = torch.softmax(x, -1) for `rows` contiguous rows of n > 0 floats;
  * KWK_DEFER (out partly written) when a row holds a NaN or its maximum is
  * infinite. */
@@ -357,6 +444,11 @@ static int impl_softmax_f32(const float *x, int64_t rows, int64_t n, int lanes, 
     if (lanes == 16)
         for (; r + SX_GROUP <= rows; r += SX_GROUP)
             if (sx_softmax_group16(x + r * n, n, out + r * n) != KWK_OK) return KWK_DEFER;
+#endif
+#if defined(__AVX2__)
+    if (lanes == 8 && n >= 8)
+        for (; r + SX_GROUP <= rows; r += SX_GROUP)
+            if (sx_softmax_group8(x + r * n, n, out + r * n) != KWK_OK) return KWK_DEFER;
 #endif
     for (; r < rows; ++r) {
         const float *xr = x + r * n;
