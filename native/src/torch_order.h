@@ -273,7 +273,10 @@ static void wemu_push_heap(uint64_t *first, int64_t hole, int64_t top, uint64_t 
  * (avx512): torch-order top-k with ties 1.04-1.12x (a heap of 23592 the
  * most).  Tried and dropped: the path recorded and value placed by
  * branch-free stores (0.81-0.93x: more work than the lift it replaced,
- * which mostly stops at once). */
+ * which mostly stops at once).  (Used by make_heap and sort_heap; the heap
+ * select's insertions take the pipe below.  sort_heap's pops through the
+ * pipe, each started once no descent in flight could reach the last slot
+ * it takes, measured 0.95x on the top-23592: not kept.) */
 static void wemu_adjust_heap(uint64_t *first, int64_t hole, int64_t len, uint64_t value, int s)
 {
     const int64_t top = hole;
