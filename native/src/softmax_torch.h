@@ -79,25 +79,34 @@ static inline float sx_expf(float d)
     return u * sx_pow2i(h) * sx_pow2i(q - h);
 }
 
+/* sx_expf's steps on one vector of the intrinsics family P (_mm256_ or
+ * _mm512_; V the float vector, VI the integer one, CAST its cast to V),
+ * before the ends of the range: u = exp(d) for -104 <= d <= 100. */
+#define SX_EXPF_VEC(P, V, VI, CAST, d, u)                                     \
+    do {                                                                      \
+        const VI q_ = P##cvtps_epi32(P##mul_ps(d, P##set1_ps(SX_R_LN2)));     \
+        const V qf_ = P##cvtepi32_ps(q_);                                     \
+        V s_ = P##fmadd_ps(qf_, P##set1_ps(-SX_L2U), d);                      \
+        s_ = P##fmadd_ps(qf_, P##set1_ps(-SX_L2L), s_);                       \
+        u = P##set1_ps(SX_C5);                                                \
+        u = P##fmadd_ps(u, s_, P##set1_ps(SX_C4));                            \
+        u = P##fmadd_ps(u, s_, P##set1_ps(SX_C3));                            \
+        u = P##fmadd_ps(u, s_, P##set1_ps(SX_C2));                            \
+        u = P##fmadd_ps(u, s_, P##set1_ps(SX_C1));                            \
+        u = P##fmadd_ps(u, s_, P##set1_ps(SX_C0));                            \
+        u = P##add_ps(P##set1_ps(1.0f), P##fmadd_ps(P##mul_ps(s_, s_), u, s_)); \
+        const VI h_ = P##srai_epi32(q_, 1);                                   \
+        const VI bias_ = P##set1_epi32(127);                                  \
+        const VI q2_ = P##sub_epi32(q_, h_);                                  \
+        u = P##mul_ps(u, CAST(P##slli_epi32(P##add_epi32(h_, bias_), 23)));  \
+        u = P##mul_ps(u, CAST(P##slli_epi32(P##add_epi32(q2_, bias_), 23))); \
+    } while (0)
+
 #if defined(__AVX512F__)
 static inline __m512 sx_expf16(__m512 d)
 {
-    const __m512i q = _mm512_cvtps_epi32(_mm512_mul_ps(d, _mm512_set1_ps(SX_R_LN2)));
-    const __m512 qf = _mm512_cvtepi32_ps(q);
-    __m512 s = _mm512_fmadd_ps(qf, _mm512_set1_ps(-SX_L2U), d);
-    s = _mm512_fmadd_ps(qf, _mm512_set1_ps(-SX_L2L), s);
-    __m512 u = _mm512_set1_ps(SX_C5);
-    u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(SX_C4));
-    u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(SX_C3));
-    u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(SX_C2));
-    u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(SX_C1));
-    u = _mm512_fmadd_ps(u, s, _mm512_set1_ps(SX_C0));
-    u = _mm512_add_ps(_mm512_set1_ps(1.0f), _mm512_fmadd_ps(_mm512_mul_ps(s, s), u, s));
-    const __m512i h = _mm512_srai_epi32(q, 1);
-    const __m512i bias = _mm512_set1_epi32(127);
-    const __m512i q2 = _mm512_sub_epi32(q, h);
-    u = _mm512_mul_ps(u, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(h, bias), 23)));
-    u = _mm512_mul_ps(u, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_add_epi32(q2, bias), 23)));
+    __m512 u;
+    SX_EXPF_VEC(_mm512_, __m512, __m512i, _mm512_castsi512_ps, d, u);
     u = _mm512_maskz_mov_ps(~_mm512_cmp_ps_mask(d, _mm512_set1_ps(-104.0f), _CMP_LT_OQ), u);
     return _mm512_mask_mov_ps(u, _mm512_cmp_ps_mask(_mm512_set1_ps(100.0f), d, _CMP_LT_OQ),
                               _mm512_set1_ps(INFINITY));
@@ -105,30 +114,17 @@ static inline __m512 sx_expf16(__m512 d)
 #endif
 
 #if defined(__AVX2__)
-/* sx_expf's steps on eight lanes (AVX2 with FMA) */
+/* the same on eight lanes (AVX2 with FMA) */
 static inline __m256 sx_expf8(__m256 d)
 {
-    const __m256i q = _mm256_cvtps_epi32(_mm256_mul_ps(d, _mm256_set1_ps(SX_R_LN2)));
-    const __m256 qf = _mm256_cvtepi32_ps(q);
-    __m256 s = _mm256_fmadd_ps(qf, _mm256_set1_ps(-SX_L2U), d);
-    s = _mm256_fmadd_ps(qf, _mm256_set1_ps(-SX_L2L), s);
-    __m256 u = _mm256_set1_ps(SX_C5);
-    u = _mm256_fmadd_ps(u, s, _mm256_set1_ps(SX_C4));
-    u = _mm256_fmadd_ps(u, s, _mm256_set1_ps(SX_C3));
-    u = _mm256_fmadd_ps(u, s, _mm256_set1_ps(SX_C2));
-    u = _mm256_fmadd_ps(u, s, _mm256_set1_ps(SX_C1));
-    u = _mm256_fmadd_ps(u, s, _mm256_set1_ps(SX_C0));
-    u = _mm256_add_ps(_mm256_set1_ps(1.0f), _mm256_fmadd_ps(_mm256_mul_ps(s, s), u, s));
-    const __m256i h = _mm256_srai_epi32(q, 1);
-    const __m256i bias = _mm256_set1_epi32(127);
-    const __m256i q2 = _mm256_sub_epi32(q, h);
-    u = _mm256_mul_ps(u, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(h, bias), 23)));
-    u = _mm256_mul_ps(u, _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(q2, bias), 23)));
+    __m256 u;
+    SX_EXPF_VEC(_mm256_, __m256, __m256i, _mm256_castsi256_ps, d, u);
     u = _mm256_andnot_ps(_mm256_cmp_ps(d, _mm256_set1_ps(-104.0f), _CMP_LT_OQ), u);
     return _mm256_blendv_ps(u, _mm256_set1_ps(INFINITY),
                             _mm256_cmp_ps(_mm256_set1_ps(100.0f), d, _CMP_LT_OQ));
 }
 #endif
+#undef SX_EXPF_VEC
 
 /* e[i] = exp(x[i] - m) for i < n (m finite) */
 static void sx_exp_row(const float *x, int64_t n, float m, float *e)
@@ -305,6 +301,23 @@ static int sx_softmax_short_rows(const float *x, int64_t rows, int64_t n, float 
 
 enum { SX_GROUP = 4 }; /* rows softmaxed side by side (below) */
 
+/* The group's exponentials over its rows' whole vectors (row q from x + q *
+ * n, into out), each row's sum acc[q] in the vector's L lanes starting
+ * from its first vector, as torch's; P, V, EXP: the vector family. */
+#define SX_GROUP_EXP_SUMS(P, V, EXP, L)                                       \
+    do {                                                                      \
+        for (int q = 0; q < SX_GROUP; ++q) {                                  \
+            acc[q] = EXP(P##sub_ps(P##loadu_ps(x + q * n), mm[q]));           \
+            P##storeu_ps(out + q * n, acc[q]);                                \
+        }                                                                     \
+        for (int64_t i = L; i < body; i += L)                                 \
+            for (int q = 0; q < SX_GROUP; ++q) {                              \
+                const V e = EXP(P##sub_ps(P##loadu_ps(x + q * n + i), mm[q])); \
+                P##storeu_ps(out + q * n + i, e);                             \
+                acc[q] = P##add_ps(acc[q], e);                                \
+            }                                                                 \
+    } while (0)
+
 #if defined(__AVX512F__)
 /* SX_GROUP rows of n >= 16 at once, torch's 16-lane sums: each step (the
  * maxima, the exponentials and their sums, the scaling) runs over the
@@ -335,16 +348,7 @@ static int sx_softmax_group16(const float *x, int64_t n, float *out)
         if (unordered || !isfinite(m)) return KWK_DEFER;
         mm[q] = _mm512_set1_ps(m);
     }
-    for (int q = 0; q < SX_GROUP; ++q) { /* the sums start from the first vector */
-        acc[q] = sx_expf16(_mm512_sub_ps(_mm512_loadu_ps(x + q * n), mm[q]));
-        _mm512_storeu_ps(out + q * n, acc[q]);
-    }
-    for (int64_t i = 16; i < body; i += 16)
-        for (int q = 0; q < SX_GROUP; ++q) {
-            const __m512 e = sx_expf16(_mm512_sub_ps(_mm512_loadu_ps(x + q * n + i), mm[q]));
-            _mm512_storeu_ps(out + q * n + i, e);
-            acc[q] = _mm512_add_ps(acc[q], e);
-        }
+    SX_GROUP_EXP_SUMS(_mm512_, __m512, sx_expf16, 16);
     for (int q = 0; q < SX_GROUP; ++q) {
         __m512 a = acc[q];
         if (tk) { /* the tail into the first lanes, as sx_row_sum16 */
@@ -401,16 +405,7 @@ static int sx_softmax_group8(const float *x, int64_t n, float *out)
         if (_mm256_movemask_ps(unordered) || !isfinite(m)) return KWK_DEFER;
         mm[q] = _mm256_set1_ps(m);
     }
-    for (int q = 0; q < SX_GROUP; ++q) { /* the sums start from the first vector */
-        acc[q] = sx_expf8(_mm256_sub_ps(_mm256_loadu_ps(x + q * n), mm[q]));
-        _mm256_storeu_ps(out + q * n, acc[q]);
-    }
-    for (int64_t i = 8; i < body; i += 8)
-        for (int q = 0; q < SX_GROUP; ++q) {
-            const __m256 e = sx_expf8(_mm256_sub_ps(_mm256_loadu_ps(x + q * n + i), mm[q]));
-            _mm256_storeu_ps(out + q * n + i, e);
-            acc[q] = _mm256_add_ps(acc[q], e);
-        }
+    SX_GROUP_EXP_SUMS(_mm256_, __m256, sx_expf8, 8);
     for (int q = 0; q < SX_GROUP; ++q) {
         float *o = out + q * n;
         if (r) { /* the tail into the first lanes, as sx_row_sum8 */
@@ -432,6 +427,8 @@ static int sx_softmax_group8(const float *x, int64_t n, float *out)
     return KWK_OK;
 }
 #endif
+
+#undef SX_GROUP_EXP_SUMS
 
 /* out = torch.softmax(x, -1) for `rows` contiguous rows of n > 0 floats;
  * KWK_DEFER (out partly written) when a row holds a NaN or its maximum is
