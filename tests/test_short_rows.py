@@ -22,6 +22,7 @@ THRESHOLD_TOPK = 4    # KWK_COUNT_THRESHOLD_TOPK_ROWS
 THRESHOLD_TIES = 5    # KWK_COUNT_THRESHOLD_TOPK_TIES
 THRESHOLD_REDONE = 6  # KWK_COUNT_THRESHOLD_TOPK_REDONE
 STABLE_BY_THRESHOLD = 7  # KWK_COUNT_SHORT_TOPK_STABLE_BY_THRESHOLD
+TOP1 = 8           # KWK_COUNT_TOP1_ROWS
 
 SORT_MAX = 16      # SR_SORT_MAX
 TOPK_MAX_LEN = 256  # SR_TOPK_MAX_LEN
@@ -32,6 +33,7 @@ THRESHOLD_MIN_LEN_NARROW = 128  # TT_MIN_LEN_NARROW on AVX-512: keys other than 
 THRESHOLD_MIN_LEN_TOP1 = 128  # TT_MIN_LEN_TOP1 on AVX-512: k = 1
 THRESHOLD_MIN_K_AT_MIN_LEN_AVX512 = 2  # TT_MIN_K_AT_MIN_LEN_T on AVX-512
 THRESHOLD_MIN_K_AT_MIN_LEN = 3  # TT_MIN_K_AT_MIN_LEN
+TOP1_LENS = (64, 8192)  # T1_MIN_LEN, T1_MAX_LEN (topk_top1.h)
 ROWS = 19          # two full groups of eight and a tail of three
 # keys of at most 32 bits take the kernel; 64-bit ones the per-row path
 NARROW = {d for d in SORT_DTYPES if d not in (torch.int64, torch.uint64, torch.float64)}
@@ -39,12 +41,13 @@ KINDS = ("random", "ties", "bf16ties", "equal", "nan", "special")
 
 
 def counters():
-    return [lib.kwk_counter(i) for i in range(8)]
+    return [lib.kwk_counter(i) for i in range(9)]
 
 
 def counted(fn):
     """fn()'s rows served by the kernels of this file, by counter: [sort,
-    topk, redone, -, threshold topk, its ties, its redone]."""
+    topk, redone, -, threshold topk, its ties, its redone, stable by
+    threshold, top-1]."""
     before = counters()
     fn()
     return [a - b for a, b in zip(counters(), before)]
@@ -55,8 +58,10 @@ def sort_takes_kernel(dtype, n, rows):
 
 
 def topk_kernel(dtype, n, k, rows, sorted_=True, contiguous=True):
-    """The counter of the kernel that takes a topk call (THRESHOLD_TOPK or
-    SHORT_TOPK), or None for the per-row path."""
+    """The counter of the kernel that takes a topk call (TOP1,
+    THRESHOLD_TOPK or SHORT_TOPK), or None for the per-row path."""
+    if dtype == torch.float32 and k == 1 and contiguous and TOP1_LENS[0] <= n <= TOP1_LENS[1]:
+        return TOP1
     if order_is_torch() and not sorted_ and k * 64 > n and k > 1:
         return None  # torch's nth_element leaves introselect order
     if dtype not in NARROW or not 1 <= k <= TOPK_MAX_K:
@@ -143,7 +148,7 @@ def _topk_all(x, n, dtype, rows, dim=-1):
                 got = counted(lambda: compare("topk", x, k, dim=dim, largest=largest,
                                               sorted=sorted_))
                 kernel = topk_kernel(dtype, n, k, rows, sorted_, x.stride(dim) == 1)
-                for counter in (SHORT_TOPK, THRESHOLD_TOPK):
+                for counter in (SHORT_TOPK, THRESHOLD_TOPK, TOP1):
                     expect = rows if counter == kernel else 0
                     assert got[counter] == expect, (n, k, largest, sorted_, got)
                 assert got[TOPK_REDONE] <= got[SHORT_TOPK]
@@ -161,6 +166,45 @@ def test_topk_every_short_length(kw, gen, target, dtype):
         for kind in KINDS:
             x = make_values(kind, (ROWS, n), dtype, gen)
             _topk_all(x, n, dtype, ROWS)
+
+
+def _cpu_targets():
+    """Every native target this CPU runs, the AVX2 one too (the `target`
+    fixture leaves it out where AVX-512 covers it; topk_top1.h's AVX2 loop
+    is its own code)."""
+    found = []
+    for name in ("portable", "avx2", "avx512"):
+        try:
+            _native.set_target(name)
+        except ValueError:
+            continue
+        found.append(name)
+    _native.set_target("auto")
+    return found
+
+
+@pytest.mark.parametrize("name", _cpu_targets())
+def test_top1_kernel_every_target(kw, gen, name):
+    """topk k = 1 of contiguous float32 rows (topk_top1.h): the first of
+    the best keys on every target, lengths around each vector width and
+    the kernel's bounds, ties, NaN (largest), both zeros, infinities, rows
+    all NaN, both directions."""
+    _native.set_target(name)
+    try:
+        for n in (64, 65, 71, 72, 79, 80, 81, 127, 1000, 8191, 8192):
+            for kind in KINDS + ("nan",):
+                x = make_values(kind, (3, n), torch.float32, gen)
+                x[1, -1] = float("nan") if kind == "ties" else x[1, -1]
+                x[2, ::2] = -0.0 if kind == "equal" else x[2, ::2]
+                for largest in (True, False):
+                    got = counted(lambda: compare("topk", x, 1, largest=largest))
+                    assert got[TOP1] == (3 if n <= TOP1_LENS[1] else 0), (n, kind, got)
+        x = torch.full((3, 100), float("nan"))
+        x[1, 40] = float("inf")
+        for largest in (True, False):
+            assert counted(lambda: compare("topk", x, 1, largest=largest))[TOP1] == 3
+    finally:
+        _native.set_target("auto")
 
 
 @pytest.mark.parametrize("dtype", (torch.float32, torch.bfloat16, torch.int32, torch.int8),

@@ -74,7 +74,8 @@ enum {
     KWK_COUNT_SHORT_TOPK_STABLE_BY_THRESHOLD = 7, /* tied rows the eight-rows kernel
                                                     handed back answered by the
                                                     threshold kernel (stable order) */
-    KWK_NUM_COUNTERS = 8
+    KWK_COUNT_TOP1_ROWS = 8,        /* topk k = 1 rows through the one-pass kernel */
+    KWK_NUM_COUNTERS = 9
 };
 int64_t kwk_counter(int which);
 

@@ -67,8 +67,9 @@ enum {
  * order, bfloat16 k=8 937 -> 851); but float32 x128 k=2..8 0.80-0.91x,
  * x160 0.97-0.99x, and 64-wide rows of int32 0.91x.  So does k = 1 from
  * 128 (float32, router rows and randn: x128 1.16-1.18x, x200 1.20-1.28x,
- * x256 1.45-1.56x; x64 1.0-1.05x), and k = 2 at 256 (1.05-1.09x; at 128
- * and 200 0.73-0.88x). */
+ * x256 1.45-1.56x; x64 1.0-1.05x; float32 rows of 64..8192 have since gone
+ * to topk_top1.h first, faster again), and k = 2 at 256 (1.05-1.09x; at
+ * 128 and 200 0.73-0.88x). */
 #if defined(__AVX512F__)
 enum { TT_MIN_LEN_NARROW = 128, TT_MIN_LEN_TOP1 = 128, TT_MIN_K_AT_MIN_LEN_T = 2 };
 #else

@@ -1,0 +1,143 @@
+/*
+ * topk_top1.h - topk with k = 1 of contiguous float32 rows (argmax-like
+ * calls: accuracy@1, greedy decoding, top-1 MoE routing): one pass over the
+ * row keeps, per lane, the best key seen and the first position holding it
+ * (replaced only by a strictly better key), and the lanes' results give the
+ * row's best key and its first position.
+ *
+ * torch takes partial_sort's heap of one when 64 <= len (k * 64 <= len):
+ * a later element replaces the kept one only when strictly better, so the
+ * first of the best keys wins, which is also the stable answer.  (Below
+ * 64 it runs nth_element, whose choice among tied best keys is
+ * introselect's: those rows stay with short_rows.h's column kernel, which
+ * is faster there anyway, as is the per-row kernel's block skip on rows
+ * longer than T1_MAX_LEN.)  Measured (random rows, one thread, us, the
+ * kernel before -> this): 4096x64 92 -> 51, 4096x256 288 -> 177, 256x1000
+ * 56 -> 36, 256x2048 115 -> 78, 64x8192 75 -> 73; 32x16384 0.97x, 4096x48
+ * (nth_element's branch) 0.99x, 4096x8 0.22x.
+ *
+ * Keys as everywhere: -0.0 == +0.0 (x + 0.0f makes -0.0 +0.0), every NaN
+ * equal and largest; largest = 0 reverses the key order (~key), NaN
+ * staying last.  The value written is the element's own bits.
+ */
+#ifndef KWK_TOPK_TOP1_H
+#define KWK_TOPK_TOP1_H
+
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__AVX2__) || defined(__AVX512F__)
+#include <immintrin.h>
+#endif
+
+/* The key of x compared as a signed int: float order, -0.0 == +0.0, NaN
+ * above +inf; flipped (~) for the smallest. */
+static inline int32_t t1_key(float x, int32_t flip)
+{
+    if (x != x) return INT32_MAX ^ flip;
+    x += 0.0f;
+    int32_t b;
+    memcpy(&b, &x, sizeof b);
+    return (b ^ ((b >> 31) & INT32_MAX)) ^ flip;
+}
+
+#if defined(__AVX512F__)
+static inline __m512i t1_keys16(__m512 v, __m512i flip)
+{
+    const __m512i b = _mm512_castps_si512(_mm512_add_ps(v, _mm512_setzero_ps()));
+    __m512i k = _mm512_xor_si512(b, _mm512_and_si512(_mm512_srai_epi32(b, 31),
+                                                     _mm512_set1_epi32(INT32_MAX)));
+    k = _mm512_mask_mov_epi32(k, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q),
+                              _mm512_set1_epi32(INT32_MAX));
+    return _mm512_xor_si512(k, flip);
+}
+#elif defined(__AVX2__)
+static inline __m256i t1_keys8(__m256 v, __m256i flip)
+{
+    const __m256i b = _mm256_castps_si256(_mm256_add_ps(v, _mm256_setzero_ps()));
+    __m256i k = _mm256_xor_si256(b, _mm256_and_si256(_mm256_srai_epi32(b, 31),
+                                                     _mm256_set1_epi32(INT32_MAX)));
+    k = _mm256_blendv_epi8(k, _mm256_set1_epi32(INT32_MAX),
+                           _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
+    return _mm256_xor_si256(k, flip);
+}
+#endif
+
+/* The first position of the row's best key.  n >= 1. */
+static int64_t t1_row_f32(const float *x, int64_t n, int largest)
+{
+    const int32_t flip = largest ? 0 : -1;
+    int32_t best;
+    int64_t at;
+    int64_t i = 0;
+#if defined(__AVX512F__)
+    if (n >= 16) {
+        const __m512i fl = _mm512_set1_epi32(flip);
+        __m512i bk = t1_keys16(_mm512_loadu_ps(x), fl);
+        __m512i bi = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+        __m512i pos = bi;
+        const __m512i step = _mm512_set1_epi32(16);
+        for (i = 16; i + 16 <= n; i += 16) {
+            pos = _mm512_add_epi32(pos, step);
+            const __m512i k = t1_keys16(_mm512_loadu_ps(x + i), fl);
+            const __mmask16 up = _mm512_cmpgt_epi32_mask(k, bk);
+            bk = _mm512_mask_mov_epi32(bk, up, k);
+            bi = _mm512_mask_mov_epi32(bi, up, pos);
+        }
+        best = _mm512_reduce_max_epi32(bk);
+        /* the first position among the lanes holding it */
+        at = (uint32_t)_mm512_mask_reduce_min_epu32(
+            _mm512_cmpeq_epi32_mask(bk, _mm512_set1_epi32(best)), bi);
+    } else
+#elif defined(__AVX2__)
+    if (n >= 8) {
+        const __m256i fl = _mm256_set1_epi32(flip);
+        __m256i bk = t1_keys8(_mm256_loadu_ps(x), fl);
+        __m256i bi = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        __m256i pos = bi;
+        const __m256i step = _mm256_set1_epi32(8);
+        for (i = 8; i + 8 <= n; i += 8) {
+            pos = _mm256_add_epi32(pos, step);
+            const __m256i k = t1_keys8(_mm256_loadu_ps(x + i), fl);
+            const __m256i up = _mm256_cmpgt_epi32(k, bk);
+            bk = _mm256_blendv_epi8(bk, k, up);
+            bi = _mm256_blendv_epi8(bi, pos, up);
+        }
+        int32_t lk[8], li[8];
+        _mm256_storeu_si256((__m256i *)(void *)lk, bk);
+        _mm256_storeu_si256((__m256i *)(void *)li, bi);
+        best = lk[0];
+        at = li[0];
+        for (int l = 1; l < 8; ++l)
+            if (lk[l] > best || (lk[l] == best && li[l] < at)) {
+                best = lk[l];
+                at = li[l];
+            }
+    } else
+#endif
+    {
+        best = t1_key(x[0], flip);
+        at = 0;
+        i = 1;
+    }
+    for (; i < n; ++i) { /* the tail, after every lane's positions */
+        const int32_t k = t1_key(x[i], flip);
+        if (k > best) {
+            best = k;
+            at = i;
+        }
+    }
+    return at;
+}
+
+enum { T1_MIN_LEN = 64, T1_MAX_LEN = 8192 };
+
+/* Whether topk_top1_rows takes the call: k = 1 of contiguous float32 rows
+ * of T1_MIN_LEN..T1_MAX_LEN (the heap branch of torch's topk). */
+static inline int t1_applies(int dtype, int64_t len, int64_t k, int64_t src_sl)
+{
+    return k == 1 && dtype == KWK_FLOAT32 && src_sl == 1 && len >= T1_MIN_LEN &&
+           len <= T1_MAX_LEN;
+}
+
+#endif
