@@ -33,7 +33,7 @@ THRESHOLD_MIN_LEN_NARROW = 128  # TT_MIN_LEN_NARROW on AVX-512: keys other than 
 THRESHOLD_MIN_LEN_TOP1 = 128  # TT_MIN_LEN_TOP1 on AVX-512: k = 1
 THRESHOLD_MIN_K_AT_MIN_LEN_AVX512 = 2  # TT_MIN_K_AT_MIN_LEN_T on AVX-512
 THRESHOLD_MIN_K_AT_MIN_LEN = 3  # TT_MIN_K_AT_MIN_LEN
-TOP1_LENS = (64, 8192)  # T1_MIN_LEN, T1_MAX_LEN (topk_top1.h)
+TOP1_LENS = {"avx512": (64, 8192), "avx2": (128, 8192)}  # T1_MIN_LEN, T1_MAX_LEN (topk_top1.h)
 ROWS = 19          # two full groups of eight and a tail of three
 # keys of at most 32 bits take the kernel; 64-bit ones the per-row path
 NARROW = {d for d in SORT_DTYPES if d not in (torch.int64, torch.uint64, torch.float64)}
@@ -60,7 +60,8 @@ def sort_takes_kernel(dtype, n, rows):
 def topk_kernel(dtype, n, k, rows, sorted_=True, contiguous=True):
     """The counter of the kernel that takes a topk call (TOP1,
     THRESHOLD_TOPK or SHORT_TOPK), or None for the per-row path."""
-    if dtype == torch.float32 and k == 1 and contiguous and TOP1_LENS[0] <= n <= TOP1_LENS[1]:
+    lo, hi = TOP1_LENS.get(_native.target(), (1, 0))
+    if dtype == torch.float32 and k == 1 and contiguous and lo <= n <= hi:
         return TOP1
     if order_is_torch() and not sorted_ and k * 64 > n and k > 1:
         return None  # torch's nth_element leaves introselect order
@@ -191,18 +192,21 @@ def test_top1_kernel_every_target(kw, gen, name):
     all NaN, both directions."""
     _native.set_target(name)
     try:
-        for n in (64, 65, 71, 72, 79, 80, 81, 127, 1000, 8191, 8192):
+        for n in (64, 65, 71, 72, 79, 80, 81, 127, 128, 129, 135, 136, 137, 1000, 8191, 8192,
+                  8193):
             for kind in KINDS + ("nan",):
                 x = make_values(kind, (3, n), torch.float32, gen)
                 x[1, -1] = float("nan") if kind == "ties" else x[1, -1]
                 x[2, ::2] = -0.0 if kind == "equal" else x[2, ::2]
                 for largest in (True, False):
                     got = counted(lambda: compare("topk", x, 1, largest=largest))
-                    assert got[TOP1] == (3 if n <= TOP1_LENS[1] else 0), (n, kind, got)
-        x = torch.full((3, 100), float("nan"))
+                    assert got[TOP1] == (3 if topk_kernel(torch.float32, n, 1, 3) == TOP1
+                                         else 0), (n, kind, got)
+        x = torch.full((3, 200), float("nan"))
         x[1, 40] = float("inf")
         for largest in (True, False):
-            assert counted(lambda: compare("topk", x, 1, largest=largest))[TOP1] == 3
+            got = counted(lambda: compare("topk", x, 1, largest=largest))
+            assert got[TOP1] == (3 if name != "portable" else 0), got
     finally:
         _native.set_target("auto")
 
