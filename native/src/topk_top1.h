@@ -41,78 +41,105 @@ static inline int32_t t1_key(float x, int32_t flip)
     return (b ^ ((b >> 31) & INT32_MAX)) ^ flip;
 }
 
+/* t1_key's bits before NaN on a vector of the family P (W bits; CASTI
+ * its float-to-integer cast), b a scratch integer vector. */
+#define T1_KEY_BITS(P, W, CASTI, v, b)                                        \
+    (b = CASTI(P##add_ps(v, P##setzero_ps())),                                \
+     P##xor_si##W(b, P##and_si##W(P##srai_epi32(b, 31), P##set1_epi32(INT32_MAX))))
+
+/* Each vector lane's best key and the first position holding it:
+ * t1_start on the first vector, t1_step on each later one (at: its first
+ * position), t1_finish: the best key, *at its first position. */
 #if defined(__AVX512F__)
-static inline __m512i t1_keys16(__m512 v, __m512i flip)
+enum { T1_W = 16 };
+typedef struct { __m512i bk, bi, fl; } t1_lanes;
+static inline __m512i t1_keys(const float *x, __m512i flip)
 {
-    const __m512i b = _mm512_castps_si512(_mm512_add_ps(v, _mm512_setzero_ps()));
-    __m512i k = _mm512_xor_si512(b, _mm512_and_si512(_mm512_srai_epi32(b, 31),
-                                                     _mm512_set1_epi32(INT32_MAX)));
+    const __m512 v = _mm512_loadu_ps(x);
+    __m512i b, k = T1_KEY_BITS(_mm512_, 512, _mm512_castps_si512, v, b);
     k = _mm512_mask_mov_epi32(k, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q),
                               _mm512_set1_epi32(INT32_MAX));
     return _mm512_xor_si512(k, flip);
 }
-#elif defined(__AVX2__)
-static inline __m256i t1_keys8(__m256 v, __m256i flip)
+static inline void t1_start(t1_lanes *a, const float *x, int32_t flip)
 {
-    const __m256i b = _mm256_castps_si256(_mm256_add_ps(v, _mm256_setzero_ps()));
-    __m256i k = _mm256_xor_si256(b, _mm256_and_si256(_mm256_srai_epi32(b, 31),
-                                                     _mm256_set1_epi32(INT32_MAX)));
+    a->fl = _mm512_set1_epi32(flip);
+    a->bk = t1_keys(x, a->fl);
+    a->bi = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+}
+static inline void t1_step(t1_lanes *a, const float *x, int32_t at)
+{
+    const __m512i k = t1_keys(x + at, a->fl);
+    const __mmask16 up = _mm512_cmpgt_epi32_mask(k, a->bk);
+    a->bk = _mm512_mask_mov_epi32(a->bk, up, k);
+    a->bi = _mm512_mask_add_epi32(a->bi, up, _mm512_set1_epi32(at),
+                                  _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
+                                                    12, 13, 14, 15));
+}
+static inline int32_t t1_finish(const t1_lanes *a, int64_t *at)
+{
+    const int32_t best = _mm512_reduce_max_epi32(a->bk);
+    /* the first position among the lanes holding it */
+    *at = (uint32_t)_mm512_mask_reduce_min_epu32(
+        _mm512_cmpeq_epi32_mask(a->bk, _mm512_set1_epi32(best)), a->bi);
+    return best;
+}
+#elif defined(__AVX2__)
+enum { T1_W = 8 };
+typedef struct { __m256i bk, bi, fl; } t1_lanes;
+static inline __m256i t1_keys(const float *x, __m256i flip)
+{
+    const __m256 v = _mm256_loadu_ps(x);
+    __m256i b, k = T1_KEY_BITS(_mm256_, 256, _mm256_castps_si256, v, b);
     k = _mm256_blendv_epi8(k, _mm256_set1_epi32(INT32_MAX),
                            _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
     return _mm256_xor_si256(k, flip);
 }
+static inline void t1_start(t1_lanes *a, const float *x, int32_t flip)
+{
+    a->fl = _mm256_set1_epi32(flip);
+    a->bk = t1_keys(x, a->fl);
+    a->bi = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+}
+static inline void t1_step(t1_lanes *a, const float *x, int32_t at)
+{
+    const __m256i k = t1_keys(x + at, a->fl);
+    const __m256i up = _mm256_cmpgt_epi32(k, a->bk);
+    a->bk = _mm256_blendv_epi8(a->bk, k, up);
+    a->bi = _mm256_blendv_epi8(
+        a->bi, _mm256_add_epi32(_mm256_set1_epi32(at), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)),
+        up);
+}
+static inline int32_t t1_finish(const t1_lanes *a, int64_t *at)
+{
+    int32_t lk[8], li[8];
+    _mm256_storeu_si256((__m256i *)(void *)lk, a->bk);
+    _mm256_storeu_si256((__m256i *)(void *)li, a->bi);
+    int32_t best = lk[0];
+    *at = li[0];
+    for (int l = 1; l < 8; ++l)
+        if (lk[l] > best || (lk[l] == best && li[l] < *at)) {
+            best = lk[l];
+            *at = li[l];
+        }
+    return best;
+}
 #endif
+
+#undef T1_KEY_BITS
 
 /* The first position of the row's best key.  n >= 1. */
 static int64_t t1_row_f32(const float *x, int64_t n, int largest)
 {
     const int32_t flip = largest ? 0 : -1;
     int32_t best;
-    int64_t at;
-    int64_t i = 0;
-#if defined(__AVX512F__)
-    if (n >= 16) {
-        const __m512i fl = _mm512_set1_epi32(flip);
-        __m512i bk = t1_keys16(_mm512_loadu_ps(x), fl);
-        __m512i bi = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-        __m512i pos = bi;
-        const __m512i step = _mm512_set1_epi32(16);
-        for (i = 16; i + 16 <= n; i += 16) {
-            pos = _mm512_add_epi32(pos, step);
-            const __m512i k = t1_keys16(_mm512_loadu_ps(x + i), fl);
-            const __mmask16 up = _mm512_cmpgt_epi32_mask(k, bk);
-            bk = _mm512_mask_mov_epi32(bk, up, k);
-            bi = _mm512_mask_mov_epi32(bi, up, pos);
-        }
-        best = _mm512_reduce_max_epi32(bk);
-        /* the first position among the lanes holding it */
-        at = (uint32_t)_mm512_mask_reduce_min_epu32(
-            _mm512_cmpeq_epi32_mask(bk, _mm512_set1_epi32(best)), bi);
-    } else
-#elif defined(__AVX2__)
-    if (n >= 8) {
-        const __m256i fl = _mm256_set1_epi32(flip);
-        __m256i bk = t1_keys8(_mm256_loadu_ps(x), fl);
-        __m256i bi = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-        __m256i pos = bi;
-        const __m256i step = _mm256_set1_epi32(8);
-        for (i = 8; i + 8 <= n; i += 8) {
-            pos = _mm256_add_epi32(pos, step);
-            const __m256i k = t1_keys8(_mm256_loadu_ps(x + i), fl);
-            const __m256i up = _mm256_cmpgt_epi32(k, bk);
-            bk = _mm256_blendv_epi8(bk, k, up);
-            bi = _mm256_blendv_epi8(bi, pos, up);
-        }
-        int32_t lk[8], li[8];
-        _mm256_storeu_si256((__m256i *)(void *)lk, bk);
-        _mm256_storeu_si256((__m256i *)(void *)li, bi);
-        best = lk[0];
-        at = li[0];
-        for (int l = 1; l < 8; ++l)
-            if (lk[l] > best || (lk[l] == best && li[l] < at)) {
-                best = lk[l];
-                at = li[l];
-            }
+    int64_t at, i;
+#if defined(__AVX2__)
+    if (n >= T1_W) {
+        t1_lanes a;
+        t1_start(&a, x, flip);
+        for (i = T1_W; i + T1_W <= n; i += T1_W) t1_step(&a, x, (int32_t)i);
+        best = t1_finish(&a, &at);
     } else
 #endif
     {
