@@ -16,9 +16,9 @@
  * 56 -> 36, 256x2048 115 -> 78, 64x8192 75 -> 73; 32x16384 0.97x, 4096x48
  * (nth_element's branch) 0.99x, 4096x8 0.22x.
  *
- * Keys as everywhere: -0.0 == +0.0 (x + 0.0f makes -0.0 +0.0), every NaN
- * equal and largest; largest = 0 reverses the key order (~key), NaN
- * staying last.  The value written is the element's own bits.
+ * Keys as everywhere (keys.h): -0.0 == +0.0, every NaN equal and largest;
+ * largest = 0 reverses the key order (~key), NaN staying last.  The value
+ * written is the element's own bits.
  */
 #ifndef KWK_TOPK_TOP1_H
 #define KWK_TOPK_TOP1_H
@@ -26,78 +26,55 @@
 #include <stdint.h>
 #include <string.h>
 
-#if defined(__AVX2__) || defined(__AVX512F__)
-#include <immintrin.h>
-#endif
+#include "keys.h"
 
-/* The key of x compared as a signed int: float order, -0.0 == +0.0, NaN
- * above +inf; flipped (~) for the smallest. */
-static inline int32_t t1_key(float x, int32_t flip)
-{
-    if (x != x) return INT32_MAX ^ flip;
-    x += 0.0f;
-    int32_t b;
-    memcpy(&b, &x, sizeof b);
-    return (b ^ ((b >> 31) & INT32_MAX)) ^ flip;
-}
-
-/* t1_key's bits before NaN on a vector of the family P (W bits; CASTI
- * its float-to-integer cast), b a scratch integer vector. */
-#define T1_KEY_BITS(P, W, CASTI, v, b)                                        \
-    (b = CASTI(P##add_ps(v, P##setzero_ps())),                                \
-     P##xor_si##W(b, P##and_si##W(P##srai_epi32(b, 31), P##set1_epi32(INT32_MAX))))
-
-/* Each vector lane's best key and the first position holding it:
- * t1_start on the first vector, t1_step on each later one (at: its first
- * position), t1_finish: the best key, *at its first position. */
+/* Keys as keys.h makes them (kwk_key_f32: NaN all ones, -0.0 as +0.0),
+ * reversed (~key) for the smallest, compared unsigned.  Each vector lane's
+ * best key and the first position holding it: t1_start on the first
+ * vector, t1_step on each later one (at: its first position), t1_finish:
+ * the best key, *at its first position. */
 #if defined(__AVX512F__)
 enum { T1_W = 16 };
 typedef struct { __m512i bk, bi, fl; } t1_lanes;
 static inline __m512i t1_keys(const float *x, __m512i flip)
 {
-    const __m512 v = _mm512_loadu_ps(x);
-    __m512i b, k = T1_KEY_BITS(_mm512_, 512, _mm512_castps_si512, v, b);
-    k = _mm512_mask_mov_epi32(k, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q),
-                              _mm512_set1_epi32(INT32_MAX));
-    return _mm512_xor_si512(k, flip);
+    return _mm512_xor_si512(kwk_keys16_f32(_mm512_loadu_si512((const void *)x)), flip);
 }
-static inline void t1_start(t1_lanes *a, const float *x, int32_t flip)
+static inline void t1_start(t1_lanes *a, const float *x, uint32_t flip)
 {
-    a->fl = _mm512_set1_epi32(flip);
+    a->fl = _mm512_set1_epi32((int)flip);
     a->bk = t1_keys(x, a->fl);
     a->bi = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
 }
 static inline void t1_step(t1_lanes *a, const float *x, int32_t at)
 {
     const __m512i k = t1_keys(x + at, a->fl);
-    const __mmask16 up = _mm512_cmpgt_epi32_mask(k, a->bk);
+    const __mmask16 up = _mm512_cmpgt_epu32_mask(k, a->bk);
     a->bk = _mm512_mask_mov_epi32(a->bk, up, k);
     a->bi = _mm512_mask_add_epi32(a->bi, up, _mm512_set1_epi32(at),
                                   _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
                                                     12, 13, 14, 15));
 }
-static inline int32_t t1_finish(const t1_lanes *a, int64_t *at)
+static inline uint32_t t1_finish(const t1_lanes *a, int64_t *at)
 {
-    const int32_t best = _mm512_reduce_max_epi32(a->bk);
+    const uint32_t best = _mm512_reduce_max_epu32(a->bk);
     /* the first position among the lanes holding it */
     *at = (uint32_t)_mm512_mask_reduce_min_epu32(
-        _mm512_cmpeq_epi32_mask(a->bk, _mm512_set1_epi32(best)), a->bi);
+        _mm512_cmpeq_epi32_mask(a->bk, _mm512_set1_epi32((int)best)), a->bi);
     return best;
 }
 #elif defined(__AVX2__)
+/* (the lanes hold key ^ the sign bit: AVX2 compares signed) */
 enum { T1_W = 8 };
 typedef struct { __m256i bk, bi, fl; } t1_lanes;
 static inline __m256i t1_keys(const float *x, __m256i flip)
 {
-    const __m256 v = _mm256_loadu_ps(x);
-    __m256i b, k = T1_KEY_BITS(_mm256_, 256, _mm256_castps_si256, v, b);
-    k = _mm256_blendv_epi8(k, _mm256_set1_epi32(INT32_MAX),
-                           _mm256_castps_si256(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)));
-    return _mm256_xor_si256(k, flip);
+    return _mm256_xor_si256(kwk_keys8_f32(_mm256_loadu_si256((const __m256i *)(const void *)x)),
+                            flip);
 }
-static inline void t1_start(t1_lanes *a, const float *x, int32_t flip)
+static inline void t1_start(t1_lanes *a, const float *x, uint32_t flip)
 {
-    a->fl = _mm256_set1_epi32(flip);
+    a->fl = _mm256_set1_epi32((int)(flip ^ 0x80000000u));
     a->bk = t1_keys(x, a->fl);
     a->bi = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
 }
@@ -110,7 +87,7 @@ static inline void t1_step(t1_lanes *a, const float *x, int32_t at)
         a->bi, _mm256_add_epi32(_mm256_set1_epi32(at), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7)),
         up);
 }
-static inline int32_t t1_finish(const t1_lanes *a, int64_t *at)
+static inline uint32_t t1_finish(const t1_lanes *a, int64_t *at)
 {
     int32_t lk[8], li[8];
     _mm256_storeu_si256((__m256i *)(void *)lk, a->bk);
@@ -122,17 +99,15 @@ static inline int32_t t1_finish(const t1_lanes *a, int64_t *at)
             best = lk[l];
             *at = li[l];
         }
-    return best;
+    return (uint32_t)best ^ 0x80000000u;
 }
 #endif
-
-#undef T1_KEY_BITS
 
 /* The first position of the row's best key.  n >= 1. */
 static int64_t t1_row_f32(const float *x, int64_t n, int largest)
 {
-    const int32_t flip = largest ? 0 : -1;
-    int32_t best;
+    const uint32_t flip = largest ? 0u : ~0u;
+    uint32_t best, bits;
     int64_t at, i;
 #if defined(__AVX2__)
     if (n >= T1_W) {
@@ -143,12 +118,14 @@ static int64_t t1_row_f32(const float *x, int64_t n, int largest)
     } else
 #endif
     {
-        best = t1_key(x[0], flip);
+        memcpy(&bits, x, sizeof bits);
+        best = kwk_key_f32(bits) ^ flip;
         at = 0;
         i = 1;
     }
     for (; i < n; ++i) { /* the tail, after every lane's positions */
-        const int32_t k = t1_key(x[i], flip);
+        memcpy(&bits, x + i, sizeof bits);
+        const uint32_t k = kwk_key_f32(bits) ^ flip;
         if (k > best) {
             best = k;
             at = i;
