@@ -33,7 +33,8 @@ THRESHOLD_MIN_LEN_NARROW = 128  # TT_MIN_LEN_NARROW on AVX-512: keys other than 
 THRESHOLD_MIN_LEN_TOP1 = 128  # TT_MIN_LEN_TOP1 on AVX-512: k = 1
 THRESHOLD_MIN_K_AT_MIN_LEN_AVX512 = 2  # TT_MIN_K_AT_MIN_LEN_T on AVX-512
 THRESHOLD_MIN_K_AT_MIN_LEN = 3  # TT_MIN_K_AT_MIN_LEN
-TOP1_LENS = {"avx512": (64, 8192), "avx2": (128, 8192)}  # T1_MIN_LEN, T1_MAX_LEN (topk_top1.h)
+TOP1_MIN_LEN = {"avx512": 64, "avx2": 128}  # T1_MIN_LEN (topk_top1.h)
+TOP1_MAX_LEN = {torch.float32: 8192, torch.bfloat16: 4096}  # T1_MAX_LEN, T1_MAX_LEN_BF16
 ROWS = 19          # two full groups of eight and a tail of three
 # keys of at most 32 bits take the kernel; 64-bit ones the per-row path
 NARROW = {d for d in SORT_DTYPES if d not in (torch.int64, torch.uint64, torch.float64)}
@@ -60,8 +61,8 @@ def sort_takes_kernel(dtype, n, rows):
 def topk_kernel(dtype, n, k, rows, sorted_=True, contiguous=True):
     """The counter of the kernel that takes a topk call (TOP1,
     THRESHOLD_TOPK or SHORT_TOPK), or None for the per-row path."""
-    lo, hi = TOP1_LENS.get(_native.target(), (1, 0))
-    if dtype == torch.float32 and k == 1 and contiguous and lo <= n <= hi:
+    lo = TOP1_MIN_LEN.get(_native.target())  # (none on the portable target)
+    if lo is not None and k == 1 and contiguous and lo <= n <= TOP1_MAX_LEN.get(dtype, 0):
         return TOP1
     if order_is_torch() and not sorted_ and k * 64 > n and k > 1:
         return None  # torch's nth_element leaves introselect order
@@ -184,25 +185,26 @@ def _cpu_targets():
     return found
 
 
+@pytest.mark.parametrize("dtype", (torch.float32, torch.bfloat16), ids=str)
 @pytest.mark.parametrize("name", _cpu_targets())
-def test_top1_kernel_every_target(kw, gen, name):
-    """topk k = 1 of contiguous float32 rows (topk_top1.h): the first of
-    the best keys on every target, lengths around each vector width and
-    the kernel's bounds, ties, NaN (largest), both zeros, infinities, rows
-    all NaN, both directions."""
+def test_top1_kernel_every_target(kw, gen, name, dtype):
+    """topk k = 1 of contiguous float32 and bfloat16 rows (topk_top1.h):
+    the first of the best keys on every target, lengths around each vector
+    width and the kernel's bounds, ties, NaN (largest), both zeros,
+    infinities, rows all NaN, both directions."""
     _native.set_target(name)
     try:
-        for n in (64, 65, 71, 72, 79, 80, 81, 127, 128, 129, 135, 136, 137, 1000, 8191, 8192,
-                  8193):
+        for n in (64, 65, 71, 72, 79, 80, 81, 127, 128, 129, 135, 136, 137, 1000, 4096, 4097,
+                  8191, 8192, 8193):
             for kind in KINDS + ("nan",):
-                x = make_values(kind, (3, n), torch.float32, gen)
+                x = make_values(kind, (3, n), dtype, gen)
                 x[1, -1] = float("nan") if kind == "ties" else x[1, -1]
                 x[2, ::2] = -0.0 if kind == "equal" else x[2, ::2]
                 for largest in (True, False):
                     got = counted(lambda: compare("topk", x, 1, largest=largest))
-                    assert got[TOP1] == (3 if topk_kernel(torch.float32, n, 1, 3) == TOP1
+                    assert got[TOP1] == (3 if topk_kernel(dtype, n, 1, 3) == TOP1
                                          else 0), (n, kind, got)
-        x = torch.full((3, 200), float("nan"))
+        x = torch.full((3, 200), float("nan"), dtype=dtype)
         x[1, 40] = float("inf")
         for largest in (True, False):
             got = counted(lambda: compare("topk", x, 1, largest=largest))

@@ -450,16 +450,25 @@ static int topk_short_rows(int dtype, const void *src, int64_t outer, int64_t le
     return status;
 }
 
-/* k = 1 of contiguous float32 rows (topk_top1.h): the first best element. */
-static int topk_top1_rows(const float *src, int64_t outer, int64_t len, int64_t inner,
-                          int64_t src_so, int64_t src_si, void *values, int64_t *indices,
-                          int64_t dst_so, int64_t dst_si, int largest)
+/* k = 1 of contiguous float32 or bfloat16 rows (topk_top1.h): the first
+ * best element. */
+static int topk_top1_rows(int dtype, const void *src, int64_t outer, int64_t len,
+                          int64_t inner, int64_t src_so, int64_t src_si, void *values,
+                          int64_t *indices, int64_t dst_so, int64_t dst_si, int largest)
 {
-    for (int64_t o = 0; o < outer; ++o)
+    for (int64_t o = 0; o < outer && dtype == KWK_BFLOAT16; ++o)
         for (int64_t i = 0; i < inner; ++i) {
-            const float *row = src + o * src_so + i * src_si;
             const int64_t d = o * dst_so + i * dst_si;
-            const int64_t at = t1_row_f32(row, len, largest);
+            const char *row = (const char *)src + 2 * (o * src_so + i * src_si);
+            const out_row out = {row, 2, values ? (char *)values + 2 * d : NULL,
+                                 indices ? indices + d : NULL, 1, 2, 1};
+            emit(&out, 0, t1_row_bf16(row, len, largest)); /* (NaN as torch writes it) */
+        }
+    for (int64_t o = 0; o < outer && dtype == KWK_FLOAT32; ++o)
+        for (int64_t i = 0; i < inner; ++i) {
+            const int64_t d = o * dst_so + i * dst_si;
+            const float *row = (const float *)src + o * src_so + i * src_si;
+            const int64_t at = t1_row_f32((const char *)row, len, largest);
             if (values) memcpy((float *)values + d, row + at, sizeof(float));
             if (indices) indices[d] = at;
         }
@@ -475,8 +484,8 @@ static int impl_topk(int dtype, const void *src, int64_t outer, int64_t len,
 {
     if (k == 0 || outer == 0 || inner == 0) return KWK_OK;
     if (t1_applies(dtype, len, k, src_sl))
-        return topk_top1_rows(src, outer, len, inner, src_so, src_si, values, indices, dst_so,
-                              dst_si, largest);
+        return topk_top1_rows(dtype, src, outer, len, inner, src_so, src_si, values, indices,
+                              dst_so, dst_si, largest);
     if (tt_topk_applies(dtype, len, k, src_sl, sorted, order) ||
         sr_topk_applies(dtype, outer * inner, len, k, sorted, order))
         return topk_short_rows(dtype, src, outer, len, inner, src_so, src_sl, src_si, k, values,
