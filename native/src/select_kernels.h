@@ -456,22 +456,25 @@ static int topk_top1_rows(int dtype, const void *src, int64_t outer, int64_t len
                           int64_t inner, int64_t src_so, int64_t src_si, void *values,
                           int64_t *indices, int64_t dst_so, int64_t dst_si, int largest)
 {
-    for (int64_t o = 0; o < outer && dtype == KWK_BFLOAT16; ++o)
-        for (int64_t i = 0; i < inner; ++i) {
-            const int64_t d = o * dst_so + i * dst_si;
-            const char *row = (const char *)src + 2 * (o * src_so + i * src_si);
-            const out_row out = {row, 2, values ? (char *)values + 2 * d : NULL,
-                                 indices ? indices + d : NULL, 1, 2, 1};
-            emit(&out, 0, t1_row_bf16(row, len, largest)); /* (NaN as torch writes it) */
-        }
-    for (int64_t o = 0; o < outer && dtype == KWK_FLOAT32; ++o)
-        for (int64_t i = 0; i < inner; ++i) {
-            const int64_t d = o * dst_so + i * dst_si;
-            const float *row = (const float *)src + o * src_so + i * src_si;
-            const int64_t at = t1_row_f32((const char *)row, len, largest);
-            if (values) memcpy((float *)values + d, row + at, sizeof(float));
-            if (indices) indices[d] = at;
-        }
+    if (dtype == KWK_BFLOAT16) {
+        for (int64_t o = 0; o < outer; ++o)
+            for (int64_t i = 0; i < inner; ++i) {
+                const int64_t d = o * dst_so + i * dst_si;
+                const char *row = (const char *)src + 2 * (o * src_so + i * src_si);
+                const out_row out = {row, 2, values ? (char *)values + 2 * d : NULL,
+                                     indices ? indices + d : NULL, 1, 2, 1};
+                emit(&out, 0, t1_row_bf16(row, len, largest)); /* (NaN as torch writes it) */
+            }
+    } else { /* (a loop of its own: a dtype test per row cost float32 4-12%) */
+        for (int64_t o = 0; o < outer; ++o)
+            for (int64_t i = 0; i < inner; ++i) {
+                const int64_t d = o * dst_so + i * dst_si;
+                const float *row = (const float *)src + o * src_so + i * src_si;
+                const int64_t at = t1_row_f32((const char *)row, len, largest);
+                if (values) memcpy((float *)values + d, row + at, sizeof(float));
+                if (indices) indices[d] = at;
+            }
+    }
     kwk_count(KWK_COUNT_TOP1_ROWS, outer * inner);
     return KWK_OK;
 }

@@ -233,7 +233,7 @@ TL_DEFINE_SCATTER(double, f64)
 #define TL_DEFINE_ROW(T, UT, SUF, KEY)                                        \
     static int tl_row_##SUF(const T *x, int64_t n, int64_t k, int mode, T fill, T *out, \
                             uint8_t *mask, int64_t *kept, UT *keys, UT *cand, UT *bmax, \
-                            int32_t *cpos, T *tvals, uint64_t *tmp)          \
+                            int32_t *cpos, uint64_t *tmp)                    \
     {                                                                         \
         const int relu = mode == KWK_TOPK_DENSE_RELU;                         \
         const int filter = mode == KWK_TOPK_DENSE_FILTER;                     \
@@ -294,7 +294,7 @@ TL_DEFINE_SCATTER(double, f64)
             return KWK_OK;                                                    \
         }                                                                     \
         /* a tie cut by k: torch.topk's choice of indices */                  \
-        int st = impl_topk(TL_DTYPE_##SUF, x, 1, n, 1, n, 1, 1, k, tvals, kept, k, 1, 1, 1, \
+        int st = impl_topk(TL_DTYPE_##SUF, x, 1, n, 1, n, 1, 1, k, NULL, kept, k, 1, 1, 1,  \
                            1, KWK_ORDER_TORCH);                               \
         if (st != KWK_OK) return st;                                          \
         tl_scatter_kept_##SUF(x, n, k, relu, out, kept, tmp);                \
@@ -476,19 +476,17 @@ static int impl_topk_dense(int dtype, const void *src, int64_t rows, int64_t len
     if (tl_by_topk(dtype, len, k, mode))
         return tl_rows_by_topk(src, rows, len, k, mode, out, kept);
     const size_t es = dtype == KWK_FLOAT32 ? 4 : 8;
-    /* a sort's k words of scratch, one row's keys, candidates, block maxima, k values and
-     * candidate positions (in that order: each part stays aligned for its
-     * type) */
+    /* a sort's k words of scratch, one row's keys, candidates, block maxima
+     * and candidate positions (in that order: each part stays aligned for
+     * its type) */
     const size_t nb = (size_t)len / TL_BMAX_BLOCK;
-    char *scratch = malloc((size_t)k * (8 + es) + 2 * (size_t)len * es + nb * es +
-                           (size_t)len * 4 + 8);
+    char *scratch = malloc((size_t)k * 8 + 2 * (size_t)len * es + nb * es + (size_t)len * 4 + 8);
     if (!scratch) return KWK_E_NOMEM;
     uint64_t *tmp = (uint64_t *)(void *)scratch;
     void *keys = scratch + (size_t)k * 8;
     void *cand = (char *)keys + (size_t)len * es;
     void *bmax = (char *)cand + (size_t)len * es;
-    void *tvals = (char *)bmax + nb * es;
-    int32_t *cpos = (int32_t *)(void *)((char *)tvals + (size_t)k * es);
+    int32_t *cpos = (int32_t *)(void *)((char *)bmax + nb * es);
     int st = KWK_OK;
     for (int64_t r = 0; r < rows && st == KWK_OK; ++r) {
         const size_t at = (size_t)r * (size_t)len;
@@ -497,12 +495,10 @@ static int impl_topk_dense(int dtype, const void *src, int64_t rows, int64_t len
         int64_t *row_kept = mode != KWK_TOPK_DENSE_FILTER && k > 0 ? kept + r * k : NULL;
         if (dtype == KWK_FLOAT32)
             st = tl_row_f32((const float *)src + at, len, k, mode, (float)fill,
-                            (float *)out + at, row_mask, row_kept, keys, cand, bmax, cpos, tvals,
-                            tmp);
+                            (float *)out + at, row_mask, row_kept, keys, cand, bmax, cpos, tmp);
         else
             st = tl_row_f64((const double *)src + at, len, k, mode, fill,
-                            (double *)out + at, row_mask, row_kept, keys, cand, bmax, cpos, tvals,
-                            tmp);
+                            (double *)out + at, row_mask, row_kept, keys, cand, bmax, cpos, tmp);
     }
     free(scratch);
     return st;
