@@ -124,10 +124,14 @@ class SizeRule:
 # elements take the eight-rows-at-once kernels (native/src/short_rows.h):
 # sort of rows of 2-8 measured 0.77-0.91x at 2048 elements, 0.98-2.1x at
 # 8192, 1.8-3.5x at 16384; topk (k=2) of rows of 2-16 0.8-1.5x at 4096,
-# 1.9-2.6x at 8192; rows of 1 (topk k=1) 0.93x at 8192.  kthvalue: rows of up to 127 elements pack as words
-# and lose to torch's quickselect unless there are many (0.56x at 100x70);
-# longer rows take the bracket kernel (faster from 128 elements), and a
-# single row needs about 1024 elements to cover the per-call cost.
+# 1.9-2.6x at 8192; rows of 1 (topk k=1) 0.93x at 8192.  kthvalue
+# (tools/rule_sweep.py kthvalue, k = row / 4): rows of up to 64 take the
+# batch selection, longer ones a select by rank (native/src/kthvalue_kernels.h);
+# with 4096 elements rows of 8..127 measured 1.0-1.5x on random values
+# (512x8, 64x64, 32x127), 0.55-0.9x at 2048; a single row 1.26x at 2048
+# (float32), 0.74-0.86x at 1024.  Rows whose k-th value is shared re-run
+# torch's quickselect, so tie-heavy inputs (values 0..15) stay at
+# 0.6-1.0x whatever the size.
 # Re-checked after the per-call overhead cuts (tools/rule_sweep.py, forced
 # fast path against torch, float32/int64/float64/int32, random, sorted and
 # few-distinct inputs, 1-D and row shapes): no rule can come down without
@@ -143,7 +147,7 @@ SIZE_RULES: Dict[str, SizeRule] = {
     "topk": SizeRule(8192, 16, 8192, min_row=2),
     "median": SizeRule(4096, 16, 8192),
     "nanmedian": SizeRule(4096, 16, 8192),
-    "kthvalue": SizeRule(1024, 127, 65536),
+    "kthvalue": SizeRule(2048, 127, 4096),
     # unique: torch's own is cheap below ~2k elements (with the native
     # compaction, measured on random int64/float32: 0.5-1.1x at 1400,
     # 1.0-1.4x at 1800, 1.4-1.7x at 2048)

@@ -78,6 +78,22 @@ def test_median_per_target(target, gen, dtype):
                 compare(op, x, 0, True)
 
 
+@pytest.mark.parametrize("dtype", DTYPES, ids=str)
+def test_kthvalue_per_target(target, gen, dtype):
+    """Each kthvalue kernel per target: the batch selection (rows of 2..64),
+    the select by rank (to 8192 on AVX-512, 4096 on AVX2), the bracket; tie
+    kinds re-run torch's quickselect from each of them."""
+    for kind in ("random", "ties", "nan", "special"):
+        for shape in [(1,), (7,), (512, 8), (24, 64), (17, 65), (3, 1001), (2, 5000)]:
+            x = make_values(kind, shape, dtype, gen)
+            n = shape[-1]
+            for k in sorted({k for k in (1, 2, max(1, n // 4), (n + 1) // 2, n) if k <= n}):
+                compare("kthvalue", x, k)
+    x = layout(make_values("ties", (3, 5, 4, 70), dtype, gen), "step", 3)
+    compare("kthvalue", x, 5)
+    compare("kthvalue", layout(make_values("ties", (40, 9), dtype, gen), "permuted"), 4, 0)
+
+
 def test_long_rows_per_target(target, gen):
     x = make_values("ties", (1, 100_000), torch.float32, gen)
     compare("sort", x)

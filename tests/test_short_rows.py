@@ -34,7 +34,9 @@ THRESHOLD_MIN_LEN_TOP1 = 128  # TT_MIN_LEN_TOP1 on AVX-512: k = 1
 THRESHOLD_MIN_K_AT_MIN_LEN_AVX512 = 2  # TT_MIN_K_AT_MIN_LEN_T on AVX-512
 THRESHOLD_MIN_K_AT_MIN_LEN = 3  # TT_MIN_K_AT_MIN_LEN
 TOP1_MIN_LEN = {"avx512": 64, "avx2": 128}  # T1_MIN_LEN (topk_top1.h)
-TOP1_MAX_LEN = {torch.float32: 8192, torch.bfloat16: 4096}  # T1_MAX_LEN, T1_MAX_LEN_BF16
+# T1_MAX_LEN, T1_MAX_LEN_BF16, T1_MAX_LEN_I64, T1_MAX_LEN_F64
+TOP1_MAX_LEN = {torch.float32: 8192, torch.bfloat16: 4096, torch.int64: 2**31 - 1,
+                torch.uint64: 2**31 - 1, torch.float64: 4095}
 ROWS = 19          # two full groups of eight and a tail of three
 # keys of at most 32 bits take the kernel; 64-bit ones the per-row path
 NARROW = {d for d in SORT_DTYPES if d not in (torch.int64, torch.uint64, torch.float64)}
@@ -185,30 +187,38 @@ def _cpu_targets():
     return found
 
 
-@pytest.mark.parametrize("dtype", (torch.float32, torch.bfloat16), ids=str)
+@pytest.mark.parametrize("dtype", (torch.float32, torch.bfloat16, torch.float64, torch.int64),
+                         ids=str)
 @pytest.mark.parametrize("name", _cpu_targets())
 def test_top1_kernel_every_target(kw, gen, name, dtype):
-    """topk k = 1 of contiguous float32 and bfloat16 rows (topk_top1.h):
-    the first of the best keys on every target, lengths around each vector
-    width and the kernel's bounds, ties, NaN (largest), both zeros,
-    infinities, rows all NaN, both directions."""
+    """topk k = 1 of contiguous float32, bfloat16 and 64-bit rows
+    (topk_top1.h): the first of the best keys on every target, lengths
+    around each vector width and the kernel's bounds, ties, NaN (largest),
+    both zeros, infinities, rows all NaN, both directions; int64's extremes."""
     _native.set_target(name)
     try:
         for n in (64, 65, 71, 72, 79, 80, 81, 127, 128, 129, 135, 136, 137, 1000, 4096, 4097,
                   8191, 8192, 8193):
             for kind in KINDS + ("nan",):
+                if kind == "nan" and not dtype.is_floating_point:
+                    continue
                 x = make_values(kind, (3, n), dtype, gen)
-                x[1, -1] = float("nan") if kind == "ties" else x[1, -1]
-                x[2, ::2] = -0.0 if kind == "equal" else x[2, ::2]
+                if dtype.is_floating_point:
+                    x[1, -1] = float("nan") if kind == "ties" else x[1, -1]
+                    x[2, ::2] = -0.0 if kind == "equal" else x[2, ::2]
+                else:
+                    x[1, -1] = 2**63 - 1 if kind == "ties" else x[1, -1]
+                    x[2, ::3] = -2**63 if kind == "equal" else x[2, ::3]
                 for largest in (True, False):
                     got = counted(lambda: compare("topk", x, 1, largest=largest))
                     assert got[TOP1] == (3 if topk_kernel(dtype, n, 1, 3) == TOP1
                                          else 0), (n, kind, got)
-        x = torch.full((3, 200), float("nan"), dtype=dtype)
-        x[1, 40] = float("inf")
-        for largest in (True, False):
-            got = counted(lambda: compare("topk", x, 1, largest=largest))
-            assert got[TOP1] == (3 if name != "portable" else 0), got
+        if dtype.is_floating_point:
+            x = torch.full((3, 200), float("nan"), dtype=dtype)
+            x[1, 40] = float("inf")
+            for largest in (True, False):
+                got = counted(lambda: compare("topk", x, 1, largest=largest))
+                assert got[TOP1] == (3 if name != "portable" else 0), got
     finally:
         _native.set_target("auto")
 

@@ -62,11 +62,12 @@ def _cases(op):
                     yield f"unique ({n},) {str(dtype)[6:]} {kind}", _input(kind, (n,), dtype), \
                         lambda x: torch.unique(x)
     elif op == "kthvalue":
-        for n in (512, 768):
+        for shape in [(512,), (768,), (1024,), (2048,), (128, 8), (256, 8), (512, 8),
+                      (1024, 8), (64, 24), (128, 24), (32, 64), (64, 64), (16, 127), (32, 127)]:
             for dtype in (torch.float32, torch.int64):
                 for kind in kinds:
-                    yield f"kthvalue ({n},) {str(dtype)[6:]} {kind}", _input(kind, (n,), dtype), \
-                        lambda x: torch.kthvalue(x, 5)
+                    yield f"kthvalue {shape} {str(dtype)[6:]} {kind}", _input(kind, shape, dtype), \
+                        lambda x: torch.kthvalue(x, max(1, x.shape[-1] // 4))
 
 
 def main():

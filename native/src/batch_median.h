@@ -87,7 +87,8 @@ static const kwk_net_pair BM_SELECT_25[113] = {
  * constant len and sel unroll it. */
 static inline __attribute__((always_inline)) int
 bm_select8_body(const kwk_batch_slot *slots, int64_t len, int64_t r, int has_nan, int32_t nan_key,
-                const kwk_net_pair *sel, int nsel, int32_t idx[KWK_BATCH_LANES])
+                const kwk_net_pair *sel, int nsel, int32_t idx[KWK_BATCH_LANES],
+                int32_t *same)
 {
     __m256i work[KWK_BATCH_MEDIAN_MAX];
     __m256i nan = _mm256_setzero_si256();
@@ -119,15 +120,16 @@ bm_select8_body(const kwk_batch_slot *slots, int64_t len, int64_t r, int has_nan
         seen = _mm256_sub_epi32(seen, eq);
     }
     _mm256_storeu_si256((__m256i *)idx, at);
+    if (same) _mm256_storeu_si256((__m256i *)same, seen); /* keys equal to the pick */
     return 1;
 }
 
 static int bm_select8(const kwk_batch_slot *slots, int64_t len, int has_nan, int32_t nan_key,
                       const kwk_net_pair *sel, int nsel, int32_t idx[KWK_BATCH_LANES])
 {
-    if (len == 9) return bm_select8_body(slots, 9, 4, has_nan, nan_key, BM_SELECT_9, 24, idx);
-    if (len == 25) return bm_select8_body(slots, 25, 12, has_nan, nan_key, BM_SELECT_25, 113, idx);
-    return bm_select8_body(slots, len, (len - 1) / 2, has_nan, nan_key, sel, nsel, idx);
+    if (len == 9) return bm_select8_body(slots, 9, 4, has_nan, nan_key, BM_SELECT_9, 24, idx, NULL);
+    if (len == 25) return bm_select8_body(slots, 25, 12, has_nan, nan_key, BM_SELECT_25, 113, idx, NULL);
+    return bm_select8_body(slots, len, (len - 1) / 2, has_nan, nan_key, sel, nsel, idx, NULL);
 }
 
 static int bm_applies(int dtype, int64_t len, int64_t rows)
@@ -198,7 +200,8 @@ static void bm_rows(int dtype, const char *src, int64_t len, int64_t inner, int6
  * Returns 0 (nothing set) when a row holds a NaN key. */
 static inline __attribute__((always_inline)) int
 bm_select16_body(const kwk_batch_slot *a, const kwk_batch_slot *b, int64_t len, int64_t r,
-                 int has_nan, int32_t nan_key, const kwk_net_pair *sel, int nsel, int32_t idx[16])
+                 int has_nan, int32_t nan_key, const kwk_net_pair *sel, int nsel, int32_t idx[16],
+                 int32_t *same)
 {
 #define BM_KEYS16(j) _mm512_inserti64x4(_mm512_castsi256_si512(a[j].key), b[j].key, 1)
     __m512i work[KWK_BATCH_MEDIAN_MAX];
@@ -232,6 +235,7 @@ bm_select16_body(const kwk_batch_slot *a, const kwk_batch_slot *b, int64_t len, 
         seen = _mm512_mask_add_epi32(seen, eq, seen, one);
     }
     _mm512_storeu_si512((void *)idx, at);
+    if (same) _mm512_storeu_si512((void *)same, seen);
     return 1;
 #undef BM_KEYS16
 }
@@ -239,9 +243,9 @@ bm_select16_body(const kwk_batch_slot *a, const kwk_batch_slot *b, int64_t len, 
 static int bm_select16(const kwk_batch_slot *a, const kwk_batch_slot *b, int64_t len, int has_nan,
                        int32_t nan_key, const kwk_net_pair *sel, int nsel, int32_t idx[16])
 {
-    if (len == 9) return bm_select16_body(a, b, 9, 4, has_nan, nan_key, BM_SELECT_9, 24, idx);
-    if (len == 25) return bm_select16_body(a, b, 25, 12, has_nan, nan_key, BM_SELECT_25, 113, idx);
-    return bm_select16_body(a, b, len, (len - 1) / 2, has_nan, nan_key, sel, nsel, idx);
+    if (len == 9) return bm_select16_body(a, b, 9, 4, has_nan, nan_key, BM_SELECT_9, 24, idx, NULL);
+    if (len == 25) return bm_select16_body(a, b, 25, 12, has_nan, nan_key, BM_SELECT_25, 113, idx, NULL);
+    return bm_select16_body(a, b, len, (len - 1) / 2, has_nan, nan_key, sel, nsel, idx, NULL);
 }
 
 /* Rows r0 .. r0 + 15 as bm_rows would do them in two batches, by one

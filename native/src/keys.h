@@ -66,7 +66,30 @@ static inline __m256i kwk_keys8_f32(__m256i b)
     return _mm256_or_si256(k, _mm256_cmpgt_epi32(a, _mm256_set1_epi32(0x7F800000)));
 }
 
+/* kwk_key_f64 of four raw lanes (AVX2 has no 64-bit arithmetic shift: the
+ * sign mask by a compare). */
+static inline __m256i kwk_keys4_f64(__m256i b)
+{
+    const __m256i sign = _mm256_set1_epi64x((long long)0x8000000000000000ull);
+    const __m256i a = _mm256_andnot_si256(sign, b);
+    const __m256i v = _mm256_andnot_si256(_mm256_cmpeq_epi64(a, _mm256_setzero_si256()), b);
+    const __m256i neg = _mm256_cmpgt_epi64(_mm256_setzero_si256(), v);
+    const __m256i k = _mm256_xor_si256(v, _mm256_or_si256(neg, sign));
+    return _mm256_or_si256(k, _mm256_cmpgt_epi64(a, _mm256_set1_epi64x(0x7FF0000000000000ll)));
+}
+
 #if defined(__AVX512F__)
+/* kwk_key_f64 of eight lanes. */
+static inline __m512i kwk_keys8_f64(__m512i b)
+{
+    const __m512i sign = _mm512_set1_epi64((long long)0x8000000000000000ull);
+    const __m512i a = _mm512_andnot_si512(sign, b);
+    const __m512i v = _mm512_maskz_mov_epi64(_mm512_test_epi64_mask(a, a), b);
+    const __m512i k = _mm512_xor_si512(v, _mm512_or_si512(_mm512_srai_epi64(v, 63), sign));
+    return _mm512_mask_mov_epi64(k, _mm512_cmpgt_epu64_mask(a, _mm512_set1_epi64(0x7FF0000000000000ll)),
+                                 _mm512_set1_epi64(-1));
+}
+
 /* kwk_keys8_f32 of sixteen lanes. */
 static inline __m512i kwk_keys16_f32(__m512i b)
 {

@@ -14,6 +14,7 @@
 #include "row_io.h"
 #include "select_kernels.h"
 #include "quantile_kernels.h"
+#include "batch_median.h"
 
 /* torch's quick_select_template with gt_or_nan as the comparison: afterwards
  * a[k] holds the record torch's kthvalue reports. */
@@ -46,6 +47,125 @@ static void emu_torch_quickselect(kwk_kv *a, int64_t n, int64_t k)
     }
 #undef GT
 }
+
+/* torch's index for a row whose k-th key is shared (KWK_ORDER_TORCH): its
+ * quickselect re-run on (key, index) records.  (Short rows' records on the
+ * stack: tie-heavy batches redo every row.) */
+static __attribute__((unused)) int kth_torch_index(int dtype, const char *row, int64_t step,
+                                                   int64_t len, int64_t rank, int64_t *idx)
+{
+    kwk_kv small[64];
+    kwk_kv *kv = len <= 64 ? small : (kwk_kv *)malloc((size_t)len * sizeof(kwk_kv));
+    if (!kv) return KWK_E_NOMEM;
+    for (int64_t j = 0; j < len; ++j) {
+        kv[j].key = kwk_key_at(dtype, row + j * step);
+        kv[j].idx = j;
+    }
+    emu_torch_quickselect(kv, len, rank);
+    *idx = kv[rank].idx;
+    if (kv != small) free(kv);
+    return KWK_OK;
+}
+
+#if defined(KWK_HAVE_BATCH_SORT)
+/* Batches of short rows (batch_median.h's selection network, at rank k - 1
+ * instead of the median's): the key at that rank, its index the (r -
+ * #smaller)-th key equal to it, and how many keys equal it.  Only a row
+ * whose k-th key is shared, in torch order, is redone by torch's
+ * quickselect.  NaN keys are the largest (torch's gt_or_nan) and equal to
+ * each other, so they need nothing of their own.  Keys of at most 32 bits
+ * (64-bit rows take kth_rank below).  Why: a row of 8 cost ~65 ns one by
+ * one (packing, a word select), about torch's own time; measured
+ * (AVX-512, float32, under install(use_fast=True), us): 4096x8 k=1 261 ->
+ * 44, 4096x9 k=5 361 -> 59, 4096x64 k=6 2505 -> 194; AVX2 4096x8 166 -> 39,
+ * 4096x64 1980 -> 263. */
+static int kth_batch_applies(int dtype, int64_t len, int64_t rows)
+{
+    return KWK_DTYPES[dtype].key_bits <= 32 && len >= 2 && len <= KWK_BATCH_MEDIAN_MAX && rows >= KWK_BATCH_LANES;
+}
+
+/* The eight rows' sources (rows r0 .. r0 + 7 of the call) and outputs. */
+static void kth_batch_src(const char *src, int64_t es, int64_t inner, int64_t src_so,
+                          int64_t src_sl, int64_t src_si, int64_t dst_so, int64_t dst_si,
+                          int64_t r0, kwk_batch_src *b, int64_t *dst)
+{
+    for (int l = 0; l < KWK_BATCH_LANES; ++l) {
+        const int64_t r = r0 + l, o = inner == 1 ? r : r / inner, i = r - o * inner;
+        b->row[l] = src + (o * src_so + i * src_si) * es;
+        dst[l] = o * dst_so + i * dst_si;
+    }
+    b->step = src_sl * es;
+    b->adjacent = src_si == 1 && (r0 % inner) + KWK_BATCH_LANES <= inner;
+}
+
+/* Writes rows' answers: lane l's index at[l], redone in torch order when
+ * same[l] > 1. */
+static int kth_batch_emit(int dtype, const kwk_batch_src *b, const int64_t *dst, int64_t len,
+                          int64_t rank, const int32_t *at, const int32_t *same, int order,
+                          char *values, int64_t *indices)
+{
+    const int es = KWK_DTYPES[dtype].elem_size;
+    for (int l = 0; l < KWK_BATCH_LANES; ++l) {
+        int64_t idx = at[l];
+        if (order == KWK_ORDER_TORCH && same[l] > 1) {
+            const int status = kth_torch_index(dtype, b->row[l], b->step, len, rank, &idx);
+            if (status != KWK_OK) return status;
+        }
+        if (values) kwk_copy_elem(values + dst[l] * es, b->row[l] + idx * b->step, es);
+        if (indices) indices[dst[l]] = idx;
+    }
+    return KWK_OK;
+}
+
+static int kth_batch_dim(int dtype, const void *src, int64_t outer, int64_t len, int64_t inner,
+                         int64_t src_so, int64_t src_sl, int64_t src_si, int64_t k,
+                         void *values, int64_t *indices, int64_t dst_so, int64_t dst_si,
+                         int order)
+{
+    const int64_t rows = outer * inner, rank = k - 1, es = KWK_DTYPES[dtype].elem_size;
+    kwk_net_pair *sel = (kwk_net_pair *)malloc(BM_MAX_PAIRS * sizeof(kwk_net_pair));
+    kwk_batch_slot *slots = (kwk_batch_slot *)aligned_alloc(32, 2 * (size_t)len * sizeof(kwk_batch_slot));
+    if (!sel || !slots) {
+        free(sel);
+        free(slots);
+        return KWK_E_NOMEM;
+    }
+    const int nsel = bm_select_pairs((int)len, (int)rank, sel);
+    int status = KWK_OK;
+    int64_t r0 = 0;
+    kwk_batch_src b[2];
+    int64_t dst[2 * KWK_BATCH_LANES];
+    int32_t at[16], same[16];
+#if defined(KWK_HAVE_BATCH16)
+    /* sixteen rows a selection: two batches side by side */
+    for (; status == KWK_OK && r0 + 2 * KWK_BATCH_LANES <= rows; r0 += 2 * KWK_BATCH_LANES) {
+        for (int h = 0; h < 2; ++h) {
+            kth_batch_src((const char *)src, es, inner, src_so, src_sl, src_si, dst_so, dst_si,
+                          r0 + h * KWK_BATCH_LANES, &b[h], dst + h * KWK_BATCH_LANES);
+            batch_load(dtype, &b[h], len, 0, slots + h * len);
+        }
+        bm_select16_body(slots, slots + len, len, rank, 0, 0, sel, nsel, at, same);
+        for (int h = 0; status == KWK_OK && h < 2; ++h)
+            status = kth_batch_emit(dtype, &b[h], dst + h * KWK_BATCH_LANES, len, rank,
+                                    at + h * KWK_BATCH_LANES, same + h * KWK_BATCH_LANES, order,
+                                    (char *)values, indices);
+    }
+#endif
+    for (; status == KWK_OK && r0 < rows; r0 += KWK_BATCH_LANES) {
+        /* the last batch ends at the last row (its rows written twice, the same) */
+        const int64_t start = r0 + KWK_BATCH_LANES <= rows ? r0 : rows - KWK_BATCH_LANES;
+        kth_batch_src((const char *)src, es, inner, src_so, src_sl, src_si, dst_so, dst_si, start,
+                      &b[0], dst);
+        batch_load(dtype, &b[0], len, 0, slots);
+        bm_select8_body(slots, len, rank, 0, 0, sel, nsel, at, same);
+        status = kth_batch_emit(dtype, &b[0], dst, len, rank, at, same, order, (char *)values,
+                                indices);
+    }
+    free(sel);
+    free(slots);
+    return status;
+}
+#endif
 
 /* Short rows: pack the row as words (or records) and select on them. */
 static int kth_short(int dtype, const void *src, int64_t outer, int64_t len,
@@ -455,11 +575,95 @@ KTH_DEFINE_LONG(uint16_t, u16)
 KTH_DEFINE_LONG(uint32_t, u32)
 KTH_DEFINE_LONG(uint64_t, u64)
 
+/* ------------------------------------------------ rows by stable rank
+ *
+ * Rows of 32- and 64-bit keys up to KTH_RANK_MAX elements: the row's keys
+ * gathered once, the index at stable rank k - 1 by select_words.h's sw_rank
+ * (the vector quicksort's partitions where one is compiled, as median
+ * does), then - in torch order - the keys equal to its key counted; a
+ * shared k-th key sends the row to torch's quickselect.  The sample bracket
+ * of the long rows costs a sample sort and a compress pass whatever the
+ * row, and packing rows of 65..127 as words cost about torch's time.
+ * Measured (torch.kthvalue(x, n // 4) of randn * 1000 under
+ * install(use_fast=True), us, min of 3 alternating runs, before -> after;
+ * rows of 2..64 in the batch above): AVX-512 float32 100x1000 191 -> 83,
+ * 64x2048 172 -> 88, 32x4096 127 -> 76, 16x8192 99 -> 85, 8x16384 82 -> 83
+ * (so the bound), float64 100x1000 231 -> 129, 16x8192 153 -> 161; int64
+ * rows of 8 (the batch's 32-bit offsets do not fit) 0.43x -> 3.0x torch;
+ * AVX2 float32 256x128 249 -> 51, 100x1000 200 -> 94, 32x4096 134 -> 104,
+ * float64 4096x16 784 -> 297.  Where no vector quicksort is compiled the
+ * rows keep the bracket (portable: 0.78-1.77x, no gain). */
+#if defined(__AVX512F__)
+enum { KTH_RANK_MAX = 1 << 13 };
+#else
+enum { KTH_RANK_MAX = 1 << 12 };
+#endif
+
+#if defined(KWK_HAVE_SIMD_QSORT)
+#define KTH_DEFINE_RANK(UT, SUF)                                              \
+    static int kth_rank_##SUF(sw_gather_fn_##SUF g, int dtype, const void *src, \
+                              int64_t outer, int64_t len, int64_t inner,      \
+                              int64_t src_so, int64_t src_sl, int64_t src_si, \
+                              int64_t k, void *values, int64_t *indices,      \
+                              int64_t dst_so, int64_t dst_si, int order)      \
+    {                                                                         \
+        const int es = (int)sizeof(UT);                                       \
+        sw_rank_scratch s;                                                    \
+        UT *key = (UT *)malloc((size_t)len * sizeof(UT));                     \
+        int status = sw_rank_scratch_init(&s, len);                           \
+        if (!key) status = KWK_E_NOMEM;                                       \
+        for (int64_t o = 0; status == KWK_OK && o < outer; ++o) {             \
+            for (int64_t i = 0; i < inner; ++i) {                             \
+                out_row out = {                                               \
+                    (const char *)src + (o * src_so + i * src_si) * es, src_sl * es, \
+                    values ? (char *)values + (o * dst_so + i * dst_si) * es : NULL, \
+                    indices ? indices + o * dst_so + i * dst_si : NULL, 0, es, 0}; \
+                g(out.row, out.step, len, (UT)0, key);                        \
+                int64_t idx = sw_rank_##SUF(key, len, k - 1, &s);             \
+                if (idx < 0) { status = KWK_E_NOMEM; break; }                 \
+                if (order == KWK_ORDER_TORCH) {                               \
+                    const UT v = key[idx];                                    \
+                    int64_t same = 0;                                         \
+                    for (int64_t j = 0; j < len; ++j) same += key[j] == v;    \
+                    if (same > 1) {                                           \
+                        status = kth_torch_index(dtype, out.row, out.step, len, k - 1, &idx); \
+                        if (status != KWK_OK) break;                          \
+                    }                                                         \
+                }                                                             \
+                emit(&out, 0, idx);                                           \
+            }                                                                 \
+        }                                                                     \
+        free(key);                                                            \
+        sw_rank_scratch_free(&s);                                             \
+        return status;                                                        \
+    }
+
+KTH_DEFINE_RANK(uint8_t, u8)
+KTH_DEFINE_RANK(uint16_t, u16)
+KTH_DEFINE_RANK(uint32_t, u32)
+KTH_DEFINE_RANK(uint64_t, u64)
+#undef KTH_DEFINE_RANK
+#endif
+
 static int impl_kthvalue(int dtype, const void *src, int64_t outer, int64_t len,
                          int64_t inner, int64_t src_so, int64_t src_sl,
                          int64_t src_si, int64_t k, void *values, int64_t *indices,
                          int64_t dst_so, int64_t dst_si, int order)
 {
+#if defined(KWK_HAVE_BATCH_SORT)
+    if (kth_batch_applies(dtype, len, outer * inner)) {
+        const int status = kth_batch_dim(dtype, src, outer, len, inner, src_so, src_sl, src_si, k,
+                                         values, indices, dst_so, dst_si, order);
+        if (status != KWK_E_NOMEM) return status;
+    }
+#endif
+#if defined(KWK_HAVE_SIMD_QSORT)
+    if (KWK_DTYPES[dtype].key_bits >= 32 && len >= 2 && len <= KTH_RANK_MAX && outer > 0 &&
+        inner > 0) {
+        SK_BY_DTYPE(kth_rank, dtype, src, outer, len, inner, src_so, src_sl, src_si, k, values,
+                    indices, dst_so, dst_si, order)
+    }
+#endif
     /* (survivor indices are 32-bit) */
     if (len >= KTH_LONG_MIN && len <= (int64_t)UINT32_MAX && outer > 0 && inner > 0) {
         SK_BY_DTYPE(kth_long, dtype, src, outer, len, inner, src_so, src_sl, src_si, k,

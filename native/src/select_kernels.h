@@ -465,6 +465,17 @@ static int topk_top1_rows(int dtype, const void *src, int64_t outer, int64_t len
                                      indices ? indices + d : NULL, 1, 2, 1};
                 emit(&out, 0, t1_row_bf16(row, len, largest)); /* (NaN as torch writes it) */
             }
+    } else if (KWK_DTYPES[dtype].elem_size == 8) {
+        for (int64_t o = 0; o < outer; ++o)
+            for (int64_t i = 0; i < inner; ++i) {
+                const int64_t d = o * dst_so + i * dst_si;
+                const char *row = (const char *)src + 8 * (o * src_so + i * src_si);
+                const int64_t at = dtype == KWK_INT64    ? t1_row64_i64(row, len, largest)
+                                   : dtype == KWK_UINT64 ? t1_row64_u64(row, len, largest)
+                                                         : t1_row64_f64(row, len, largest);
+                if (values) memcpy((char *)values + 8 * d, row + 8 * at, 8);
+                if (indices) indices[d] = at;
+            }
     } else { /* (a loop of its own: a dtype test per row cost float32 4-12%) */
         for (int64_t o = 0; o < outer; ++o)
             for (int64_t i = 0; i < inner; ++i) {

@@ -1023,7 +1023,9 @@ static inline int sw_nth_set_bit(unsigned m, int64_t t)
     static inline int64_t sw_rank_select_##SUF(const UT *key, int64_t n, int64_t r, \
                                                sw_rank_scratch *s)            \
     {                                                                         \
-        if (n <= SW_SMALL || n > SW_SELECT_MAX || s->cap < n) return SW_RANK_NOT_TAKEN; \
+        /* (short rows of 32-bit keys: sw_rank_core's packed words) */      \
+        if (n <= (S == 64 ? 1 : SW_SMALL) || n > SW_SELECT_MAX || s->cap < n) \
+            return SW_RANK_NOT_TAKEN;                                         \
         UT *c = (UT *)s->ka;                                                  \
         memcpy(c, key, (size_t)n * sizeof(UT));                               \
         const UT v = simd_select_##S(c, n, r);                                \

@@ -1,6 +1,7 @@
 /*
- * topk_top1.h - topk with k = 1 of contiguous float32 or bfloat16 rows
- * (argmax-like calls: accuracy@1, greedy decoding, top-1 MoE routing): one
+ * topk_top1.h - topk with k = 1 of contiguous float32, bfloat16, int64,
+ * uint64 or float64 rows (argmax-like calls: accuracy@1, greedy decoding,
+ * top-1 MoE routing): one
  * pass over the row keeps, per lane, the best key seen and the first
  * position holding it (replaced only by a strictly better key), and the
  * lanes' results give the row's best key and its first position.
@@ -168,6 +169,104 @@ T1_DEFINE_ROW(bf16)
 #undef T1_DEFINE_ROW
 #undef T1_LANES_SCAN
 
+/* 64-bit keys (int64, uint64, float64): the same scan in 64-bit lanes,
+ * keys made per dtype (KEYV on a vector of raw bits, KEY on one).
+ * t1_row64_<SUF>(row, n, largest) as t1_row_<SUF>.  Their rows went to the
+ * per-row kernel, which has no block skip for 64-bit keys: int64 4096x64
+ * took 0.88x torch's time. */
+#if defined(__AVX512F__)
+enum { T1_W64 = 8 };
+#define T1_64_SCAN(KEYV)                                                      \
+    if (n >= T1_W64) {                                                        \
+        const __m512i fl = _mm512_set1_epi64((long long)flip);                \
+        const __m512i iota = _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7);       \
+        __m512i bk = _mm512_xor_si512(KEYV(_mm512_loadu_si512((const void *)row)), fl), bi = iota; \
+        for (i = T1_W64; i + T1_W64 <= n; i += T1_W64) {                      \
+            const __m512i k = _mm512_xor_si512(                               \
+                KEYV(_mm512_loadu_si512((const void *)(row + 8 * i))), fl);   \
+            const __mmask8 up = _mm512_cmpgt_epu64_mask(k, bk);               \
+            bk = _mm512_mask_mov_epi64(bk, up, k);                            \
+            bi = _mm512_mask_add_epi64(bi, up, _mm512_set1_epi64(i), iota);   \
+        }                                                                     \
+        best = _mm512_reduce_max_epu64(bk);                                   \
+        at = (int64_t)_mm512_mask_reduce_min_epu64(                           \
+            _mm512_cmpeq_epu64_mask(bk, _mm512_set1_epi64((long long)best)), bi); \
+    } else
+#elif defined(__AVX2__)
+/* (the lanes hold key ^ the sign bit: AVX2 compares signed) */
+enum { T1_W64 = 4 };
+#define T1_64_SCAN(KEYV)                                                      \
+    if (n >= T1_W64) {                                                        \
+        const __m256i fl = _mm256_set1_epi64x((long long)(flip ^ 0x8000000000000000ull)); \
+        const __m256i iota = _mm256_setr_epi64x(0, 1, 2, 3);                  \
+        __m256i bk = _mm256_xor_si256(KEYV(_mm256_loadu_si256((const __m256i *)(const void *)row)), fl); \
+        __m256i bi = iota;                                                    \
+        for (i = T1_W64; i + T1_W64 <= n; i += T1_W64) {                      \
+            const __m256i k = _mm256_xor_si256(                               \
+                KEYV(_mm256_loadu_si256((const __m256i *)(const void *)(row + 8 * i))), fl); \
+            const __m256i up = _mm256_cmpgt_epi64(k, bk);                     \
+            bk = _mm256_blendv_epi8(bk, k, up);                               \
+            bi = _mm256_blendv_epi8(bi, _mm256_add_epi64(_mm256_set1_epi64x(i), iota), up); \
+        }                                                                     \
+        int64_t lk[4], li[4];                                                 \
+        _mm256_storeu_si256((__m256i *)(void *)lk, bk);                       \
+        _mm256_storeu_si256((__m256i *)(void *)li, bi);                       \
+        int64_t b = lk[0];                                                    \
+        at = li[0];                                                           \
+        for (int l = 1; l < 4; ++l)                                           \
+            if (lk[l] > b || (lk[l] == b && li[l] < at)) {                    \
+                b = lk[l];                                                    \
+                at = li[l];                                                   \
+            }                                                                 \
+        best = (uint64_t)b ^ 0x8000000000000000ull;                           \
+    } else
+#else
+#define T1_64_SCAN(KEYV)
+#endif
+#define T1_DEFINE_ROW64(SUF, KEYV, KEY)                                       \
+    static int64_t t1_row64_##SUF(const char *row, int64_t n, int largest)    \
+    {                                                                         \
+        const uint64_t flip = largest ? 0u : ~(uint64_t)0;                    \
+        uint64_t best, b;                                                     \
+        int64_t at, i;                                                        \
+        T1_64_SCAN(KEYV)                                                      \
+        {                                                                     \
+            memcpy(&b, row, 8);                                               \
+            best = KEY(b) ^ flip;                                             \
+            at = 0;                                                           \
+            i = 1;                                                            \
+        }                                                                     \
+        for (; i < n; ++i) {                                                  \
+            memcpy(&b, row + 8 * i, 8);                                       \
+            const uint64_t k = KEY(b) ^ flip;                                 \
+            if (k > best) {                                                   \
+                best = k;                                                     \
+                at = i;                                                       \
+            }                                                                 \
+        }                                                                     \
+        return at;                                                            \
+    }
+#define T1_KEY_I64(b) ((b) ^ 0x8000000000000000ull)
+#define T1_KEY_U64(b) (b)
+#if defined(__AVX512F__)
+#define T1_KEYV_I64(v) _mm512_xor_si512(v, _mm512_set1_epi64((long long)0x8000000000000000ull))
+#define T1_KEYV_F64(v) kwk_keys8_f64(v)
+#elif defined(__AVX2__)
+#define T1_KEYV_I64(v) _mm256_xor_si256(v, _mm256_set1_epi64x((long long)0x8000000000000000ull))
+#define T1_KEYV_F64(v) kwk_keys4_f64(v)
+#endif
+#define T1_KEYV_U64(v) (v)
+T1_DEFINE_ROW64(i64, T1_KEYV_I64, T1_KEY_I64)
+T1_DEFINE_ROW64(u64, T1_KEYV_U64, T1_KEY_U64)
+T1_DEFINE_ROW64(f64, T1_KEYV_F64, kwk_key_f64)
+#undef T1_DEFINE_ROW64
+#undef T1_64_SCAN
+#undef T1_KEY_I64
+#undef T1_KEY_U64
+#undef T1_KEYV_I64
+#undef T1_KEYV_U64
+#undef T1_KEYV_F64
+
 /* Where it wins (A/B against the kernels before it, 4096 rows, us): on
  * AVX-512 from 64; on AVX2 from 128 (x64 107 -> 117, x96 162 -> 155, x128
  * 229 -> 192, x256 468 -> 336); the portable loop lost to the threshold
@@ -180,17 +279,30 @@ enum { T1_MIN_LEN = 128 };
 /* bfloat16 rows from 8192 measured 0.92x (the per-row kernel's block skip
  * reads half the bytes there); to 4096: 4096x64 197 -> 53 us, 4096x256
  * 238 -> 150, 256x1000 51 -> 38, 64x4096 1.07x. */
-enum { T1_MAX_LEN = 8192, T1_MAX_LEN_BF16 = 4096 };
+/* 64-bit keys: integer rows at every length (the per-row kernel skips no
+ * blocks of them); float64 rows below SW_SKIP_STREAM_MIN, from where the
+ * per-row kernel's raw-value block skip wins (A/B, us: int64 4096x64 385 ->
+ * 67, 4096x256 869 -> 318, 64x4096 138 -> 54, 1x1M 851 -> 314; float64
+ * 4096x64 414 -> 102, 256x1000 153 -> 74, 128x3000 230 -> 112, but 64x4096
+ * 60 -> 78, 4x65536 56 -> 75). */
+enum { T1_MAX_LEN = 8192, T1_MAX_LEN_BF16 = 4096, T1_MAX_LEN_I64 = INT32_MAX,
+       T1_MAX_LEN_F64 = 4095 };
 
-/* Whether topk_top1_rows takes the call: k = 1 of contiguous float32 or
- * bfloat16 rows of T1_MIN_LEN..T1_MAX_LEN (the heap branch of torch's
- * topk), on the SIMD targets. */
+/* Whether topk_top1_rows takes the call: k = 1 of contiguous float32,
+ * bfloat16 or 64-bit rows from T1_MIN_LEN (the heap branch of torch's
+ * topk) to the dtype's bound, on the SIMD targets. */
 static inline int t1_applies(int dtype, int64_t len, int64_t k, int64_t src_sl)
 {
 #if defined(__AVX2__)
-    return k == 1 && src_sl == 1 && len >= T1_MIN_LEN &&
-           (dtype == KWK_FLOAT32 ? len <= T1_MAX_LEN
-                                 : dtype == KWK_BFLOAT16 && len <= T1_MAX_LEN_BF16);
+    if (k != 1 || src_sl != 1 || len < T1_MIN_LEN) return 0;
+    switch (dtype) {
+    case KWK_FLOAT32: return len <= T1_MAX_LEN;
+    case KWK_BFLOAT16: return len <= T1_MAX_LEN_BF16;
+    case KWK_INT64:
+    case KWK_UINT64: return len <= T1_MAX_LEN_I64;
+    case KWK_FLOAT64: return len <= T1_MAX_LEN_F64;
+    default: return 0;
+    }
 #else
     (void)dtype, (void)len, (void)k, (void)src_sl;
     return 0;
