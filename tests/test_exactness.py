@@ -309,6 +309,30 @@ def test_topk_layouts_every_dim(kw, gen, dtype, lay, shape):
             compare("topk", x, k, dim=dim, largest=False, sorted=False)
 
 
+@pytest.mark.parametrize("dtype", [torch.int64, torch.float64], ids=str)
+def test_topk_wide_keys_close_in_low_bits(kw, gen, dtype):
+    """64-bit keys spanning more bits than their index leaves: the k best
+    are sorted as words holding each key's top bits, and keys that agree on
+    every kept bit (clusters a few units apart at both ends of the range)
+    must still come out in (key, index) order; with repeats in the mix, the
+    tie check sends rows to torch's order."""
+    n = 1000
+    for repeats in (False, True):
+        if dtype is torch.int64:
+            off = torch.randperm(n, generator=gen)[: n // 2] if not repeats else \
+                torch.randint(0, 40, (n // 2,), generator=gen)
+            x = torch.cat([-(2**62) + off, 2**62 - off])
+        else:
+            off = torch.randperm(n, generator=gen)[: n // 2].double() if not repeats else \
+                torch.randint(0, 40, (n // 2,), generator=gen).double()
+            x = torch.cat([-1e300 * (1 + off * 2**-52), 1e300 * (1 + off * 2**-52)])
+        x = x[torch.randperm(n, generator=gen)].reshape(1, n).repeat(3, 1)
+        x[1] = x[1].flip(0)
+        for k in (40, 100, 499, 501, n):
+            for largest in (True, False):
+                compare("topk", x, k, largest=largest)
+
+
 def test_topk_expanded(kw, gen):
     col = make_values("ties", (5, 1), torch.float32, gen)
     row = make_values("ties", (1, 70), torch.float32, gen)
@@ -383,6 +407,24 @@ def _is_stable_topk(x, k, dim, largest, sorted_, got):
     else:
         assert torch.equal(i.sort(dim).values, s_i.sort(dim).values)
         assert_numbers_equal(ref_v.sort(dim).values, v.sort(dim).values)
+
+
+def test_topk_wide_keys_stable_mode(kw_stable, gen):
+    """ties="stable" topk of full-range int64 rows holding repeated
+    extremes: the k best, sorted as words of cut keys, keep index order
+    among equal keys however the selection left them."""
+    vals = torch.tensor([-2**63, 2**63 - 1, 0, -1, 2**62, -2**62])
+    for n in (191, 1000):
+        x = vals[torch.randint(0, len(vals), (4, n), generator=gen)]
+        x[2, ::7] = torch.randint(-2**62, 2**62, (len(range(0, n, 7)),), generator=gen)
+        # a few keys at one end keep the row from packing; the k smallest
+        # are then repeats of a narrow span
+        x[3] = torch.randint(0, 3, (n,), generator=gen)
+        x[3, ::29] = 2**63 - 1
+        for k in (50, n // 2, n):
+            for largest in (True, False):
+                got = torch.topk(x, k, -1, largest, True)
+                _is_stable_topk(x, k, 1, largest, True, got)
 
 
 @pytest.mark.parametrize("dtype", SELECT_DTYPES, ids=str)

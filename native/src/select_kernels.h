@@ -17,11 +17,79 @@
  * at or below a key threshold from a sample (tn_sample_plan) are copied,
  * in index order, to tmp and sorted there (exact: (key, idx) is unique),
  * kv left as it was; when the sample misjudges (fewer than m pass, or far
- * more), quickselect over kv itself as before.  Returns where the m are.
+ * more), quickselect over kv itself as before.  Returns where the m are
+ * (w: n words of scratch).
  * The quickselect's partition moves 16-byte records on data-dependent
  * branches: 64 rows of 1000 float64, k = 100, took 10 us a row. */
 enum { KVS_SAMPLE_MIN = 32, KVS_SAMPLE_MAX = 2048 };
-static const kwk_kv *kvs_smallest_sorted(kwk_kv *kv, kwk_kv *tmp, int64_t n, int64_t m)
+
+/* a[0..n) sorted by (key, idx) into out (not a), w: n words of scratch.
+ * Where a vector quicksort is compiled, through words: (key - lowest) cut
+ * to its top 64 - pb bits above the record's position in a (pb bits),
+ * sorted; then each run whose cut keys tie (equal keys, or keys agreeing
+ * on every kept bit) is sorted again as words of the cut-off bits above
+ * the index, which orders it by (key, idx) whatever order a was in (a
+ * selection may have left it in any).  Else a's records sorted as before,
+ * a itself reordered.  Returns where the sorted records are.  Why: 64-bit keys spanning more than the bits their index
+ * leaves (full-range int64, float64 candidates) went to a merge sort of
+ * 16-byte records on mispredicted branches - 4096 rows of 64 int64, k =
+ * 64: 1.4 us a row, above torch's time.  Measured (torch.topk under
+ * install(use_fast=True), AVX-512, us, min of 3 alternating runs, before
+ * -> after): int64 of 62 random bits 64x1000 k=100 605 -> 171, 4096x64
+ * k=64 5958 -> 1754, 64x4096 k=100 1156 -> 479; float64 4096x64 k=64 5925
+ * -> 1807; float64 64x1000 k=100 (packed candidates) and k <= 8 alike. */
+static const kwk_kv *kvs_sort_records(kwk_kv *a, kwk_kv *out, int64_t n, uint64_t *w)
+{
+#if defined(KWK_HAVE_SIMD_QSORT)
+    if (n > KWK_INSERTION_MAX) {
+        uint64_t lo = ~(uint64_t)0, hi = 0, top = 0;
+        for (int64_t i = 0; i < n; ++i) {
+            lo = a[i].key < lo ? a[i].key : lo;
+            hi = a[i].key > hi ? a[i].key : hi;
+            top |= (uint64_t)a[i].idx;
+        }
+        const int pb = kwk_bits_for((uint64_t)(n - 1)), kb = kwk_bits_for(hi - lo);
+        const int ib = kwk_bits_for(top), cut = kb + pb > 64 ? kb + pb - 64 : 0;
+        if (cut + ib <= 64) {
+            const uint64_t pmask = kwk_width_mask(pb), imask = kwk_width_mask(ib);
+            const uint64_t low = kwk_width_mask(cut);
+            for (int64_t i = 0; i < n; ++i) w[i] = ((a[i].key - lo) >> cut) << pb | (uint64_t)i;
+            simd_qsort_64(w, n);
+            for (int64_t i = 0; i < n; ++i) out[i] = a[w[i] & pmask];
+            /* a run of tied cut keys (keys equal, or agreeing on every kept
+             * bit) again as words: the key's cut bits above the index */
+            for (int64_t s0 = 0, e; s0 < n; s0 = e) {
+                const uint64_t ck = w[s0] >> pb;
+                for (e = s0 + 1; e < n && w[e] >> pb == ck; ++e) {}
+                if (e - s0 < 2) continue;
+                for (int64_t t = s0; t < e; ++t)
+                    w[t] = ((out[t].key - lo) & low) << ib | (uint64_t)out[t].idx;
+                if (e - s0 > 16) {
+                    simd_qsort_64(w + s0, e - s0);
+                } else {
+                    for (int64_t t = s0 + 1; t < e; ++t) {
+                        const uint64_t x = w[t];
+                        int64_t u = t;
+                        for (; u > s0 && w[u - 1] > x; --u) w[u] = w[u - 1];
+                        w[u] = x;
+                    }
+                }
+                for (int64_t t = s0; t < e; ++t) {
+                    out[t].key = lo + ((ck << cut) | w[t] >> ib);
+                    out[t].idx = (int64_t)(w[t] & imask);
+                }
+            }
+            return out;
+        }
+    }
+#endif
+    (void)w;
+    kvs_sort_all(a, out, n);
+    return a;
+}
+
+static const kwk_kv *kvs_smallest_sorted(kwk_kv *kv, kwk_kv *tmp, int64_t n, int64_t m,
+                                         uint64_t *w)
 {
     int64_t rs;
     const int64_t ns = tn_sample_plan(n, m, KVS_SAMPLE_MIN, KVS_SAMPLE_MAX, &rs);
@@ -57,13 +125,11 @@ static const kwk_kv *kvs_smallest_sorted(kwk_kv *kv, kwk_kv *tmp, int64_t n, int
                 }
                 return tmp;
             }
-            kvs_sort_all(tmp, tmp + c, c);
-            return tmp;
+            return kvs_sort_records(tmp, tmp + c, c, w);
         }
     }
     kvs_select(kv, tmp, n, m);
-    kvs_sort_all(kv, tmp, m);
-    return kv;
+    return kvs_sort_records(kv, tmp, m, w);
 }
 
 /* The general path for one row: pack the row as words (or records), select
@@ -84,8 +150,8 @@ static int topk_row_general(workspace *ws, int dtype, const out_row *out, int64_
         words_sort_small_or_radix(ws->words, ws->tmp, m);
         tie = has_adjacent_tie_words(&rk, ws->words, m);
     } else {
-        if (m < len) best = kvs_smallest_sorted(ws->kv, ws->kv_tmp, len, m);
-        else kvs_sort_all(ws->kv, ws->kv_tmp, m);
+        if (m < len) best = kvs_smallest_sorted(ws->kv, ws->kv_tmp, len, m, ws->tmp);
+        else best = kvs_sort_records(ws->kv, ws->kv_tmp, m, ws->tmp);
         tie = has_adjacent_tie_kv(best, m);
     }
     const int emulate = order == KWK_ORDER_TORCH && (tie || (!heap_path && !sorted));
