@@ -689,6 +689,30 @@ static void sort_packed_words(uint64_t *w, uint64_t *tmp, int64_t n, int ibits, 
     sort_packed_words_any(w, tmp, n, ibits, rbits);
 }
 
+/* Where wide_sort's first sort is the vector quicksort on every key bit
+ * its words hold (the runs after it then only for keys agreeing on all of
+ * them) instead of the radix sort of the leading digits: float keys,
+ * crowded on a few exponents, leave that radix sort long runs of equal
+ * leading digits; spread integer keys (uniform 64-bit, hashes) leave runs
+ * of one or two, and the radix sort wins from 256 to 65536.  Measured
+ * (torch.sort under install(), AVX-512, us, min of 3 alternating runs,
+ * radix -> quicksort): float64 randn 4096x64 1419 -> 1047, 64x1000 657 ->
+ * 329, 32x2048 stable 677 -> 357, 8x8192 stable 543 -> 414, 4x65536 5791
+ * -> 4727, 2^18 stable 4150 -> 2652; int64 of 62 random bits 4096x64 1414
+ * -> 1005, 1M 17318 -> 15067, but 128x512 266 -> 339, 16x4096 339 -> 406,
+ * 4x65536 1778 -> 2148. */
+enum { WIDE_INT_RADIX_FROM = 128, WIDE_INT_RADIX_TO = 1 << 20 };
+static int wide_by_qsort(int dtype, int64_t n)
+{
+#if defined(KWK_HAVE_SIMD_QSORT)
+    if (n < QS_WORDS_MIN_N || n > KWK_SIMD_QSORT64_MAX_N) return 0;
+    return KWK_DTYPES[dtype].is_float || n <= WIDE_INT_RADIX_FROM || n > WIDE_INT_RADIX_TO;
+#else
+    (void)dtype, (void)n;
+    return 0;
+#endif
+}
+
 /* Keys too wide to pack with their index (64-bit keys spanning more than
  * 64 - ibits bits, ibits <= 32): words hold the leading tbits of the key;
  * runs of equal leading bits are re-packed with the remaining low bits
@@ -698,15 +722,21 @@ static void sort_packed_words(uint64_t *w, uint64_t *tmp, int64_t n, int ibits, 
  * through its index, a random read each (native, torch order with
  * indices and values, ns/el, two interleaved runs: 1M float64 49-68 ->
  * 39-50, 1M int64 of full range 61-66 -> 41-45). */
-static int wide_sort(const uint64_t *keys, uint64_t *w, uint64_t *tmp, int64_t n, const sort_row *r)
+static int wide_sort(int dtype, const uint64_t *keys, uint64_t *w, uint64_t *tmp, int64_t n,
+                     const sort_row *r)
 {
     const int ib = r->ibits;
-    int tbits = n > KWK_SMALL_SORT_MAX ? top_bits_for(n, ib, r->rbits) : 0;
+    const int qsort = wide_by_qsort(dtype, n);
+    int tbits = n > KWK_SMALL_SORT_MAX && !qsort ? top_bits_for(n, ib, r->rbits) : 0;
     if (tbits == 0 || tbits > 64 - ib) tbits = 64 - ib;
     const int low = r->rbits - tbits; /* <= ib, as rbits <= 64 and tbits >= ... */
     const uint64_t lo = r->lo, lowmask = kwk_width_mask(low), m = r->mask;
     for (int64_t j = 0; j < n; ++j) w[j] = (((keys[j] - lo) >> low) << ib) | (uint64_t)j;
-    words_sort(w, tmp, n, ib, tbits);
+#if defined(KWK_HAVE_SIMD_QSORT)
+    if (qsort) simd_qsort_64(w, n);
+    else
+#endif
+        words_sort(w, tmp, n, ib, tbits);
     int tie = 0;
     for (int64_t s = 0; s < n;) {
         const uint64_t top = w[s] >> ib;
@@ -1197,7 +1227,7 @@ static int sort_one_row(const sort_call *c, workspace *ws, uint64_t **keys, cons
     }
     uint64_t *k = *keys;
     if (r.ibits <= 32) {
-        if (wide_sort(k, ws->words, ws->tmp, len, &r) && torch_ties) {
+        if (wide_sort(dtype, k, ws->words, ws->tmp, len, &r) && torch_ties) {
             rank_words_from_sorted(k, ws->words, ws->tmp, len, r.ibits, r.mask);
             wemu_std_sort_with(ws->tmp, len, r.ibits, wemu_introsort_threads, &ws->gate);
             emit_words(out, ws->tmp, len, r.mask);
