@@ -125,7 +125,7 @@ def test_values_only_zero_signs_and_one_nan(kw, gen, dtype):
     last vector."""
     import kwker.torch_ops  # noqa: F401  (registers torch.ops.kwker)
     nan = torch.tensor([float("nan")], dtype=dtype)
-    for n in (17, 100, 255, 257, 1001, 5003):
+    for n in (17, 31, 32, 33, 100, 255, 257, 1001, 5003):
         rows = _rows_for(n, 13)
         base = make_values("random", (rows, n), dtype, gen)
         where = torch.rand(rows, n, generator=gen)

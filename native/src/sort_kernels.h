@@ -1759,8 +1759,9 @@ static int sort_rows_any(int dtype, const void *src, int64_t outer, int64_t len,
      * float32 4096x256 4.7 vs 3.5, 2048x512 5.6 vs 3.9; int64 of 21 bits
      * 16384x64 5.2 vs 2.4, 8192x128 5.8 vs 3.8, 4096x256 6.7 vs 4.1; but
      * int32 and int16 4096x256 4.7-9.1 vs 8.9-12.5, which stay batched) */
+    const int h16 = VS_H16_CONTIG && (dtype == KWK_FLOAT16 || dtype == KWK_BFLOAT16);
     const int bare_values = c.values_only && (len > KWK_BATCH_VALUES_MAX ||
-                                              (src_sl == 1 && (vs_contig32_takes(dtype) ||
+                                              (src_sl == 1 && (vs_contig32_takes(dtype) || h16 ||
                                                                info.elem_size == 8)));
     if (status == KWK_OK && batch_sort_applies(dtype, len, rows, c.torch_ties) && !bare_values &&
         !h16_sort_takes(dtype, len, c.torch_ties, indices != NULL))

@@ -673,6 +673,21 @@ static int vs_row_b64_contig(int dtype, const uint64_t *src, int64_t n, uint64_t
 }
 #endif
 
+/* Contiguous float16 and bfloat16 rows from VS_H16_MIN_LEN take the bare
+ * keys too (vs_row_h16_contig: counting sort or the 32-bit quicksort),
+ * where the batch network's (key, index) pairs had taken rows up to 512.
+ * Measured (torch.msort of x.t() under install(), AVX-512, us, min of 3
+ * alternating runs, batch -> bare keys): float16 4096x24 225 -> 270 (so
+ * not there), 4096x32 353 -> 195, 4096x64 782 -> 353 (numpy's np.sort
+ * 228), 4096x128 1915 -> 620, 1024x256 1181 -> 338; bfloat16 4096x64 874
+ * -> 353, 2048x200 1752 -> 683, 512x512 1361 -> 419. */
+#if defined(__AVX2__)
+#define VS_H16_CONTIG 1
+#else
+#define VS_H16_CONTIG 0
+#endif
+enum { VS_H16_MIN_LEN = 32 };
+
 /* Whether a values-only row of this dtype and length (src_sl: its
  * element step, 1 when contiguous) takes the bare-key sort at all; the
  * others keep the indexed sort from the start. */
@@ -681,6 +696,8 @@ static int vs_takes(int dtype, int64_t len, int64_t src_sl)
     if (len >= VS_MIN_LEN) return 1;
     if (KWK_DTYPES[dtype].elem_size == 8)
         return VS_QSORT64 && (len > 16 || (src_sl == 1 && len >= VS_B64_MIN_LEN));
+    if (VS_H16_CONTIG && (dtype == KWK_FLOAT16 || dtype == KWK_BFLOAT16))
+        return src_sl == 1 && len >= VS_H16_MIN_LEN;
     return src_sl == 1 && vs_contig32_takes(dtype) && len >= VS_F32_MIN_LEN;
 }
 
