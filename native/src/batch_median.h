@@ -151,6 +151,22 @@ static int64_t bm_all_nan_index(int64_t len)
     return kv[0].idx;
 }
 
+/* Where rows r0 .. r0 + 7 of a call (r = o * inner + i) are and where
+ * their outputs go (element offsets). */
+static void bm_batch_src(const char *src, int64_t es, int64_t inner, int64_t src_so,
+                         int64_t src_sl, int64_t src_si, int64_t dst_so, int64_t dst_si,
+                         int64_t r0, kwk_batch_src *b, int64_t *dst)
+{
+    for (int l = 0; l < KWK_BATCH_LANES; ++l) {
+        /* (inner is 1 for rows along the last dim: no division) */
+        const int64_t r = r0 + l, o = inner == 1 ? r : r / inner, i = r - o * inner;
+        b->row[l] = src + (o * src_so + i * src_si) * es;
+        dst[l] = o * dst_so + i * dst_si;
+    }
+    b->step = src_sl * es;
+    b->adjacent = src_si == 1 && (r0 % inner) + KWK_BATCH_LANES <= inner;
+}
+
 /* Rows r0 .. r0 + 7 of the call (r = o * inner + i). */
 static void bm_rows(int dtype, const char *src, int64_t len, int64_t inner, int64_t src_so,
                     int64_t src_sl, int64_t src_si, char *values, int64_t *indices,
@@ -164,14 +180,7 @@ static void bm_rows(int dtype, const char *src, int64_t len, int64_t inner, int6
     const int32_t nan_key = (int32_t)((uint32_t)kwk_width_mask(info.key_bits) ^ 0x80000000u);
     kwk_batch_src b;
     int64_t dst[KWK_BATCH_LANES];
-    for (int l = 0; l < KWK_BATCH_LANES; ++l) {
-        /* (inner is 1 for rows along the last dim: no division) */
-        const int64_t r = r0 + l, o = inner == 1 ? r : r / inner, i = r - o * inner;
-        b.row[l] = src + (o * src_so + i * src_si) * es;
-        dst[l] = o * dst_so + i * dst_si;
-    }
-    b.step = src_sl * es;
-    b.adjacent = src_si == 1 && (r0 % inner) + KWK_BATCH_LANES <= inner;
+    bm_batch_src(src, es, inner, src_so, src_sl, src_si, dst_so, dst_si, r0, &b, dst);
     batch_load(dtype, &b, len, 0, slots);
     int32_t at[KWK_BATCH_LANES];
     int64_t idx[KWK_BATCH_LANES];
@@ -265,16 +274,9 @@ static int bm_rows16(int dtype, const char *src, int64_t len, int64_t inner, int
     const int32_t nan_key = (int32_t)((uint32_t)kwk_width_mask(info.key_bits) ^ 0x80000000u);
     kwk_batch_src b[2];
     int64_t dst[16];
-    for (int h = 0; h < 2; ++h) {
-        const int64_t rh = r0 + 8 * h;
-        for (int l = 0; l < KWK_BATCH_LANES; ++l) {
-            const int64_t r = rh + l, o = inner == 1 ? r : r / inner, i = r - o * inner;
-            b[h].row[l] = src + (o * src_so + i * src_si) * es;
-            dst[8 * h + l] = o * dst_so + i * dst_si;
-        }
-        b[h].step = src_sl * es;
-        b[h].adjacent = src_si == 1 && (rh % inner) + KWK_BATCH_LANES <= inner;
-    }
+    for (int h = 0; h < 2; ++h)
+        bm_batch_src(src, es, inner, src_so, src_sl, src_si, dst_so, dst_si, r0 + 8 * h, &b[h],
+                     dst + 8 * h);
     batch_load(dtype, &b[0], len, 0, slots);
     batch_load(dtype, &b[1], len, 0, other);
     int32_t at[16];

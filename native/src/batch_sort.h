@@ -69,11 +69,16 @@ enum { KWK_BATCH_BYTE_MIN_LEN = 384 };
  * 384 4.57 vs 4.59, 256 3.90 vs 4.04; int32 384 4.53 vs 4.32, 640 5.47 vs
  * 3.63, 192 3.92 vs 5.51; int64 of 20 bits 17 5.94 vs 4.64, 32 4.62 vs
  * 3.22, 64 5.90 vs 2.78; torch order, float32 512 4.77 vs 5.60, 640 5.68
- * vs 5.51, 896 7.87 vs 5.38, int64 64 6.21 vs 10.65 (the emulation). */
+ * vs 5.51, 896 7.87 vs 5.38, int64 64 6.21 vs 10.65 (the emulation);
+ * torch order, int64 of 31-bit range, us, network -> one-row (stable sort,
+ * then the tie check): 4096x64 1144 -> 1167, 1024x256 1385 -> 1447, but
+ * 512x384 1162 -> 1034, 512x512 1551 -> 1296, 256x768 1472 -> 968,
+ * 64x1000 648 -> 297 (tie-heavy rows alike either way), so 256. */
+
 static int64_t batch_sort_max_len(int dtype, int torch_ties)
 {
 #if defined(__AVX512F__)
-    if (KWK_DTYPES[dtype].key_bits > 32) return torch_ties ? KWK_BATCH_MAX : 16;
+    if (KWK_DTYPES[dtype].key_bits > 32) return torch_ties ? 256 : 16;
     return torch_ties ? 576 : 384;
 #else
     (void)dtype;

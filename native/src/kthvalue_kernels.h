@@ -81,21 +81,8 @@ static __attribute__((unused)) int kth_torch_index(int dtype, const char *row, i
  * 4096x64 1980 -> 263. */
 static int kth_batch_applies(int dtype, int64_t len, int64_t rows)
 {
-    return KWK_DTYPES[dtype].key_bits <= 32 && len >= 2 && len <= KWK_BATCH_MEDIAN_MAX && rows >= KWK_BATCH_LANES;
-}
-
-/* The eight rows' sources (rows r0 .. r0 + 7 of the call) and outputs. */
-static void kth_batch_src(const char *src, int64_t es, int64_t inner, int64_t src_so,
-                          int64_t src_sl, int64_t src_si, int64_t dst_so, int64_t dst_si,
-                          int64_t r0, kwk_batch_src *b, int64_t *dst)
-{
-    for (int l = 0; l < KWK_BATCH_LANES; ++l) {
-        const int64_t r = r0 + l, o = inner == 1 ? r : r / inner, i = r - o * inner;
-        b->row[l] = src + (o * src_so + i * src_si) * es;
-        dst[l] = o * dst_so + i * dst_si;
-    }
-    b->step = src_sl * es;
-    b->adjacent = src_si == 1 && (r0 % inner) + KWK_BATCH_LANES <= inner;
+    return KWK_DTYPES[dtype].key_bits <= 32 && len >= 2 && len <= KWK_BATCH_MEDIAN_MAX &&
+           rows >= KWK_BATCH_LANES;
 }
 
 /* Writes rows' answers: lane l's index at[l], redone in torch order when
@@ -140,8 +127,8 @@ static int kth_batch_dim(int dtype, const void *src, int64_t outer, int64_t len,
     /* sixteen rows a selection: two batches side by side */
     for (; status == KWK_OK && r0 + 2 * KWK_BATCH_LANES <= rows; r0 += 2 * KWK_BATCH_LANES) {
         for (int h = 0; h < 2; ++h) {
-            kth_batch_src((const char *)src, es, inner, src_so, src_sl, src_si, dst_so, dst_si,
-                          r0 + h * KWK_BATCH_LANES, &b[h], dst + h * KWK_BATCH_LANES);
+            bm_batch_src((const char *)src, es, inner, src_so, src_sl, src_si, dst_so, dst_si,
+                         r0 + h * KWK_BATCH_LANES, &b[h], dst + h * KWK_BATCH_LANES);
             batch_load(dtype, &b[h], len, 0, slots + h * len);
         }
         bm_select16_body(slots, slots + len, len, rank, 0, 0, sel, nsel, at, same);
@@ -154,8 +141,8 @@ static int kth_batch_dim(int dtype, const void *src, int64_t outer, int64_t len,
     for (; status == KWK_OK && r0 < rows; r0 += KWK_BATCH_LANES) {
         /* the last batch ends at the last row (its rows written twice, the same) */
         const int64_t start = r0 + KWK_BATCH_LANES <= rows ? r0 : rows - KWK_BATCH_LANES;
-        kth_batch_src((const char *)src, es, inner, src_so, src_sl, src_si, dst_so, dst_si, start,
-                      &b[0], dst);
+        bm_batch_src((const char *)src, es, inner, src_so, src_sl, src_si, dst_so, dst_si, start,
+                     &b[0], dst);
         batch_load(dtype, &b[0], len, 0, slots);
         bm_select8_body(slots, len, rank, 0, 0, sel, nsel, at, same);
         status = kth_batch_emit(dtype, &b[0], dst, len, rank, at, same, order, (char *)values,
