@@ -701,12 +701,19 @@ static void sort_packed_words(uint64_t *w, uint64_t *tmp, int64_t n, int ibits, 
  * -> 4727, 2^18 stable 4150 -> 2652; int64 of 62 random bits 4096x64 1414
  * -> 1005, 1M 17318 -> 15067, but 128x512 266 -> 339, 16x4096 339 -> 406,
  * 4x65536 1778 -> 2148. */
+#if defined(__AVX512F__)
 enum { WIDE_INT_RADIX_FROM = 128, WIDE_INT_RADIX_TO = 1 << 20 };
+#endif
 static int wide_by_qsort(int dtype, int64_t n)
 {
-#if defined(KWK_HAVE_SIMD_QSORT)
+#if defined(KWK_HAVE_SIMD_QSORT) && defined(__AVX512F__)
     if (n < QS_WORDS_MIN_N || n > KWK_SIMD_QSORT64_MAX_N) return 0;
     return KWK_DTYPES[dtype].is_float || n <= WIDE_INT_RADIX_FROM || n > WIDE_INT_RADIX_TO;
+#elif defined(KWK_HAVE_SIMD_QSORT)
+    /* AVX2's four-lane quicksort: float rows of 512..4096 only (A/B, us:
+     * float64 64x1000 723 -> 583, 32x2048 731 -> 635, but 4096x64 1622 ->
+     * 2002, 8x8192 587 -> 685; int64 4096x64 1582 -> 1935) */
+    return KWK_DTYPES[dtype].is_float && n >= 512 && n <= 4096;
 #else
     (void)dtype, (void)n;
     return 0;
