@@ -30,10 +30,11 @@ enum { KVS_SAMPLE_MIN = 32, KVS_SAMPLE_MAX = 2048 };
  * on every kept bit) is sorted again as words of the cut-off bits above
  * the index, which orders it by (key, idx) whatever order a was in (a
  * selection may have left it in any).  Else a's records sorted as before,
- * a itself reordered.  Returns where the sorted records are.  Why: 64-bit keys spanning more than the bits their index
- * leaves (full-range int64, float64 candidates) went to a merge sort of
- * 16-byte records on mispredicted branches - 4096 rows of 64 int64, k =
- * 64: 1.4 us a row, above torch's time.  Measured (torch.topk under
+ * a itself reordered.  Returns where the sorted records are.  Why: 64-bit
+ * keys spanning more than the bits their index leaves (full-range int64,
+ * float64 candidates) went to a merge sort of 16-byte records on
+ * mispredicted branches - 4096 rows of 64 int64, k = 64: 1.4 us a row,
+ * above torch's time.  Measured (torch.topk under
  * install(use_fast=True), AVX-512, us, min of 3 alternating runs, before
  * -> after): int64 of 62 random bits 64x1000 k=100 605 -> 171, 4096x64
  * k=64 5958 -> 1754, 64x4096 k=100 1156 -> 479; float64 4096x64 k=64 5925

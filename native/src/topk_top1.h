@@ -1,10 +1,10 @@
 /*
  * topk_top1.h - topk with k = 1 of contiguous float32, bfloat16, int64,
  * uint64 or float64 rows (argmax-like calls: accuracy@1, greedy decoding,
- * top-1 MoE routing): one
- * pass over the row keeps, per lane, the best key seen and the first
- * position holding it (replaced only by a strictly better key), and the
- * lanes' results give the row's best key and its first position.
+ * top-1 MoE routing): one pass over the row keeps, per lane, the best key
+ * seen and the first position holding it (replaced only by a strictly
+ * better key), and the lanes' results give the row's best key and its
+ * first position.
  *
  * torch takes partial_sort's heap of one when 64 <= len (k * 64 <= len):
  * a later element replaces the kept one only when strictly better, so the
