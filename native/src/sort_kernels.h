@@ -924,6 +924,29 @@ static void sort_short_wide_row(int dtype, const out_row *out, int64_t len, uint
                                 uint64_t *keys, uint64_t *order)
 {
     for (int64_t j = 0; j < len; ++j) keys[j] = kwk_key_at(dtype, out->row + j * out->step) ^ flip;
+#if defined(__AVX512F__)
+    if (len <= 8) {
+        /* the ranks of all eight lanes at once: key j against every lane,
+         * counted where it sorts before (smaller, or equal and earlier).
+         * A/B (torch.sort under install(), us): int64 4096x8 163 -> 127
+         * (np.argsort 136), float64 169 -> 141, stable alike; rows of 5
+         * and longer rows' scalar ranks alike */
+        const __mmask8 m = (__mmask8)((1u << len) - 1);
+        const __m512i k = _mm512_maskz_loadu_epi64(m, keys), one = _mm512_set1_epi64(1);
+        __m512i r = _mm512_setzero_si512();
+        for (int64_t j = 0; j < len; ++j) {
+            const __m512i kj = _mm512_set1_epi64((long long)keys[j]);
+            const __mmask8 before = _mm512_cmplt_epu64_mask(kj, k) |
+                                    (_mm512_cmpeq_epu64_mask(kj, k) & (__mmask8)(0xFEu << j));
+            r = _mm512_mask_add_epi64(r, before, r, one);
+        }
+        uint64_t rank[8];
+        _mm512_storeu_si512((void *)rank, r);
+        for (int64_t i = 0; i < len; ++i) order[rank[i]] = (uint64_t)i;
+        emit_words(out, order, len, ~(uint64_t)0);
+        return;
+    }
+#endif
     for (int64_t i = 0; i < len; ++i) {
         const uint64_t k = keys[i];
         int64_t r = 0;
