@@ -116,6 +116,7 @@ class SizeRule:
     min_numel_short: int = 0  # ... need at least this many elements
     max_row: int = 0          # rows longer than this: torch (0: no limit)
     min_row: int = 0          # rows shorter than this: torch
+    wide_min_row: int = 0     # rows of 64-bit elements shorter than this: torch
 
 
 # Measured on the development machine (2-core Sapphire Rapids, one thread,
@@ -140,14 +141,22 @@ class SizeRule:
 # 1.15x for float32 but 0.73-0.91x for int64/float64/int32, kthvalue of
 # 512-768 0.58-0.77x, median of 2048 0.46-0.77x, topk of 4096 0.19-1.6x,
 # unique of 1800 0.85-2.1x (float32 sorted 0.85x).
+# Rows of 64-bit keys (int64, float64) do not fit the eight-rows kernels'
+# 32-bit lanes: each row of up to 8 is ranked in one AVX-512 vector, about
+# 8 ns a row for median and kthvalue but 8-21 ns with sort's and topk's
+# per-row set-up, where torch's insertion sort costs 6-12 ns for rows of
+# 2-5 (AMD Zen 4, 4096 rows, forced fast path: sort of rows of 2-5
+# 0.63-0.98x, 6 and 8 1.0-1.2x; topk k = 1 of rows of 2-9 0.59-0.93x, k = 2
+# 0.7-1.1x).  Rows of 2 in kthvalue cost 41 us against torch's 25 for
+# 4096 float32 rows (the batch network's set-up), every dtype alike.
 SIZE_RULES: Dict[str, SizeRule] = {
-    "sort": SizeRule(2048, 16, 8192, min_row=2),
-    "argsort": SizeRule(2048, 16, 8192, min_row=2),
-    "msort": SizeRule(2048, 16, 8192, min_row=2),
-    "topk": SizeRule(8192, 16, 8192, min_row=2),
+    "sort": SizeRule(2048, 16, 8192, min_row=2, wide_min_row=6),
+    "argsort": SizeRule(2048, 16, 8192, min_row=2, wide_min_row=6),
+    "msort": SizeRule(2048, 16, 8192, min_row=2, wide_min_row=6),
+    "topk": SizeRule(8192, 16, 8192, min_row=2, wide_min_row=10),
     "median": SizeRule(4096, 16, 8192),
     "nanmedian": SizeRule(4096, 16, 8192),
-    "kthvalue": SizeRule(2048, 127, 4096),
+    "kthvalue": SizeRule(2048, 127, 4096, min_row=3),
     # unique: torch's own is cheap below ~2k elements (with the native
     # compaction, measured on random int64/float32: 0.5-1.1x at 1400,
     # 1.0-1.4x at 1800, 1.4-1.7x at 2048)
@@ -162,14 +171,15 @@ DEFAULT_SIZE_RULES: Dict[str, SizeRule] = dict(SIZE_RULES)
 MIN_FAST_NUMEL: Dict[str, int] = {op: rule.min_numel for op, rule in SIZE_RULES.items()}
 
 
-def row_shape_failure(op: str, numel: int, row: int) -> Optional[Condition]:
-    """SMALL when this op's size rule sends rows of this shape to torch."""
+def row_shape_failure(op: str, numel: int, row: int, wide: bool = False) -> Optional[Condition]:
+    """SMALL when this op's size rule sends rows of this shape to torch
+    (wide: 64-bit elements)."""
     rule = SIZE_RULES[op]
     if row <= rule.short_row and numel < rule.min_numel_short:
         return SMALL
     if rule.max_row and row > rule.max_row:
         return SMALL
-    if row < rule.min_row:
+    if row < rule.min_row or (wide and row < rule.wide_min_row):
         return SMALL
     return None
 

@@ -407,3 +407,65 @@ def test_topk_stable_ties(kw_stable, gen):
                         ref = ORIG["sort"](x, dim=-1, descending=largest, stable=True)
                         assert torch.equal(got.values, ref.values[:, :k]), (dtype, n, k)
                         assert torch.equal(got.indices, ref.indices[:, :k]), (dtype, n, k)
+
+
+# ------------------------------------------------- 64-bit rows of up to 8
+# On AVX-512, sort, topk (sorted, or k = 1), kthvalue, median and nanmedian
+# rank a 64-bit row of up to 8 keys in one vector (keys.h kwk_ranks8_u64);
+# topk in torch order hands a row with equal keys to the per-row kernel.
+
+WIDE = (torch.int64, torch.float64)
+WIDE_KINDS = ("random", "ties", "equal", "nan", "special", "sorted", "reversed")
+
+
+def _wide_rows(kind, n, dtype, gen, lay):
+    """ROWS rows of n: contiguous rows, or rows along dim 0 of a
+    contiguous tensor (a strided read, strided outputs)."""
+    if lay == "rows":
+        return make_values(kind, (ROWS, n), dtype, gen), -1
+    return make_values(kind, (n, ROWS), dtype, gen), 0
+
+
+@pytest.mark.parametrize("lay", ("rows", "dim0"))
+@pytest.mark.parametrize("dtype", WIDE, ids=str)
+def test_wide_short_rows_every_op(kw, gen, target, dtype, lay):
+    for n in range(1, 10):
+        for kind in WIDE_KINDS:
+            x, dim = _wide_rows(kind, n, dtype, gen, lay)
+            for descending in (False, True):
+                compare("sort", x, dim=dim, descending=descending)
+                compare("sort", x, dim=dim, descending=descending, stable=True)
+                compare("argsort", x, dim=dim, descending=descending)
+            for k in range(1, n + 1):
+                compare("kthvalue", x, k, dim)
+                for largest in (True, False):
+                    for sorted_ in (True, False):
+                        compare("topk", x, k, dim=dim, largest=largest, sorted=sorted_)
+            compare("median", x, dim)
+            compare("nanmedian", x, dim)
+
+
+@pytest.mark.parametrize("dtype", WIDE, ids=str)
+def test_wide_short_rows_stable_topk(kw_stable, gen, dtype):
+    """ties="stable": equal keys by index, no hand-back."""
+    for n in range(1, 10):
+        for kind in ("ties", "equal", "nan"):
+            x = make_values(kind, (ROWS, n), dtype, gen)
+            for k in range(1, n + 1):
+                for largest in (True, False):
+                    got = torch.topk(x, k, largest=largest)
+                    ref = ORIG["sort"](x, dim=-1, descending=largest, stable=True)
+                    assert torch.equal(got.indices, ref.indices[:, :k]), (n, kind, k, largest)
+                    picked = x.gather(-1, got.indices)
+                    assert torch.equal(got.values.view(torch.int64), picked.view(torch.int64))
+
+
+def test_wide_short_rows_all_nan_nanmedian(kw, gen):
+    """nanmedian of rows with only NaNs (torch's nth_element rule) beside
+    rows with some."""
+    for n in range(1, 9):
+        x = torch.randn(ROWS, n, dtype=torch.float64, generator=gen)
+        x[3] = float("nan")
+        x[5, : n // 2 + 1] = float("nan")
+        compare("nanmedian", x, -1)
+        compare("median", x, -1)

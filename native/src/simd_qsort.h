@@ -117,9 +117,17 @@ QS_INLINE __m512i qs32_rev(__m512i v)
     {                                                                         \
         return _mm512_mask_expandloadu_epi##W(fill, (MASK)m, p);              \
     }                                                                         \
+    /* compressed in a register, then a masked store of the first          \
+     * popcount(m) lanes: the bytes a compress store to memory writes, but   \
+     * AMD's Zen 4 runs that form as microcode (its optimisation guide says  \
+     * to avoid it): values-only sort of 1M float32 there 34.6 -> 4.05 ms.   \
+     * Merge masking (v as the source): Zen 5's zero-masking compress has a  \
+     * false dependency (LLVM #206849); alike on Zen 4 */                    \
     QS_INLINE void qs##S##_cstore(T *p, uint32_t m, __m512i v)                \
     {                                                                         \
-        _mm512_mask_compressstoreu_epi##W(p, (MASK)m, v);                     \
+        const MASK k = (MASK)m; /* the vector's lanes only (callers pass ~m) */ \
+        const uint32_t low = (uint32_t)((1ull << __builtin_popcount(k)) - 1); \
+        _mm512_mask_storeu_epi##W(p, (MASK)low, _mm512_mask_compress_epi##W(v, k, v)); \
     }                                                                         \
     QS_INLINE uint32_t qs##S##_le(__m512i v, __m512i p) { return _mm512_cmple_##C##W##_mask(v, p); } \
     QS_INLINE uint32_t qs##S##_lt(__m512i v, __m512i p) { return _mm512_cmplt_##C##W##_mask(v, p); }
