@@ -549,7 +549,7 @@ static inline int wemu_nth_bit_down(uint64_t b, int nb, int t) /* t-th highest o
     return 63 - (int)__builtin_clzll(_pdep_u64((uint64_t)1 << (nb - t), b));
 }
 
-static uint64_t *wemu_tail_partition512(uint64_t *f, int n, uint64_t plo, uint64_t phi)
+static uint64_t *wemu_tail_partition512(uint64_t *f, int n, uint64_t plo, uint64_t phi, int *met)
 {
     const __m512i lo = _mm512_set1_epi64((long long)plo), hi = _mm512_set1_epi64((long long)phi);
     const int nv = (n + 7) / 8;
@@ -578,6 +578,7 @@ static uint64_t *wemu_tail_partition512(uint64_t *f, int n, uint64_t plo, uint64
     const int T = ax > bx1 ? ax : bx1;
     int cut = T < na ? wemu_nth_bit_up(A, T + 1) : n;
     if (T > 0 && wemu_nth_bit_down(B, nb, T) < cut) cut = wemu_nth_bit_down(B, nb, T);
+    *met = T < na && T < nb && wemu_nth_bit_up(A, T + 1) == wemu_nth_bit_down(B, nb, T + 1);
     if (T == 0) return f + cut;
     const uint64_t S = _pdep_u64(_bzhi_u64(~(uint64_t)0, (unsigned)T), A) |
                        (B & ~_pdep_u64(_bzhi_u64(~(uint64_t)0, (unsigned)(nb - T)), B));
@@ -625,7 +626,10 @@ static void wemu_swap_one_gap(uint64_t *f, uint64_t *l, const uint8_t *list, int
 }
 
 /* __unguarded_partition(first, last, pivot) without its data-dependent
- * branches, giving the same arrangement and the same cut.
+ * branches, giving the same arrangement and the same cut; *met: whether
+ * the loop ended with both scans stopped on one slot (a key equal to the
+ * pivot's), where a loop that swaps while j >= i (torch's quickselect)
+ * goes one step further than libstdc++'s.
  *
  * Why it is the same: let L_1 < L_2 < ... be the positions in [first, last)
  * whose key is >= the pivot's and R_1 > R_2 > ... those whose key is <= it,
@@ -647,7 +651,8 @@ static void wemu_swap_one_gap(uint64_t *f, uint64_t *l, const uint8_t *list, int
  * at most two blocks long, list all its candidates and finish with the
  * formula above (slots at or beyond l, and before f, stop the scans as the
  * loop's sentinels would). */
-static uint64_t *wemu_unguarded_partition(uint64_t *first, uint64_t *last, uint64_t pivot, uint64_t m)
+static uint64_t *wemu_unguarded_partition(uint64_t *first, uint64_t *last, uint64_t pivot, uint64_t m,
+                                          int *met)
 {
     const uint64_t plo = pivot & ~m, phi = pivot | m;
     uint64_t *f = first, *l = last;
@@ -721,7 +726,7 @@ static uint64_t *wemu_unguarded_partition(uint64_t *first, uint64_t *last, uint6
     }
     const int n = (int)(l - f);
 #if defined(__AVX512F__)
-    if (n <= 64) return wemu_tail_partition512(f, n, plo, phi);
+    if (n <= 64) return wemu_tail_partition512(f, n, plo, phi, met);
 #endif
     const int nl = wemu_list_up(f, n, plo, lb);
     const int nr = wemu_list_down(l, n, phi, rb);
@@ -733,6 +738,7 @@ static uint64_t *wemu_unguarded_partition(uint64_t *first, uint64_t *last, uint6
     }
     uint64_t *cut = t < nl ? f + lb[t] : l;
     if (t > 0 && l - 1 - rb[t - 1] < cut) cut = l - 1 - rb[t - 1];
+    *met = t < nl && t < nr && f + lb[t] == l - 1 - rb[t];
     return cut;
 }
 
@@ -1004,7 +1010,8 @@ static int wemu_introsort_step(uint64_t *first, uint64_t *last, int64_t *depth_l
     --*depth_limit;
     uint64_t *mid = first + (last - first) / 2;
     wemu_move_median_to_first(first, first + 1, mid, last - 1, s);
-    *cut = wemu_unguarded_partition(first + 1, last, *first, m);
+    int met;
+    *cut = wemu_unguarded_partition(first + 1, last, *first, m, &met);
     return 1;
 }
 
@@ -1281,7 +1288,8 @@ static void wemu_introselect(uint64_t *first, uint64_t *target, uint64_t *last,
         --depth_limit;
         uint64_t *mid = first + (last - first) / 2;
         wemu_move_median_to_first(first, first + 1, mid, last - 1, s);
-        uint64_t *cut = wemu_unguarded_partition(first + 1, last, *first, m);
+        int met;
+        uint64_t *cut = wemu_unguarded_partition(first + 1, last, *first, m, &met);
         if (cut <= target) first = cut;
         else last = cut;
     }
