@@ -116,7 +116,7 @@ class SizeRule:
     min_numel_short: int = 0  # ... need at least this many elements
     max_row: int = 0          # rows longer than this: torch (0: no limit)
     min_row: int = 0          # rows shorter than this: torch
-    wide_min_row: int = 0     # rows of 64-bit elements shorter than this: torch
+    wide_torch_rows: Tuple[int, ...] = ()  # rows of 64-bit elements this long: torch
 
 
 # Measured on the development machine (2-core Sapphire Rapids, one thread,
@@ -142,18 +142,19 @@ class SizeRule:
 # 512-768 0.58-0.77x, median of 2048 0.46-0.77x, topk of 4096 0.19-1.6x,
 # unique of 1800 0.85-2.1x (float32 sorted 0.85x).
 # Rows of 64-bit keys (int64, float64) do not fit the eight-rows kernels'
-# 32-bit lanes: each row of up to 8 is ranked in one AVX-512 vector, about
-# 8 ns a row for median and kthvalue but 8-21 ns with sort's and topk's
-# per-row set-up, where torch's insertion sort costs 6-12 ns for rows of
-# 2-5 (AMD Zen 4, 4096 rows, forced fast path: sort of rows of 2-5
-# 0.63-0.98x, 6 and 8 1.0-1.2x; topk k = 1 of rows of 2-9 0.59-0.93x, k = 2
-# 0.7-1.1x).  Rows of 2 in kthvalue cost 41 us against torch's 25 for
-# 4096 float32 rows (the batch network's set-up), every dtype alike.
+# 32-bit lanes: sort and sorted topk take rows of 2..8 eight at a time in
+# 64-bit lanes (sort_kernels.h sw8_rank_pick).  AMD Zen 4, forced fast
+# path, 4096 rows: sort 1.06-1.7x torch.sort, 4-6.8x stable argsort; topk
+# of rows of 4..8 1.3-2.8x, but of 2..3 0.8-0.92x for k = 1 (the call's
+# fixed cost: 1.7-2.3x at 16384 rows) and of 9..10 (a row at a time, no
+# eight-rows kernel) 0.79-0.93x, so those lengths go to torch.  Rows of 2
+# in kthvalue cost 41 us against torch's 25 for 4096 float32 rows (the
+# batch network's set-up), every dtype alike.
 SIZE_RULES: Dict[str, SizeRule] = {
-    "sort": SizeRule(2048, 16, 8192, min_row=2, wide_min_row=6),
-    "argsort": SizeRule(2048, 16, 8192, min_row=2, wide_min_row=6),
-    "msort": SizeRule(2048, 16, 8192, min_row=2, wide_min_row=6),
-    "topk": SizeRule(8192, 16, 8192, min_row=2, wide_min_row=10),
+    "sort": SizeRule(2048, 16, 8192, min_row=2),
+    "argsort": SizeRule(2048, 16, 8192, min_row=2),
+    "msort": SizeRule(2048, 16, 8192, min_row=2),
+    "topk": SizeRule(8192, 16, 8192, min_row=2, wide_torch_rows=(2, 3, 9, 10)),
     "median": SizeRule(4096, 16, 8192),
     "nanmedian": SizeRule(4096, 16, 8192),
     "kthvalue": SizeRule(2048, 127, 4096, min_row=3),
@@ -179,7 +180,7 @@ def row_shape_failure(op: str, numel: int, row: int, wide: bool = False) -> Opti
         return SMALL
     if rule.max_row and row > rule.max_row:
         return SMALL
-    if row < rule.min_row or (wide and row < rule.wide_min_row):
+    if row < rule.min_row or (wide and row in rule.wide_torch_rows):
         return SMALL
     return None
 

@@ -1304,6 +1304,118 @@ static out_row sort_out_row(const sort_layout *g, int64_t r)
     return out;
 }
 
+#if defined(__AVX512F__)
+/* Rows of 2..8 64-bit keys, eight rows at once (the 32-bit keys' batch
+ * network cannot hold them): the rows loaded as vectors and transposed, so
+ * key j of the eight rows sits in one vector; each key's stable rank from
+ * one compare per pair of positions (rank j counts the i < j with key i <=
+ * key j and the i > j with key i < key j), which is torch's order too (its
+ * std::sort leaves rows this short to a stable insertion sort); output
+ * position p of each row takes the key whose rank is p, and the outputs
+ * are transposed back.  Against a row at a time by vector ranks (AMD Zen
+ * 4, torch.sort of 4096 rows, us): float64 rows of 2 60.6 -> 36.7 (torch 39),
+ * of 5 84.6 -> 51.6 (torch 77), of 8 105.6 -> 72.7 (torch 121); int64
+ * alike.  (Compiled once per length, the kernel measured slower: 44 us
+ * for rows of 2.) */
+enum { SW8_ROWS = 8, SW8_MAX_LEN = 8 };
+
+/* the 8x8 transpose of 64-bit lanes (its own inverse) */
+static inline void sw8_transpose(__m512i r[8])
+{
+    const __m512i lo2 = _mm512_set_epi64(13, 12, 5, 4, 9, 8, 1, 0);
+    const __m512i hi2 = _mm512_set_epi64(15, 14, 7, 6, 11, 10, 3, 2);
+    const __m512i lo4 = _mm512_set_epi64(11, 10, 9, 8, 3, 2, 1, 0);
+    const __m512i hi4 = _mm512_set_epi64(15, 14, 13, 12, 7, 6, 5, 4);
+    __m512i t[8], u[8];
+    for (int q = 0; q < 4; ++q) {
+        t[2 * q] = _mm512_unpacklo_epi64(r[2 * q], r[2 * q + 1]);
+        t[2 * q + 1] = _mm512_unpackhi_epi64(r[2 * q], r[2 * q + 1]);
+    }
+    /* u0 = a0 b0 c0 d0 a4 b4 c4 d4, u1 = .. 1 .. 5, u2 = .. 2 .. 6, u3 = .. 3 .. 7,
+     * u4..u7 the same of rows e..h */
+    for (int h = 0; h < 2; ++h) {
+        u[4 * h + 0] = _mm512_permutex2var_epi64(t[4 * h + 0], lo2, t[4 * h + 2]);
+        u[4 * h + 2] = _mm512_permutex2var_epi64(t[4 * h + 0], hi2, t[4 * h + 2]);
+        u[4 * h + 1] = _mm512_permutex2var_epi64(t[4 * h + 1], lo2, t[4 * h + 3]);
+        u[4 * h + 3] = _mm512_permutex2var_epi64(t[4 * h + 1], hi2, t[4 * h + 3]);
+    }
+    for (int c = 0; c < 4; ++c) {
+        r[c] = _mm512_permutex2var_epi64(u[c], lo4, u[c + 4]);
+        r[c + 4] = _mm512_permutex2var_epi64(u[c], hi4, u[c + 4]);
+    }
+}
+
+static inline int sw8_applies(int dtype, int64_t len, int64_t rows, int64_t src_sl, int64_t dst_sl)
+{
+    return KWK_DTYPES[dtype].elem_size == 8 && len >= 2 && len <= SW8_MAX_LEN &&
+           rows >= SW8_ROWS && src_sl == 1 && dst_sl == 1;
+}
+
+/* The core for eight rows: raw[j] holds element j of each row (j < len),
+ * keys flipped by flip; val[p] and idx[p] (p < np) become each row's p-th
+ * element and its index in the stable order.  Returns the rows holding two
+ * equal keys when want_ties (else 0). */
+static inline __mmask8 sw8_rank_pick(int dtype, const __m512i *raw, int64_t len, uint64_t flip,
+                                     int64_t np, int want_ties, __m512i *val, __m512i *idx)
+{
+    const __m512i fl = _mm512_set1_epi64((long long)flip);
+    const __m512i sign = _mm512_set1_epi64((long long)0x8000000000000000ull);
+    __m512i key[8], rank[8];
+    for (int j = 0; j < len; ++j) {
+        __m512i k = raw[j];
+        if (dtype == KWK_FLOAT64) k = kwk_keys8_f64(k);
+        else if (dtype == KWK_INT64) k = _mm512_xor_si512(k, sign);
+        key[j] = _mm512_xor_si512(k, fl);
+        rank[j] = _mm512_setzero_si512();
+    }
+    const __m512i one = _mm512_set1_epi64(1);
+    __mmask8 tied = 0;
+    for (int j = 1; j < len; ++j)
+        for (int i = 0; i < j; ++i) {
+            const __mmask8 i_first = _mm512_cmple_epu64_mask(key[i], key[j]);
+            rank[j] = _mm512_mask_add_epi64(rank[j], i_first, rank[j], one);
+            rank[i] = _mm512_mask_add_epi64(rank[i], (__mmask8)~i_first, rank[i], one);
+            if (want_ties) tied |= _mm512_cmpeq_epu64_mask(key[i], key[j]);
+        }
+    for (int p = 0; p < 8; ++p) {
+        val[p] = _mm512_setzero_si512();
+        idx[p] = _mm512_setzero_si512();
+    }
+    for (int p = 0; p < np; ++p) {
+        const __m512i at = _mm512_set1_epi64(p);
+        for (int j = 0; j < len; ++j) {
+            const __mmask8 e = _mm512_cmpeq_epi64_mask(rank[j], at);
+            val[p] = _mm512_mask_mov_epi64(val[p], e, raw[j]);
+            idx[p] = _mm512_mask_mov_epi64(idx[p], e, _mm512_set1_epi64(j));
+        }
+    }
+    return tied;
+}
+
+/* rows r .. r + 7 of g (contiguous rows in and out) */
+static void sw8_sort_group(const sort_call *c, const sort_layout *g, int64_t r)
+{
+    const int64_t len = c->len;
+    const __mmask8 in_row = (__mmask8)((1u << len) - 1);
+    out_row o[SW8_ROWS];
+    __m512i raw[8], val[8], idx[8];
+    for (int l = 0; l < SW8_ROWS; ++l) {
+        o[l] = sort_out_row(g, r + l);
+        raw[l] = _mm512_maskz_loadu_epi64(in_row, o[l].row);
+    }
+    sw8_transpose(raw); /* raw[j]: element j of each row */
+    sw8_rank_pick(c->dtype, raw, len, c->flip, len, 0, val, idx);
+    if (o[0].vals) {
+        sw8_transpose(val);
+        for (int l = 0; l < SW8_ROWS; ++l) _mm512_mask_storeu_epi64(o[l].vals, in_row, val[l]);
+    }
+    if (o[0].inds) {
+        sw8_transpose(idx);
+        for (int l = 0; l < SW8_ROWS; ++l) _mm512_mask_storeu_epi64(o[l].inds, in_row, idx[l]);
+    }
+}
+#endif
+
 /* ---- staged rows along a non-last dim --------------------------------
  * Rows along a non-last dim (src_si == 1: neighbouring rows are
  * neighbouring addresses) are sorted from a stage: up to `w` neighbouring
@@ -1800,6 +1912,10 @@ static int sort_rows_any(int dtype, const void *src, int64_t outer, int64_t len,
     if (status == KWK_OK && batch_sort_applies(dtype, len, rows, c.torch_ties) && !bare_values &&
         !h16_sort_takes(dtype, len, c.torch_ties, indices != NULL))
         r = sort_rows_batched(&c, &g, rows, &ws, &keys, &status);
+#endif
+#if defined(__AVX512F__)
+    if (status == KWK_OK && r == 0 && sw8_applies(dtype, len, rows, src_sl, dst_sl))
+        for (; r + SW8_ROWS <= rows; r += SW8_ROWS) sw8_sort_group(&c, &g, r);
 #endif
     row_stage st;
     row_stage_init(&st, &g, len);
