@@ -611,9 +611,7 @@ static int topk_rows8(int dtype, const void *src, int64_t outer, int64_t len, in
     }
     return status;
 }
-#endif
 
-#if defined(__AVX512F__)
 /* Eight contiguous rows at a time (sort_kernels.h's sw8_rank_pick, keys
  * flipped for largest): the first k of each row's stable order; in torch
  * order a row with two equal keys goes to topk_rows.  Rows [0, returned)
@@ -643,6 +641,7 @@ static int64_t topk_rows8v(int dtype, const char *src, int64_t rows, int64_t len
             if (tied >> l & 1) {
                 *status = topk_rows(dtype, src + (r + l) * row_step * 8, 1, len, 1, 0, 1, 0, k, v,
                                     x, 0, 1, 0, largest, 1, order);
+                if (*status != KWK_OK) break;
                 continue;
             }
             if (v) _mm512_mask_storeu_epi64(v, first_k, val[l]);
