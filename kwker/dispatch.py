@@ -171,7 +171,7 @@ def _size_rule_first(op, body):
 _NO_MIN_NUMEL = dict.fromkeys(support.MIN_FAST_NUMEL, 0)
 
 
-def _no_row_shape_failure(op, numel, row, wide=False):
+def _no_row_shape_failure(op, numel, row, x=None):
     return None
 
 
@@ -384,7 +384,7 @@ def _rows_failure(op, x, d, k=None, k_min=0) -> Optional[Condition]:
     numel = x.numel()
     if numel == 0:
         return NONEMPTY
-    return _row_shape_failure(op, numel, x.shape[d], x.element_size() == 8)
+    return _row_shape_failure(op, numel, x.shape[d], x)
 
 
 # ------------------------------------------------------------- entry points

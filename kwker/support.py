@@ -172,15 +172,17 @@ DEFAULT_SIZE_RULES: Dict[str, SizeRule] = dict(SIZE_RULES)
 MIN_FAST_NUMEL: Dict[str, int] = {op: rule.min_numel for op, rule in SIZE_RULES.items()}
 
 
-def row_shape_failure(op: str, numel: int, row: int, wide: bool = False) -> Optional[Condition]:
-    """SMALL when this op's size rule sends rows of this shape to torch
-    (wide: 64-bit elements)."""
+def row_shape_failure(op: str, numel: int, row: int, x=None) -> Optional[Condition]:
+    """SMALL when this op's size rule sends rows of this shape (of tensor x)
+    to torch.  (x's element size is read only for a row length the rule
+    lists for 64-bit elements: every call runs this.)"""
     rule = SIZE_RULES[op]
     if row <= rule.short_row and numel < rule.min_numel_short:
         return SMALL
     if rule.max_row and row > rule.max_row:
         return SMALL
-    if row < rule.min_row or (wide and row in rule.wide_torch_rows):
+    if row < rule.min_row or (row in rule.wide_torch_rows and x is not None
+                              and x.element_size() == 8):
         return SMALL
     return None
 
