@@ -94,6 +94,28 @@ def test_kthvalue_per_target(target, gen, dtype):
     compare("kthvalue", layout(make_values("ties", (40, 9), dtype, gen), "permuted"), 4, 0)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int32, torch.float64, torch.int64],
+                         ids=str)
+def test_kthvalue_bracket_per_target(target, gen, dtype):
+    """The bracket path of rows past the select-by-rank length (kthvalue_kernels.h
+    kth_pick): a k-th value shared by 60% of the row (far more survivors than
+    the sample predicts: the scratch grows, and torch's quickselect re-runs),
+    keys over the dtype's whole range (the radix select's several rounds),
+    ranks at the row's ends, and strided rows (gathered in blocks, not read in
+    place)."""
+    n = 60_000
+    crowded = make_values("random", (n,), dtype, gen)
+    crowded[torch.rand(n, generator=gen) < 0.6] = 0
+    spread = make_values("random", (n,), dtype, gen)
+    for x in (crowded, spread):
+        for k in (1, 2, n // 100, n // 3, n // 2, n - 1, n):
+            compare("kthvalue", x, k)
+    strided = make_values("random", (2 * n,), dtype, gen).view(n, 2)
+    strided[torch.rand(n, generator=gen) < 0.6, 1] = 0
+    for k in (1, n // 3, n):
+        compare("kthvalue", strided, k, 0)
+
+
 def test_long_rows_per_target(target, gen):
     x = make_values("ties", (1, 100_000), torch.float32, gen)
     compare("sort", x)
