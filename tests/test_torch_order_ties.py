@@ -86,6 +86,20 @@ def test_knn_votes_rows(kw, gen):
     check_rows(x)
 
 
+@pytest.mark.parametrize("odd", [-0.0, float("nan"), float("-nan")], ids=str)
+def test_zero_rows_with_one_odd_element(kw, gen, odd):
+    """Rows of +0.0 and a few values, with one -0.0 or NaN: the float32
+    decode writes a zero's key as +0.0 once it has found the row free of
+    -0.0 and NaN (sort_kernels.h f32_row_plain), so the one odd element must
+    be seen wherever it is: first, in the vector part, in the scalar tail."""
+    for n in (64, 203, 1000, 1025):
+        for at in (0, n // 2, n - 1):
+            x = torch.zeros(2, n)
+            x[:, torch.randint(0, n, (n // 20,), generator=gen)] = torch.rand(n // 20, generator=gen)
+            x[:, at] = odd
+            check_rows(x)
+
+
 def test_all_equal_and_blocks(kw, gen):
     """Rows of one value; rows made of long constant blocks in either order
     (each recursion range of one key)."""
