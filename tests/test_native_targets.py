@@ -97,23 +97,33 @@ def test_kthvalue_per_target(target, gen, dtype):
 @pytest.mark.parametrize("dtype", [torch.float32, torch.int32, torch.float64, torch.int64],
                          ids=str)
 def test_kthvalue_bracket_per_target(target, gen, dtype):
-    """The bracket path of rows past the select-by-rank length (kthvalue_kernels.h
-    kth_pick): a k-th value shared by 60% of the row (far more survivors than
-    the sample predicts: the scratch grows, and torch's quickselect re-runs),
-    keys over the dtype's whole range (the radix select's several rounds),
-    ranks at the row's ends, and strided rows (gathered in blocks, not read in
+    """The bracket path of rows past the select-by-rank length (kth_pick.h,
+    for kthvalue and for median's rows past 65536): a k-th value shared by
+    60% of the row (far more survivors than the sample predicts: the scratch
+    grows, and torch's quickselect re-runs), keys over the dtype's whole
+    range (the radix select's several rounds), ranks at the row's ends,
+    NaN-heavy rows, and strided rows (gathered in blocks, not read in
     place)."""
-    n = 60_000
+    n = 70_000
     crowded = make_values("random", (n,), dtype, gen)
     crowded[torch.rand(n, generator=gen) < 0.6] = 0
     spread = make_values("random", (n,), dtype, gen)
-    for x in (crowded, spread):
+    rows = [crowded, spread]
+    if dtype.is_floating_point:
+        nan = spread.clone()
+        nan[torch.rand(n, generator=gen) < 0.3] = float("nan")
+        rows.append(nan)
+    for x in rows:
         for k in (1, 2, n // 100, n // 3, n // 2, n - 1, n):
             compare("kthvalue", x, k)
+        for op in ("median", "nanmedian"):
+            compare(op, x)
+            compare(op, x, 0)
     strided = make_values("random", (2 * n,), dtype, gen).view(n, 2)
     strided[torch.rand(n, generator=gen) < 0.6, 1] = 0
     for k in (1, n // 3, n):
         compare("kthvalue", strided, k, 0)
+    compare("median", strided, 0)
 
 
 def test_long_rows_per_target(target, gen):

@@ -29,6 +29,7 @@
 
 #include <math.h>
 #include "compress_lut.h"
+#include "kth_pick.h"
 #include "key_radix.h"
 #include "row_network.h"
 #include "values_sort.h"
@@ -112,16 +113,7 @@ static int64_t qk_bracket_u64(const uint64_t *buf, int64_t b, uint64_t lo, uint6
     return c;
 }
 
-/* Sample size for the brackets of qk_ranks_src: 4 sqrt(n) (at most 2048),
- * four times sw_rank's, so each bracket (about 2 sigma of the sampled rank
- * each side) keeps about half as many keys to sort; the larger sample costs
- * little next to one pass over a long row. */
-enum { QK_SAMPLE_MAX = SW_SRC_BLOCK }; /* buf doubles as the radix scratch */
-static int64_t qk_sample_size(int64_t n)
-{
-    const int64_t s = 4 * sw_isqrt(n);
-    return s > QK_SAMPLE_MAX ? QK_SAMPLE_MAX : s;
-}
+/* qk_sample_size: kth_pick.h */
 
 /* Sort the row instead of bracketing when its ranks form more than this
  * many runs of consecutive ranks (each run costs a bracket test per key), or

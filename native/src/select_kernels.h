@@ -6,6 +6,7 @@
 
 #include "row_io.h"
 #include "select_words.h"
+#include "kth_pick.h"
 #include "short_rows.h"
 #include "topk_threshold.h"
 #include "topk_nth.h"
@@ -721,8 +722,12 @@ static int64_t sk_all_equal_nth(int64_t n, int64_t nth)
     return idx;
 }
 
-/* Rows longer than this are read block by block (no key array). */
+/* Rows longer than this are read block by block (no key array); median's
+ * rows of 32-bit keys from SK_PICK_MIN (kth_pick.h: AMD Zen 4, float32
+ * 1x65536 47 -> 38 us, 8x40000 216 -> 186, int32 1x65536 41 -> 23; from
+ * 8192, rows of 64x8200 lost 0.71x, and 64-bit rows of 65536 0.94x). */
 enum { SW_SRC_MIN = 1 << 16 };
+enum { SK_PICK_MIN = 1 << 15 };
 
 /* The median index of a 64-bit row of up to 8 on AVX-512 from the row's
  * stable ranks in one vector (kwk_ranks8_u64), where gathering the keys,
@@ -794,11 +799,36 @@ static int64_t sk_median8(int dtype, const char *row, int64_t step, int64_t len,
         return first;                                                         \
     }                                                                         \
                                                                               \
+    /* The index at stable rank r of a long row read through g; -1: no      \
+     * memory.  32/64-bit keys by kth_pick.h (its bracket keeps 32-bit        \
+     * indices and a scratch sized for its survivors, and selects among them  \
+     * by radix; AMD Zen 4, torch.median of 3145728 float32: 2163 -> 1580 us), \
+     * s (initialised by the first call that needs it: *have_s) when its      \
+     * sample misses; narrower keys by sw_rank_src. */                        \
+    static int64_t sk_rank_long_##SUF(sw_gather_fn_##SUF g, const char *row, int64_t step, \
+                                      int64_t len, int64_t r, sw_rank_scratch *s, \
+                                      int *have_s, kth_scratch *ks)           \
+    {                                                                         \
+        if (sizeof(UT) >= 4 && len <= (int64_t)UINT32_MAX) {                  \
+            kth_pick p;                                                       \
+            int64_t idx = -1;                                                 \
+            if (kth_pick_##SUF(g, row, step, len, r, ks, s, have_s, &p, &idx) != KWK_OK) \
+                return -1;                                                    \
+            return idx;                                                       \
+        }                                                                     \
+        if (!*have_s) {                                                       \
+            if (sw_rank_scratch_init(s, len) != KWK_OK) return -1;            \
+            *have_s = 1;                                                      \
+        }                                                                     \
+        return sw_rank_src_##SUF(g, row, step, len, r, s);                    \
+    }                                                                         \
+                                                                              \
     /* Index of the median of a row (nnan NaNs, ignore_nan); -1: no memory.  \
-     * key: the row's keys, or NULL to read long rows through g. */           \
+     * key: the row's keys (s initialised), or NULL to read long rows        \
+     * through g (sk_rank_long). */                                           \
     static int64_t sk_median_index_##SUF(sw_gather_fn_##SUF g, const char *row, int64_t step, \
                                          const UT *key, int64_t len, int64_t nnan, \
-                                         sw_rank_scratch *s)                  \
+                                         sw_rank_scratch *s, int *have_s, kth_scratch *ks) \
     {                                                                         \
         if (nnan == len) {                                                    \
             /* nanmedian of an all-NaN row: torch's comparator finds NaNs    \
@@ -806,7 +836,8 @@ static int64_t sk_median8(int dtype, const char *row, int64_t step, int64_t len,
             return sk_all_equal_nth(len, 0);                                  \
         }                                                                     \
         const int64_t r = median_rank(len, nnan);                             \
-        return key ? sw_rank_##SUF(key, len, r, s) : sw_rank_src_##SUF(g, row, step, len, r, s); \
+        return key ? sw_rank_##SUF(key, len, r, s)                            \
+                   : sk_rank_long_##SUF(g, row, step, len, r, s, have_s, ks); \
     }                                                                         \
                                                                               \
     static int sk_median_dim_##SUF(sw_gather_fn_##SUF g, int dtype, const void *src, \
@@ -817,11 +848,16 @@ static int64_t sk_median8(int dtype, const char *row, int64_t step, int64_t len,
     {                                                                         \
         const int es = (int)sizeof(UT);                                       \
         const int is_float = KWK_DTYPES[dtype].is_float;                      \
-        const int long_rows = len > SW_SRC_MIN;                               \
+        const int long_rows = len > (sizeof(UT) == 4 ? SK_PICK_MIN : SW_SRC_MIN); \
         sw_rank_scratch s;                                                    \
+        kth_scratch ks = {NULL, NULL, NULL, {0, 0, 0}, 0, es};                \
         UT *key = long_rows ? NULL : (UT *)malloc((size_t)(len > 0 ? len : 1) * sizeof(UT)); \
-        int status = sw_rank_scratch_init(&s, len);                           \
-        if (!long_rows && !key) status = KWK_E_NOMEM;                         \
+        int have_s = 0, status = KWK_OK;                                      \
+        if (!long_rows) {                                                     \
+            status = sw_rank_scratch_init(&s, len);                           \
+            have_s = 1;                                                       \
+            if (!key) status = KWK_E_NOMEM;                                   \
+        }                                                                     \
         for (int64_t o = 0; status == KWK_OK && o < outer; ++o) {             \
             for (int64_t i = 0; i < inner; ++i) {                             \
                 out_row out = {                                               \
@@ -846,13 +882,15 @@ static int64_t sk_median8(int dtype, const char *row, int64_t step, int64_t len,
                         continue;                                             \
                     }                                                         \
                 }                                                             \
-                int64_t idx = sk_median_index_##SUF(g, out.row, out.step, key, len, nnan, &s); \
+                int64_t idx = sk_median_index_##SUF(g, out.row, out.step, key, len, nnan, &s, \
+                                                    &have_s, &ks);            \
                 if (idx < 0) { status = KWK_E_NOMEM; break; }                 \
                 emit(&out, 0, idx);                                           \
             }                                                                 \
         }                                                                     \
         free(key);                                                            \
-        sw_rank_scratch_free(&s);                                             \
+        if (have_s) sw_rank_scratch_free(&s);                                 \
+        kth_scratch_free(&ks);                                                \
         return status;                                                        \
     }                                                                         \
                                                                               \
@@ -868,11 +906,16 @@ static int64_t sk_median8(int dtype, const char *row, int64_t step, int64_t len,
         const char *base = (const char *)src;                                 \
         const UT nan_key = (UT)~(UT)0;                                        \
         const int64_t step = stride * es;                                     \
-        const int long_rows = n > SW_SRC_MIN;                                 \
+        const int long_rows = n > (sizeof(UT) == 4 ? SK_PICK_MIN : SW_SRC_MIN); \
         sw_rank_scratch s;                                                    \
+        kth_scratch ks = {NULL, NULL, NULL, {0, 0, 0}, 0, es};                \
         UT *key = long_rows ? NULL : (UT *)malloc((size_t)n * sizeof(UT));    \
-        int status = sw_rank_scratch_init(&s, n);                             \
-        if (!long_rows && !key) status = KWK_E_NOMEM;                         \
+        int have_s = 0, status = KWK_OK;                                      \
+        if (!long_rows) {                                                     \
+            status = sw_rank_scratch_init(&s, n);                             \
+            have_s = 1;                                                       \
+            if (!key) status = KWK_E_NOMEM;                                   \
+        }                                                                     \
         if (status != KWK_OK) goto done;                                      \
         if (key) g(base, step, n, (UT)0, key);                                \
         int64_t nnan = 0;                                                     \
@@ -885,7 +928,8 @@ static int64_t sk_median8(int dtype, const char *row, int64_t step, int64_t len,
             }                                                                 \
         }                                                                     \
         const int64_t r = median_rank(n, nnan);                               \
-        int64_t idx = key ? sw_rank_##SUF(key, n, r, &s) : sw_rank_src_##SUF(g, base, step, n, r, &s); \
+        int64_t idx = key ? sw_rank_##SUF(key, n, r, &s)                      \
+                          : sk_rank_long_##SUF(g, base, step, n, r, &s, &have_s, &ks); \
         if (idx < 0) { status = KWK_E_NOMEM; goto done; }                     \
         UT zero_bits = 0, zero_key, idx_key;                                  \
         g((const char *)&zero_bits, es, 1, (UT)0, &zero_key);                 \
@@ -908,7 +952,8 @@ static int64_t sk_median8(int dtype, const char *row, int64_t step, int64_t len,
         kwk_copy_elem((char *)value, base + idx * stride * es, es);           \
     done:                                                                     \
         free(key);                                                            \
-        sw_rank_scratch_free(&s);                                             \
+        if (have_s) sw_rank_scratch_free(&s);                                 \
+        kth_scratch_free(&ks);                                                \
         return status;                                                        \
     }
 

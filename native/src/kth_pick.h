@@ -1,0 +1,449 @@
+/*
+ * kth_pick.h - the key at one stable rank of a long row, and the index of
+ * the element holding it, without sorting or copying the row: a sorted
+ * sample brackets the rank, one pass counts the keys below the bracket and
+ * compresses those inside it (a few percent of the row), a radix select
+ * among those survivors gives the key (kthvalue_kernels.h's step 1, and
+ * the long rows of median and nanmedian, select_kernels.h).  8/16-bit keys
+ * by two histograms instead.
+ */
+#ifndef KWK_KTH_PICK_H
+#define KWK_KTH_PICK_H
+
+#include "row_io.h"
+#include "select_words.h"
+#include "compress_lut.h"
+
+/* Sample size for the brackets of kth_pick and qk_ranks_src: 4 sqrt(n) (at
+ * most 2048), four times sw_rank's, so each bracket (about 2 sigma of the
+ * sampled rank each side) keeps about half as many keys to sort; the larger
+ * sample costs little next to one pass over a long row. */
+enum { QK_SAMPLE_MAX = SW_SRC_BLOCK }; /* buf doubles as the radix scratch */
+static int64_t qk_sample_size(int64_t n)
+{
+    const int64_t s = 4 * sw_isqrt(n);
+    return s > QK_SAMPLE_MAX ? QK_SAMPLE_MAX : s;
+}
+
+/* What step 1 finds. */
+typedef struct {
+    uint64_t key;
+    int64_t count, occ;
+} kth_pick;
+
+#define KTH_DEFINE_FIND(UT, SUF)                                              \
+    /* Index of the occ-th (from 0) element whose key is v; -1 if none. */    \
+    static int64_t kth_find_##SUF(sw_gather_fn_##SUF g, const char *row, int64_t step, \
+                                  int64_t n, UT v, int64_t occ)               \
+    {                                                                         \
+        UT buf[SW_SRC_BLOCK];                                                 \
+        for (int64_t j0 = 0; j0 < n; j0 += SW_SRC_BLOCK) {                    \
+            const int64_t b = n - j0 < SW_SRC_BLOCK ? n - j0 : SW_SRC_BLOCK;  \
+            g(row + j0 * step, step, b, (UT)0, buf);                          \
+            int64_t c = 0;                                                    \
+            for (int64_t j = 0; j < b; ++j) c += buf[j] == v;                 \
+            if (occ >= c) { occ -= c; continue; }                             \
+            for (int64_t j = 0; j < b; ++j)                                   \
+                if (buf[j] == v && occ-- == 0) return j0 + j;                 \
+        }                                                                     \
+        return -1;                                                            \
+    }
+
+/* count and occ of the key at index idx (the bracket's exact fallback). */
+#define KTH_DEFINE_PICK_AT(UT, SUF)                                           \
+    static kth_pick kth_pick_at_##SUF(sw_gather_fn_##SUF g, const char *row, int64_t step, \
+                                      int64_t n, int64_t idx)                 \
+    {                                                                         \
+        UT buf[SW_SRC_BLOCK], v;                                              \
+        g(row + idx * step, step, 1, (UT)0, &v);                              \
+        kth_pick p = {v, 0, 0};                                               \
+        for (int64_t j0 = 0; j0 < n; j0 += SW_SRC_BLOCK) {                    \
+            const int64_t b = n - j0 < SW_SRC_BLOCK ? n - j0 : SW_SRC_BLOCK;  \
+            g(row + j0 * step, step, b, (UT)0, buf);                          \
+            for (int64_t j = 0; j < b; ++j) {                                 \
+                p.count += buf[j] == v;                                       \
+                p.occ += buf[j] == v && j0 + j < idx;                         \
+            }                                                                 \
+        }                                                                     \
+        return p;                                                             \
+    }
+
+KTH_DEFINE_FIND(uint8_t, u8)
+KTH_DEFINE_FIND(uint16_t, u16)
+KTH_DEFINE_FIND(uint32_t, u32)
+KTH_DEFINE_FIND(uint64_t, u64)
+KTH_DEFINE_PICK_AT(uint32_t, u32)
+KTH_DEFINE_PICK_AT(uint64_t, u64)
+
+/* One block of the bracket pass: keys x of buf[0..b) with x - lo <= span
+ * go, in order, to keys[c..] with their row indices (base + j) to idx[c..];
+ * returns how many, and adds the count of keys below lo to *below.  keys
+ * and idx need room for b + 8 entries (the vector paths store whole vectors:
+ * compress = keep the selected lanes, packed to the front). */
+static int64_t kth_bracket_u32(const uint32_t *buf, int64_t b, uint32_t lo, uint32_t span,
+                               uint32_t *keys, uint32_t *idx, uint32_t base, int64_t *below)
+{
+    int64_t c = 0, j = 0, under = 0;
+#if defined(__AVX512F__)
+    /* sixteen lanes (strided rows; contiguous ones take kth_bracket_row32);
+     * the compress in a register and a whole-vector store (c <= j, so
+     * keys + c + 16 <= keys + b): Zen 4 runs a compress to memory as
+     * microcode.  Both: AMD Zen 4, torch.kthvalue of kornia DISK's 20000
+     * floats, call included, 15.8 -> 14.8 us (torch 45). */
+    {
+        const __m512i vlo = _mm512_set1_epi32((int)lo), vspan = _mm512_set1_epi32((int)span);
+        const __m512i sixteen = _mm512_set1_epi32(16);
+        __m512i vidx = _mm512_add_epi32(_mm512_set1_epi32((int)base),
+                                        _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
+                                                          11, 12, 13, 14, 15));
+        for (; j + 16 <= b; j += 16) {
+            const __m512i v = _mm512_loadu_si512(buf + j);
+            const __mmask16 in = _mm512_cmple_epu32_mask(_mm512_sub_epi32(v, vlo), vspan);
+            under += __builtin_popcount((unsigned)_mm512_cmplt_epu32_mask(v, vlo));
+            _mm512_storeu_si512(keys + c, _mm512_maskz_compress_epi32(in, v));
+            _mm512_storeu_si512(idx + c, _mm512_maskz_compress_epi32(in, vidx));
+            vidx = _mm512_add_epi32(vidx, sixteen);
+            c += __builtin_popcount((unsigned)in);
+        }
+    }
+#endif
+#if defined(__AVX2__)
+    const __m256i vlo = _mm256_set1_epi32((int)lo), vspan = _mm256_set1_epi32((int)span);
+    __m256i vidx = _mm256_add_epi32(_mm256_set1_epi32((int)(base + (uint32_t)j)),
+                                    _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    const __m256i eight = _mm256_set1_epi32(8);
+    for (; j + 8 <= b; j += 8) {
+        const __m256i v = _mm256_loadu_si256((const __m256i *)(buf + j));
+        const __m256i in = kwk_in_bracket_u32(v, vlo, vspan);
+        const __m256i ge = _mm256_cmpeq_epi32(_mm256_max_epu32(v, vlo), v);   /* v >= lo */
+        const unsigned mask = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(in));
+        under += 8 - __builtin_popcount((unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(ge)));
+        const __m256i perm = kwk_compress_perm8(mask);
+        _mm256_storeu_si256((__m256i *)(keys + c), _mm256_permutevar8x32_epi32(v, perm));
+        _mm256_storeu_si256((__m256i *)(idx + c), _mm256_permutevar8x32_epi32(vidx, perm));
+        vidx = _mm256_add_epi32(vidx, eight);
+        c += __builtin_popcount(mask);
+    }
+#endif
+    for (; j < b; ++j) {
+        const uint32_t x = buf[j];
+        keys[c] = x;
+        idx[c] = base + (uint32_t)j;
+        under += x < lo;
+        c += (uint32_t)(x - lo) <= span;
+    }
+    *below += under;
+    return c;
+}
+
+#if defined(__AVX512F__)
+/* kth_bracket_u32 over n contiguous float32 (kind 2), int32 (1) or uint32
+ * (0) elements of a row (row indices base + j), the keys made in the
+ * register: the block gather's store and reload of every key were a tenth
+ * of the call.  keys and idx need room for n + 16 entries.  c <= j, so the
+ * whole-vector stores at keys + c stay inside keys + n + 16. */
+static int64_t kth_bracket_row32(const char *row, int64_t n, int kind, uint32_t base,
+                                 uint32_t lo, uint32_t span, uint32_t *keys, uint32_t *idx,
+                                 int64_t *below)
+{
+    const __m512i vlo = _mm512_set1_epi32((int)lo), vspan = _mm512_set1_epi32((int)span);
+    const __m512i sign = _mm512_set1_epi32((int)0x80000000u), sixteen = _mm512_set1_epi32(16);
+    __m512i vidx = _mm512_add_epi32(_mm512_set1_epi32((int)base),
+                                    _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
+                                                      12, 13, 14, 15));
+    int64_t c = 0, j = 0, under = 0;
+    for (; j < n; j += 16) {
+        /* the last block by a masked load: lanes past n are out of the count */
+        const __mmask16 live = n - j >= 16 ? (__mmask16)0xFFFF
+                                           : (__mmask16)((1u << (n - j)) - 1u);
+        __m512i v = _mm512_maskz_loadu_epi32(live, row + 4 * j);
+        if (kind == 2) v = kwk_keys16_f32(v);
+        else if (kind == 1) v = _mm512_xor_si512(v, sign);
+        const __mmask16 in = _mm512_mask_cmple_epu32_mask(live, _mm512_sub_epi32(v, vlo), vspan);
+        under += __builtin_popcount((unsigned)_mm512_mask_cmplt_epu32_mask(live, v, vlo));
+        _mm512_storeu_si512(keys + c, _mm512_maskz_compress_epi32(in, v));
+        _mm512_storeu_si512(idx + c, _mm512_maskz_compress_epi32(in, vidx));
+        vidx = _mm512_add_epi32(vidx, sixteen);
+        c += __builtin_popcount((unsigned)in);
+    }
+    *below += under;
+    return c;
+}
+#endif
+
+static int64_t kth_bracket_u64(const uint64_t *buf, int64_t b, uint64_t lo, uint64_t span,
+                               uint64_t *keys, uint32_t *idx, uint32_t base, int64_t *below)
+{
+    int64_t c = 0, under = 0;
+    for (int64_t j = 0; j < b; ++j) {
+        const uint64_t x = buf[j];
+        keys[c] = x;
+        idx[c] = base + (uint32_t)j;
+        under += x < lo;
+        c += (uint64_t)(x - lo) <= span;
+    }
+    *below += under;
+    return c;
+}
+
+
+/* Scratch of the bracket path: the survivors' keys (in index order) and
+ * indices, and the keys to select on, es bytes a key.  Sized for the
+ * survivors the sample predicts and grown when a row has more (kth_fit):
+ * sized for the whole row, a row of 3 * 10^6 took three fresh 12 MB blocks
+ * a call (too big for the workspace cache) and cleared their pages. */
+typedef struct {
+    void *keys, *sorted;
+    uint32_t *idx;
+    size_t cap[3];  /* bytes (workspace_alloc) */
+    int64_t room;   /* entries keys and idx hold */
+    int es;
+} kth_scratch;
+
+/* keys and idx with room for `need` entries, their first `keep` kept. */
+static int kth_fit(kth_scratch *ks, int64_t need, int64_t keep)
+{
+    if (need <= ks->room) return KWK_OK;
+    const int64_t room = need > 2 * ks->room ? need : 2 * ks->room;
+    size_t kcap, icap;
+    void *keys = workspace_alloc((size_t)room * (size_t)ks->es, &kcap);
+    uint32_t *idx = (uint32_t *)workspace_alloc((size_t)room * sizeof(uint32_t), &icap);
+    if (!keys || !idx) {
+        kwk_ws_give(keys, kcap);
+        kwk_ws_give(idx, icap);
+        return KWK_E_NOMEM;
+    }
+    if (keep > 0) {
+        memcpy(keys, ks->keys, (size_t)keep * (size_t)ks->es);
+        memcpy(idx, ks->idx, (size_t)keep * sizeof(uint32_t));
+    }
+    kwk_ws_give(ks->keys, ks->cap[0]);
+    kwk_ws_give(ks->idx, ks->cap[2]);
+    ks->keys = keys;
+    ks->idx = idx;
+    ks->cap[0] = kcap;
+    ks->cap[2] = icap;
+    ks->room = room;
+    return KWK_OK;
+}
+
+/* sorted with room for n entries (its contents not kept). */
+static int kth_fit_sorted(kth_scratch *ks, int64_t n)
+{
+    const size_t bytes = (size_t)n * (size_t)ks->es;
+    if (ks->sorted && bytes <= ks->cap[1]) return KWK_OK;
+    kwk_ws_give(ks->sorted, ks->cap[1]);
+    ks->sorted = workspace_alloc(bytes, &ks->cap[1]);
+    return ks->sorted ? KWK_OK : KWK_E_NOMEM;
+}
+
+static void kth_scratch_free(kth_scratch *ks)
+{
+    kwk_ws_give(ks->keys, ks->cap[0]);
+    kwk_ws_give(ks->sorted, ks->cap[1]);
+    kwk_ws_give(ks->idx, ks->cap[2]);
+}
+
+/* The rr-th smallest of the c bracket survivors keys[] (in [lo, lo +
+ * span]; a: scratch of c entries): a radix select.  A 256-bin histogram of their
+ * top bits within the bracket finds the bin holding rank rr, whose keys -
+ * about c / 256 - are gathered to the front; again inside that bin until
+ * few keys or few bits are left, then a quickselect.  Branch-free passes
+ * instead of a quickselect's mispredicted partitions over a few thousand
+ * keys (a 20000-element row's ~1700 survivors: 7 -> 2 us), and instead of
+ * radix-sorting the 10^5 survivors of a row of 3 * 10^6 (AMD Zen 4,
+ * with kth_fit's scratch: ibert's 3145728 GELU activations at rank 99.9%
+ * 1953 -> 924 us, brevitas' 3211264 ReLU outputs 1430 -> 935; torch 26-30
+ * ms). */
+#define KTH_DEFINE_HISTOGRAM_SELECT(UT, SUF)                                  \
+    static UT kth_histogram_select_##SUF(const UT *keys, UT *a, int64_t c, int64_t rr, \
+                                         UT lo, UT span)                      \
+    {                                                                         \
+        const UT *from = keys; /* the first round reads keys, the rest a */  \
+        for (;;) {                                                            \
+            const int bits = kwk_bits_for((uint64_t)span);                    \
+            if (c <= 64 || bits <= 8) {                                       \
+                if (from != a) memcpy(a, from, (size_t)c * sizeof(UT));       \
+                sw_qselect_##SUF(a, c, rr);                                   \
+                return a[rr];                                                 \
+            }                                                                 \
+            const int shift = bits - 8;                                       \
+            /* four histograms: a run of keys in one bin would otherwise     \
+             * wait on each other's increments */                             \
+            uint32_t count[4][256];                                           \
+            memset(count, 0, sizeof count);                                   \
+            int64_t j = 0;                                                    \
+            for (; j + 4 <= c; j += 4) {                                      \
+                count[0][(UT)(from[j] - lo) >> shift]++;                      \
+                count[1][(UT)(from[j + 1] - lo) >> shift]++;                  \
+                count[2][(UT)(from[j + 2] - lo) >> shift]++;                  \
+                count[3][(UT)(from[j + 3] - lo) >> shift]++;                  \
+            }                                                                 \
+            for (; j < c; ++j) count[0][(UT)(from[j] - lo) >> shift]++;       \
+            int b = 0;                                                        \
+            int64_t before = 0;                                               \
+            for (;; ++b) {                                                    \
+                const int64_t in = (int64_t)count[0][b] + count[1][b] + count[2][b] + count[3][b]; \
+                if (before + in > rr) break;                                  \
+                before += in;                                                 \
+            }                                                                 \
+            int64_t m = 0;                                                    \
+            for (j = 0; j < c; ++j) {                                         \
+                const UT x = from[j];                                         \
+                a[m] = x;                                                     \
+                m += (int)((UT)(x - lo) >> shift) == b;                       \
+            }                                                                 \
+            /* the bin's keys: lo + (b << shift) + [0, 2^shift), fewer bits */ \
+            const UT start = (UT)((UT)b << shift);                            \
+            const UT width = (UT)(((UT)1 << shift) - 1);                      \
+            lo = (UT)(lo + start);                                            \
+            span = (UT)(span - start) < width ? (UT)(span - start) : width;   \
+            c = m;                                                            \
+            rr -= before;                                                     \
+            from = a;                                                         \
+        }                                                                     \
+    }
+
+KTH_DEFINE_HISTOGRAM_SELECT(uint32_t, u32)
+KTH_DEFINE_HISTOGRAM_SELECT(uint64_t, u64)
+
+/* Step 1 for 32/64-bit keys (rows shorter than 2^32).  s is initialised on
+ * first use (a missed bracket).  KWK_E_NOMEM or KWK_OK; *index is the
+ * answer's index when the bracket already tells it (count == 1 or stable
+ * order), else -1. */
+/* Which kth_bracket_row32 kind reads a row gathered by g with this step in
+ * place (-1: none; 64-bit rows and strided rows gather blocks). */
+#if defined(__AVX512F__)
+#define KTH_FUSED_KIND(g, step, es)                                           \
+    ((es) != 4 || (step) != 4 ? -1                                            \
+     : (void *)(g) == (void *)sw_gather_f32 ? 2                               \
+     : (void *)(g) == (void *)sw_gather_i32 ? 1                               \
+     : (void *)(g) == (void *)sw_gather_u32 ? 0 : -1)
+#else
+#define KTH_FUSED_KIND(g, step, es) -1
+#define kth_bracket_row32(row, n, kind, base, lo, span, keys, idx, below) 0
+#endif
+
+#define KTH_DEFINE_PICK_BRACKET(UT, SUF)                                      \
+    static int kth_pick_##SUF(sw_gather_fn_##SUF g, const char *row, int64_t step, \
+                              int64_t n, int64_t r, kth_scratch *ks,          \
+                              sw_rank_scratch *s, int *have_s, kth_pick *out, \
+                              int64_t *index)                                 \
+    {                                                                         \
+        UT sample[QK_SAMPLE_MAX], buf[SW_SRC_BLOCK];                          \
+        const int64_t ns = qk_sample_size(n), stride = n / ns;               \
+        *index = -1;                                                          \
+        /* one gather call: the sample is every stride-th element */         \
+        g(row + (stride / 2) * step, step * stride, ns, (UT)0, sample);       \
+        /* keys bracketing rank r: sample ranks about 2 sigma either side */  \
+        const int64_t centre = (int64_t)(((double)r + 0.5) * (double)ns / (double)n); \
+        const int64_t margin = sw_isqrt(ns) + 1;                              \
+        const int64_t sa = centre - margin, sb = centre + margin;             \
+        UT lo = 0, hi = (UT)~(UT)0;                                           \
+        if (sa > 0) {                                                         \
+            sw_qselect_##SUF(sample, ns, sa);                                 \
+            lo = sample[sa];                                                  \
+        }                                                                     \
+        if (sb < ns - 1) {                                                    \
+            const int64_t from = sa > 0 ? sa : 0;                             \
+            sw_qselect_##SUF(sample + from, ns - from, sb - from);            \
+            hi = sample[sb];                                                  \
+        }                                                                     \
+        const UT span = (UT)(hi - lo);                                        \
+        /* room for the survivors expected (2 margin + 1 of ns sample        \
+         * elements stand for n / ns each), grown if more come */            \
+        const int64_t expect = (2 * margin + 1) * (n / ns + 1);              \
+        if (kth_fit(ks, (expect < n ? expect : n) + SW_SRC_BLOCK + 16, 0) != KWK_OK) \
+            return KWK_E_NOMEM;                                               \
+        const int fused = KTH_FUSED_KIND(g, step, sizeof(UT));                            \
+        int64_t below = 0, c = 0;                                             \
+        for (int64_t j0 = 0; j0 < n; j0 += SW_SRC_BLOCK) {                    \
+            const int64_t b = n - j0 < SW_SRC_BLOCK ? n - j0 : SW_SRC_BLOCK;  \
+            if (kth_fit(ks, c + b + 16, c) != KWK_OK) return KWK_E_NOMEM;     \
+            UT *keys = (UT *)ks->keys;                                        \
+            if (fused >= 0) {                                                 \
+                c += kth_bracket_row32(row + j0 * 4, b, fused, (uint32_t)j0,  \
+                                       (uint32_t)lo, (uint32_t)span,          \
+                                       (uint32_t *)(void *)(keys + c), ks->idx + c, &below); \
+                continue;                                                     \
+            }                                                                 \
+            g(row + j0 * step, step, b, (UT)0, buf);                          \
+            c += kth_bracket_##SUF(buf, b, lo, span, keys + c, ks->idx + c, (uint32_t)j0, \
+                                   &below);                                   \
+        }                                                                     \
+        const UT *keys = (const UT *)ks->keys;                                \
+        if (r >= below && r < below + c) {                                    \
+            if (kth_fit_sorted(ks, c) != KWK_OK) return KWK_E_NOMEM;          \
+            const int64_t rr = r - below;                                     \
+            const UT v = kth_histogram_select_##SUF(keys, (UT *)ks->sorted, c, rr, lo, span); \
+            int64_t under = 0, same = 0;                                      \
+            for (int64_t j = 0; j < c; ++j) {                                 \
+                under += keys[j] < v;                                         \
+                same += keys[j] == v;                                         \
+            }                                                                 \
+            out->key = v;                                                     \
+            out->count = same;                                                \
+            out->occ = rr - under;                                            \
+            /* every key equal to v survived, in index order */              \
+            for (int64_t j = 0, left = out->occ; j < c; ++j)                  \
+                if (keys[j] == v && left-- == 0) { *index = ks->idx[j]; break; } \
+            return KWK_OK;                                                    \
+        }                                                                     \
+        /* the sample misjudged the rank (rare): exact stable-rank select */  \
+        if (!*have_s) {                                                       \
+            if (sw_rank_scratch_init(s, n) != KWK_OK) return KWK_E_NOMEM;     \
+            *have_s = 1;                                                      \
+        }                                                                     \
+        const int64_t idx = sw_rank_src_##SUF(g, row, step, n, r, s);         \
+        if (idx < 0) return KWK_E_NOMEM;                                      \
+        *out = kth_pick_at_##SUF(g, row, step, n, idx);                       \
+        *index = idx;                                                         \
+        return KWK_OK;                                                        \
+    }
+
+KTH_DEFINE_PICK_BRACKET(uint32_t, u32)
+KTH_DEFINE_PICK_BRACKET(uint64_t, u64)
+
+/* Step 1 for 8/16-bit keys: histograms. */
+#define KTH_DEFINE_PICK_HIST(UT, SUF, HI_SHIFT)                               \
+    static int kth_pick_##SUF(sw_gather_fn_##SUF g, const char *row, int64_t step, \
+                              int64_t n, int64_t r, kth_scratch *ks,          \
+                              sw_rank_scratch *s, int *have_s, kth_pick *out, \
+                              int64_t *index)                                 \
+    {                                                                         \
+        (void)ks; (void)s; (void)have_s;                                      \
+        *index = -1;                                                          \
+        UT buf[SW_SRC_BLOCK];                                                 \
+        int64_t h[256] = {0};                                                 \
+        for (int64_t j0 = 0; j0 < n; j0 += SW_SRC_BLOCK) {                    \
+            const int64_t b = n - j0 < SW_SRC_BLOCK ? n - j0 : SW_SRC_BLOCK;  \
+            g(row + j0 * step, step, b, (UT)0, buf);                          \
+            for (int64_t j = 0; j < b; ++j) h[buf[j] >> (HI_SHIFT)]++;        \
+        }                                                                     \
+        int64_t below = 0, top = 0;                                           \
+        while (below + h[top] <= r) below += h[top++];                        \
+        if (HI_SHIFT == 0) {                                                  \
+            out->key = (uint64_t)top;                                         \
+            out->count = h[top];                                              \
+            out->occ = r - below;                                             \
+            return KWK_OK;                                                    \
+        }                                                                     \
+        int64_t h2[256] = {0};                                                \
+        for (int64_t j0 = 0; j0 < n; j0 += SW_SRC_BLOCK) {                    \
+            const int64_t b = n - j0 < SW_SRC_BLOCK ? n - j0 : SW_SRC_BLOCK;  \
+            g(row + j0 * step, step, b, (UT)0, buf);                          \
+            for (int64_t j = 0; j < b; ++j)                                   \
+                h2[buf[j] & 0xFF] += (buf[j] >> (HI_SHIFT)) == (UT)top;       \
+        }                                                                     \
+        int64_t low = 0;                                                      \
+        while (below + h2[low] <= r) below += h2[low++];                      \
+        out->key = (uint64_t)top << (HI_SHIFT) | (uint64_t)low;               \
+        out->count = h2[low];                                                 \
+        out->occ = r - below;                                                 \
+        return KWK_OK;                                                        \
+    }
+
+KTH_DEFINE_PICK_HIST(uint8_t, u8, 0)
+KTH_DEFINE_PICK_HIST(uint16_t, u16, 8)
+
+#endif
