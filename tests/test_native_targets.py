@@ -113,6 +113,11 @@ def test_kthvalue_bracket_per_target(target, gen, dtype):
         nan = spread.clone()
         nan[torch.rand(n, generator=gen) < 0.3] = float("nan")
         rows.append(nan)
+        for at in (1000, n - 5):  # the first NaN far in: in a full block, in the last
+            late = spread.clone()
+            late[at] = float("nan")
+            late[at + 3] = float("nan")
+            rows.append(late)
     for x in rows:
         for k in (1, 2, n // 100, n // 3, n // 2, n - 1, n):
             compare("kthvalue", x, k)

@@ -758,6 +758,35 @@ static int64_t sk_median8(int dtype, const char *row, int64_t step, int64_t len,
 }
 #endif
 
+/* sk_nan_scan_src of contiguous float32 on the raw bits, sixteen at a
+ * time, where the block gather stored every key and scanned it again (AMD
+ * Zen 4: median of 3145728 floats 1418 -> 1244 us, of 8x50000 225 -> 205,
+ * nanmedian of 4x60000 with 10% NaN 157 -> 124). */
+#if defined(__AVX512F__)
+#define SK_RAW_NAN_SCAN(g, step, es) ((es) == 4 && (step) == 4 && (void *)(g) == (void *)sw_gather_f32)
+static int64_t sk_nan_scan_f32_raw(const char *row, int64_t n, int64_t *count)
+{
+    const __m512i abs = _mm512_set1_epi32(0x7FFFFFFF), inf = _mm512_set1_epi32(0x7F800000);
+    int64_t first = -1, total = 0;
+    for (int64_t j = 0; j < n; j += 16) {
+        const __mmask16 live = n - j >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - j)) - 1u);
+        const __m512i b = _mm512_maskz_loadu_epi32(live, row + 4 * j);
+        const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(b, abs), inf);
+        if (!nan) continue;
+        if (first < 0) {
+            first = j + __builtin_ctz((unsigned)nan);
+            if (!count) return first;
+        }
+        total += __builtin_popcount((unsigned)nan);
+    }
+    if (count) *count = total;
+    return first;
+}
+#else
+#define SK_RAW_NAN_SCAN(g, step, es) 0
+#define sk_nan_scan_f32_raw(row, n, count) (-1)
+#endif
+
 /* Per key width: median over rows, and over one strided run. */
 #define SK_DEFINE_MEDIAN(UT, SUF)                                             \
     /* NaN statistics of key[0..n): the first NaN's index (or -1) and the     \
@@ -782,6 +811,7 @@ static int64_t sk_median8(int dtype, const char *row, int64_t step, int64_t len,
     static int64_t sk_nan_scan_src_##SUF(sw_gather_fn_##SUF g, const char *row, int64_t step, \
                                          int64_t n, int64_t *count)           \
     {                                                                         \
+        if (SK_RAW_NAN_SCAN(g, step, sizeof(UT))) return sk_nan_scan_f32_raw(row, n, count); \
         UT buf[SW_SRC_BLOCK];                                                 \
         int64_t first = -1, total = 0;                                        \
         for (int64_t j0 = 0; j0 < n; j0 += SW_SRC_BLOCK) {                    \
