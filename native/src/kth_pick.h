@@ -137,12 +137,11 @@ static int64_t kth_bracket_u32(const uint32_t *buf, int64_t b, uint32_t lo, uint
 }
 
 #if defined(__AVX512F__)
-/* kth_bracket_u32 over n contiguous float32 (kind 2), int32 (1) or uint32
- * (0) elements of a row (row indices base + j), the keys made in the
- * register: the block gather's store and reload of every key were a tenth
+/* kth_bracket_u32 over n contiguous float32 (is_float) or int32 elements
+ * of a row (row indices base + j), the keys made in the register: the block gather's store and reload of every key were a tenth
  * of the call.  keys and idx need room for n + 16 entries.  c <= j, so the
  * whole-vector stores at keys + c stay inside keys + n + 16. */
-static int64_t kth_bracket_row32(const char *row, int64_t n, int kind, uint32_t base,
+static int64_t kth_bracket_row32(const char *row, int64_t n, int is_float, uint32_t base,
                                  uint32_t lo, uint32_t span, uint32_t *keys, uint32_t *idx,
                                  int64_t *below)
 {
@@ -157,8 +156,7 @@ static int64_t kth_bracket_row32(const char *row, int64_t n, int kind, uint32_t 
         const __mmask16 live = n - j >= 16 ? (__mmask16)0xFFFF
                                            : (__mmask16)((1u << (n - j)) - 1u);
         __m512i v = _mm512_maskz_loadu_epi32(live, row + 4 * j);
-        if (kind == 2) v = kwk_keys16_f32(v);
-        else if (kind == 1) v = _mm512_xor_si512(v, sign);
+        v = is_float ? kwk_keys16_f32(v) : _mm512_xor_si512(v, sign);
         const __mmask16 in = _mm512_mask_cmple_epu32_mask(live, _mm512_sub_epi32(v, vlo), vspan);
         under += __builtin_popcount((unsigned)_mm512_mask_cmplt_epu32_mask(live, v, vlo));
         _mm512_storeu_si512(keys + c, _mm512_maskz_compress_epi32(in, v));
@@ -307,23 +305,23 @@ static void kth_scratch_free(kth_scratch *ks)
 KTH_DEFINE_HISTOGRAM_SELECT(uint32_t, u32)
 KTH_DEFINE_HISTOGRAM_SELECT(uint64_t, u64)
 
-/* Step 1 for 32/64-bit keys (rows shorter than 2^32).  s is initialised on
- * first use (a missed bracket).  KWK_E_NOMEM or KWK_OK; *index is the
- * answer's index when the bracket already tells it (count == 1 or stable
- * order), else -1. */
-/* Which kth_bracket_row32 kind reads a row gathered by g with this step in
- * place (-1: none; 64-bit rows and strided rows gather blocks). */
+/* kth_bracket_row32's is_float for a row gathered by g with this step, read
+ * in place (-1: not read in place: 64-bit rows, strided rows, other
+ * dtypes, the AVX2 and portable targets gather blocks). */
 #if defined(__AVX512F__)
 #define KTH_FUSED_KIND(g, step, es)                                           \
     ((es) != 4 || (step) != 4 ? -1                                            \
-     : (void *)(g) == (void *)sw_gather_f32 ? 2                               \
-     : (void *)(g) == (void *)sw_gather_i32 ? 1                               \
-     : (void *)(g) == (void *)sw_gather_u32 ? 0 : -1)
+     : (void *)(g) == (void *)sw_gather_f32 ? 1                               \
+     : (void *)(g) == (void *)sw_gather_i32 ? 0 : -1)
 #else
 #define KTH_FUSED_KIND(g, step, es) -1
-#define kth_bracket_row32(row, n, kind, base, lo, span, keys, idx, below) 0
+#define kth_bracket_row32(row, n, is_float, base, lo, span, keys, idx, below) 0
 #endif
 
+/* Step 1 for 32/64-bit keys (rows shorter than 2^32).  s is initialised on
+ * first use (a missed bracket).  KWK_E_NOMEM or KWK_OK; *index is the index
+ * at stable rank r (always found here; the 8/16-bit histograms below leave
+ * -1 for the caller's kth_find). */
 #define KTH_DEFINE_PICK_BRACKET(UT, SUF)                                      \
     static int kth_pick_##SUF(sw_gather_fn_##SUF g, const char *row, int64_t step, \
                               int64_t n, int64_t r, kth_scratch *ks,          \
