@@ -102,14 +102,19 @@ def test_kthvalue_bracket_per_target(target, gen, dtype):
     60% of the row (far more survivors than the sample predicts: the scratch
     grows, and torch's quickselect re-runs), keys over the dtype's whole
     range (the radix select's several rounds), ranks at the row's ends,
-    NaN-heavy rows, and strided rows (gathered in blocks, not read in
-    place)."""
+    half the row one value (ReLU outputs: the rank among the bracket's
+    least keys; +0.0 alone or mixed with -0.0 for median()), NaN-heavy rows,
+    and strided rows (gathered in blocks, not read in place)."""
     n = 70_000
     crowded = make_values("random", (n,), dtype, gen)
     crowded[torch.rand(n, generator=gen) < 0.6] = 0
     spread = make_values("random", (n,), dtype, gen)
-    rows = [crowded, spread]
+    relu = spread.clamp(min=0)  # half the row one value, the median at its end
+    rows = [crowded, spread, relu]
     if dtype.is_floating_point:
+        mixed = relu.clone()  # zeros of both signs: which one nth_element leaves shows
+        mixed[(mixed == 0) & (torch.rand(n, generator=gen) < 0.5)] = -0.0
+        rows.append(mixed)
         nan = spread.clone()
         nan[torch.rand(n, generator=gen) < 0.3] = float("nan")
         rows.append(nan)

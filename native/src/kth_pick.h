@@ -259,6 +259,9 @@ static void kth_scratch_free(kth_scratch *ks)
     {                                                                         \
         const UT *from = keys; /* the first round reads keys, the rest a */  \
         for (;;) {                                                            \
+            /* one key left in the bracket (a value shared by most of the     \
+             * row, as ReLU zeros): every survivor is it */                   \
+            if (span == 0) return lo;                                         \
             const int bits = kwk_bits_for((uint64_t)span);                    \
             if (c <= 64 || bits <= 8) {                                       \
                 if (from != a) memcpy(a, from, (size_t)c * sizeof(UT));       \
@@ -270,14 +273,23 @@ static void kth_scratch_free(kth_scratch *ks)
              * wait on each other's increments */                             \
             uint32_t count[4][256];                                           \
             memset(count, 0, sizeof count);                                   \
-            int64_t j = 0;                                                    \
+            int64_t j = 0, at_lo = 0;                                         \
             for (; j + 4 <= c; j += 4) {                                      \
                 count[0][(UT)(from[j] - lo) >> shift]++;                      \
                 count[1][(UT)(from[j + 1] - lo) >> shift]++;                  \
                 count[2][(UT)(from[j + 2] - lo) >> shift]++;                  \
                 count[3][(UT)(from[j + 3] - lo) >> shift]++;                  \
+                at_lo += (from[j] == lo) + (from[j + 1] == lo) + (from[j + 2] == lo) + \
+                         (from[j + 3] == lo);                                 \
             }                                                                 \
-            for (; j < c; ++j) count[0][(UT)(from[j] - lo) >> shift]++;       \
+            for (; j < c; ++j) {                                              \
+                count[0][(UT)(from[j] - lo) >> shift]++;                      \
+                at_lo += from[j] == lo;                                       \
+            }                                                                 \
+            /* rank rr among the keys equal to the bracket's least (the      \
+             * sample's key below the rank, shared by much of the row: a     \
+             * median of ReLU outputs, half +0.0) */                          \
+            if (rr < at_lo) return lo;                                        \
             int b = 0;                                                        \
             int64_t before = 0;                                               \
             for (;; ++b) {                                                    \
@@ -357,7 +369,12 @@ KTH_DEFINE_HISTOGRAM_SELECT(uint64_t, u64)
         int64_t below = 0, c = 0;                                             \
         for (int64_t j0 = 0; j0 < n; j0 += SW_SRC_BLOCK) {                    \
             const int64_t b = n - j0 < SW_SRC_BLOCK ? n - j0 : SW_SRC_BLOCK;  \
-            if (kth_fit(ks, c + b + 16, c) != KWK_OK) return KWK_E_NOMEM;     \
+            /* more survivors than predicted: a key shared by much of the    \
+             * row sits at the bracket's end; room for the rest of the row   \
+             * at once (one copy, not one per doubling) */                   \
+            if (c + b + 16 > ks->room &&                                      \
+                kth_fit(ks, c + (n - j0) + 16, c) != KWK_OK)                  \
+                return KWK_E_NOMEM;                                           \
             UT *keys = (UT *)ks->keys;                                        \
             if (fused >= 0) {                                                 \
                 c += kth_bracket_row32(row + j0 * 4, b, fused, (uint32_t)j0,  \
