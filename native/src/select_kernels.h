@@ -793,6 +793,37 @@ static int64_t sk_nan_scan_f32_raw(const char *row, int64_t n, int64_t *count)
 #define sk_nan_scan_f32_raw(row, n, count) (-1)
 #endif
 
+/* The scratch of a median call: rows of at most the long-row length are
+ * gathered whole into key and ranked with s; longer ones are read through
+ * their gather function (kth_pick.h's ks; s only if its sample misses,
+ * have_s then set). */
+typedef struct {
+    void *key;
+    sw_rank_scratch s;
+    int have_s;
+    kth_scratch ks;
+} sk_scratch;
+
+static int sk_scratch_init(sk_scratch *sc, int64_t len, int long_rows, int es)
+{
+    const kth_scratch none = {NULL, NULL, NULL, {0, 0, 0}, 0, es};
+    sc->key = NULL;
+    sc->have_s = 0;
+    sc->ks = none;
+    if (long_rows) return KWK_OK;
+    sc->key = malloc((size_t)(len > 0 ? len : 1) * (size_t)es);
+    const int status = sw_rank_scratch_init(&sc->s, len);
+    sc->have_s = 1;
+    return sc->key ? status : KWK_E_NOMEM;
+}
+
+static void sk_scratch_free(sk_scratch *sc)
+{
+    free(sc->key);
+    if (sc->have_s) sw_rank_scratch_free(&sc->s);
+    kth_scratch_free(&sc->ks);
+}
+
 /* Per key width: median over rows, and over one strided run. */
 #define SK_DEFINE_MEDIAN(UT, SUF)                                             \
     /* NaN statistics of key[0..n): the first NaN's index (or -1) and the     \
@@ -917,15 +948,9 @@ static int64_t sk_nan_scan_f32_raw(const char *row, int64_t n, int64_t *count)
         const int es = (int)sizeof(UT);                                       \
         const int is_float = KWK_DTYPES[dtype].is_float;                      \
         const int long_rows = len > (sizeof(UT) == 4 ? SK_PICK_MIN : SW_SRC_MIN); \
-        sw_rank_scratch s;                                                    \
-        kth_scratch ks = {NULL, NULL, NULL, {0, 0, 0}, 0, es};                \
-        UT *key = long_rows ? NULL : (UT *)malloc((size_t)(len > 0 ? len : 1) * sizeof(UT)); \
-        int have_s = 0, status = KWK_OK;                                      \
-        if (!long_rows) {                                                     \
-            status = sw_rank_scratch_init(&s, len);                           \
-            have_s = 1;                                                       \
-            if (!key) status = KWK_E_NOMEM;                                   \
-        }                                                                     \
+        sk_scratch sc;                                                        \
+        int status = sk_scratch_init(&sc, len, long_rows, es);                \
+        UT *const key = (UT *)sc.key;                                         \
         for (int64_t o = 0; status == KWK_OK && o < outer; ++o) {             \
             for (int64_t i = 0; i < inner; ++i) {                             \
                 out_row out = {                                               \
@@ -950,15 +975,13 @@ static int64_t sk_nan_scan_f32_raw(const char *row, int64_t n, int64_t *count)
                         continue;                                             \
                     }                                                         \
                 }                                                             \
-                int64_t idx = sk_median_index_##SUF(g, out.row, out.step, key, len, nnan, &s, \
-                                                    &have_s, &ks);            \
+                int64_t idx = sk_median_index_##SUF(g, out.row, out.step, key, len, nnan, \
+                                                    &sc.s, &sc.have_s, &sc.ks); \
                 if (idx < 0) { status = KWK_E_NOMEM; break; }                 \
                 emit(&out, 0, idx);                                           \
             }                                                                 \
         }                                                                     \
-        free(key);                                                            \
-        if (have_s) sw_rank_scratch_free(&s);                                 \
-        kth_scratch_free(&ks);                                                \
+        sk_scratch_free(&sc);                                                 \
         return status;                                                        \
     }                                                                         \
                                                                               \
@@ -975,15 +998,9 @@ static int64_t sk_nan_scan_f32_raw(const char *row, int64_t n, int64_t *count)
         const UT nan_key = (UT)~(UT)0;                                        \
         const int64_t step = stride * es;                                     \
         const int long_rows = n > (sizeof(UT) == 4 ? SK_PICK_MIN : SW_SRC_MIN); \
-        sw_rank_scratch s;                                                    \
-        kth_scratch ks = {NULL, NULL, NULL, {0, 0, 0}, 0, es};                \
-        UT *key = long_rows ? NULL : (UT *)malloc((size_t)n * sizeof(UT));    \
-        int have_s = 0, status = KWK_OK;                                      \
-        if (!long_rows) {                                                     \
-            status = sw_rank_scratch_init(&s, n);                             \
-            have_s = 1;                                                       \
-            if (!key) status = KWK_E_NOMEM;                                   \
-        }                                                                     \
+        sk_scratch sc;                                                        \
+        int status = sk_scratch_init(&sc, n, long_rows, es);                  \
+        UT *const key = (UT *)sc.key;                                         \
         if (status != KWK_OK) goto done;                                      \
         if (key) g(base, step, n, (UT)0, key);                                \
         int64_t nnan = 0;                                                     \
@@ -996,8 +1013,8 @@ static int64_t sk_nan_scan_f32_raw(const char *row, int64_t n, int64_t *count)
             }                                                                 \
         }                                                                     \
         const int64_t r = median_rank(n, nnan);                               \
-        int64_t idx = key ? sw_rank_##SUF(key, n, r, &s)                      \
-                          : sk_rank_long_##SUF(g, base, step, n, r, &s, &have_s, &ks); \
+        int64_t idx = key ? sw_rank_##SUF(key, n, r, &sc.s)                   \
+                          : sk_rank_long_##SUF(g, base, step, n, r, &sc.s, &sc.have_s, &sc.ks); \
         if (idx < 0) { status = KWK_E_NOMEM; goto done; }                     \
         UT zero_bits = 0, zero_key, idx_key;                                  \
         g((const char *)&zero_bits, es, 1, (UT)0, &zero_key);                 \
@@ -1021,9 +1038,7 @@ static int64_t sk_nan_scan_f32_raw(const char *row, int64_t n, int64_t *count)
         }                                                                     \
         kwk_copy_elem((char *)value, base + idx * stride * es, es);           \
     done:                                                                     \
-        free(key);                                                            \
-        if (have_s) sw_rank_scratch_free(&s);                                 \
-        kth_scratch_free(&ks);                                                \
+        sk_scratch_free(&sc);                                                 \
         return status;                                                        \
     }
 
