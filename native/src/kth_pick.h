@@ -172,8 +172,31 @@ static int64_t kth_bracket_row32(const char *row, int64_t n, int is_float, uint3
 static int64_t kth_bracket_u64(const uint64_t *buf, int64_t b, uint64_t lo, uint64_t span,
                                uint64_t *keys, uint32_t *idx, uint32_t base, int64_t *below)
 {
-    int64_t c = 0, under = 0;
-    for (int64_t j = 0; j < b; ++j) {
+    int64_t c = 0, j = 0, under = 0;
+#if defined(__AVX512F__)
+    /* eight lanes, as kth_bracket_u32's sixteen (keys: c <= j, whole-vector
+     * stores inside keys + b; the indices compressed from 32-bit lanes and
+     * stored as eight): AMD Zen 4, 2^20 elements, us: kthvalue int64 1180 ->
+     * 479, float64 1206 -> 517; median int64 1136 -> 442, float64 1486 ->
+     * 798 */
+    {
+        const __m512i vlo = _mm512_set1_epi64((long long)lo);
+        const __m512i vspan = _mm512_set1_epi64((long long)span);
+        __m256i vidx = _mm256_add_epi32(_mm256_set1_epi32((int)base),
+                                        _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        const __m256i eight = _mm256_set1_epi32(8);
+        for (; j + 8 <= b; j += 8) {
+            const __m512i v = _mm512_loadu_si512(buf + j);
+            const __mmask8 in = _mm512_cmple_epu64_mask(_mm512_sub_epi64(v, vlo), vspan);
+            under += __builtin_popcount((unsigned)_mm512_cmplt_epu64_mask(v, vlo));
+            _mm512_storeu_si512(keys + c, _mm512_maskz_compress_epi64(in, v));
+            _mm256_storeu_si256((__m256i *)(void *)(idx + c), _mm256_maskz_compress_epi32(in, vidx));
+            vidx = _mm256_add_epi32(vidx, eight);
+            c += __builtin_popcount((unsigned)in);
+        }
+    }
+#endif
+    for (; j < b; ++j) {
         const uint64_t x = buf[j];
         keys[c] = x;
         idx[c] = base + (uint32_t)j;
