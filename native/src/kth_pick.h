@@ -429,8 +429,9 @@ KTH_DEFINE_HISTOGRAM_SELECT(uint64_t, u64)
         }                                                                     \
         /* the sample misjudged the rank (rare): exact stable-rank select */  \
         if (!*have_s) {                                                       \
-            if (sw_rank_scratch_init(s, n) != KWK_OK) return KWK_E_NOMEM;     \
+            /* set first: a part-made scratch is freed too */                \
             *have_s = 1;                                                      \
+            if (sw_rank_scratch_init(s, n) != KWK_OK) return KWK_E_NOMEM;     \
         }                                                                     \
         const int64_t idx = sw_rank_src_##SUF(g, row, step, n, r, s);         \
         if (idx < 0) return KWK_E_NOMEM;                                      \

@@ -916,8 +916,9 @@ static void sk_scratch_free(sk_scratch *sc)
             return idx;                                                       \
         }                                                                     \
         if (!*have_s) {                                                       \
-            if (sw_rank_scratch_init(s, len) != KWK_OK) return -1;            \
+            /* set first: a part-made scratch is freed too */                \
             *have_s = 1;                                                      \
+            if (sw_rank_scratch_init(s, len) != KWK_OK) return -1;            \
         }                                                                     \
         return sw_rank_src_##SUF(g, row, step, len, r, s);                    \
     }                                                                         \
