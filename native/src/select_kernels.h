@@ -729,9 +729,11 @@ static int64_t sk_all_equal_nth(int64_t n, int64_t nth)
 }
 
 /* Rows longer than this are read block by block (no key array); median's
- * rows of 32-bit keys from SK_PICK_MIN (kth_pick.h: AMD Zen 4, float32
- * 1x65536 47 -> 38 us, 8x40000 216 -> 186, int32 1x65536 41 -> 23; from
- * 8192, rows of 64x8200 lost 0.71x, and 64-bit rows of 65536 0.94x). */
+ * rows of 32/64-bit keys from SK_PICK_MIN (kth_pick.h: AMD Zen 4, float32
+ * 1x65536 47 -> 38 us, 8x40000 216 -> 186, int32 1x65536 41 -> 23; with
+ * kth_pick's 64-bit pass vectorised, float64 1x65536 90 -> 62, 8x40000
+ * 402 -> 296, int64 1x65536 77 -> 35; from 8192, rows of 64x8200 lost
+ * 0.71x). */
 enum { SW_SRC_MIN = 1 << 16 };
 enum { SK_PICK_MIN = 1 << 15 };
 
@@ -948,7 +950,7 @@ static void sk_scratch_free(sk_scratch *sc)
     {                                                                         \
         const int es = (int)sizeof(UT);                                       \
         const int is_float = KWK_DTYPES[dtype].is_float;                      \
-        const int long_rows = len > (sizeof(UT) == 4 ? SK_PICK_MIN : SW_SRC_MIN); \
+        const int long_rows = len > (sizeof(UT) >= 4 ? SK_PICK_MIN : SW_SRC_MIN); \
         sk_scratch sc;                                                        \
         int status = sk_scratch_init(&sc, len, long_rows, es);                \
         UT *const key = (UT *)sc.key;                                         \
@@ -998,7 +1000,7 @@ static void sk_scratch_free(sk_scratch *sc)
         const char *base = (const char *)src;                                 \
         const UT nan_key = (UT)~(UT)0;                                        \
         const int64_t step = stride * es;                                     \
-        const int long_rows = n > (sizeof(UT) == 4 ? SK_PICK_MIN : SW_SRC_MIN); \
+        const int long_rows = n > (sizeof(UT) >= 4 ? SK_PICK_MIN : SW_SRC_MIN); \
         sk_scratch sc;                                                        \
         int status = sk_scratch_init(&sc, n, long_rows, es);                  \
         UT *const key = (UT *)sc.key;                                         \
