@@ -6,7 +6,7 @@ use it falls back to torch.
 """
 import torch
 
-ABI_VERSION = 13
+ABI_VERSION = 14
 
 ffi = None
 lib = None
@@ -60,6 +60,43 @@ def check(status: int, what: str) -> None:
     if status == lib.KWK_E_NOMEM:
         raise NativeMemoryError(f"kwker {what}: can't allocate memory: {message}")
     raise NativeError(f"kwker {what}: {message} (status {status}); please report this")
+
+
+# dtypes whose subnormals torch's comparisons read as zero when the thread
+# flushes them (torch.set_flush_denormal(True)): float16 subnormals widen to
+# normal float32 values first, so float16 is not among them
+FLUSHABLE_DTYPES = frozenset({torch.float32, torch.float64, torch.bfloat16})
+
+
+def _no_flush() -> bool:
+    return False
+
+
+def _pick_denormals_flushed():
+    """The cheapest reader of the thread's subnormal mode (fp_env.h): the C
+    gate's (~40 ns), else the library's through cffi (~200 ns)."""
+    try:
+        from kwker._gate import denormals_flushed
+        return denormals_flushed
+    except ImportError:
+        pass
+    if lib is not None:
+        return lambda: lib.kwk_denormals_flushed() != 0
+    return _no_flush
+
+
+#: denormals_flushed() -> bool: whether this thread reads or writes
+#: subnormal floats as zero (x86 MXCSR DAZ/FTZ, as torch.set_flush_denormal
+#: (True) sets them; AArch64 FPCR.FZ).  torch then compares a subnormal of a
+#: FLUSHABLE_DTYPES tensor as zero, which Kwker's keys do not: the fast
+#: paths that promise torch's results step aside.
+denormals_flushed = _pick_denormals_flushed()
+
+
+def flushes(dtype) -> bool:
+    """Whether torch's comparisons of `dtype` on this thread read subnormals
+    as zero now."""
+    return dtype in FLUSHABLE_DTYPES and denormals_flushed()
 
 
 def available() -> bool:

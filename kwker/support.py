@@ -50,6 +50,10 @@ TIE_BITS = Condition("tie_bits", "the result is one of several equal values with
 UNIQUE_DIM = Condition("unique_dim", "unique(dim=...) of a floating-point or uint64 input, or "
                        "of integer slices whose value ranges need more than 63 bits together "
                        "(Kwker sorts slices as packed 63-bit keys); torch computes it")
+FLUSHED_DENORMALS = Condition(
+    "denormals", "float32/float64/bfloat16 input while this thread flushes subnormals to zero "
+    "(torch.set_flush_denormal(True), or other code setting DAZ/FTZ): torch then compares "
+    "subnormals as zero, Kwker's keys by their bits")
 SMALL = Condition("small", "input size or row length where torch was measured faster "
                   "(see SIZE_RULES; install(use_fast=True) turns the size rules off)")
 USE_FAST = Condition("use_fast", "install(use_fast=False): every call goes to torch "
@@ -57,7 +61,7 @@ USE_FAST = Condition("use_fast", "install(use_fast=False): every call goes to to
 
 ALL_CONDITIONS: Tuple[Condition, ...] = (
     USE_FAST, SMALL, NATIVE, NO_TRANSFORM, ARGUMENTS, PLAIN_TENSOR, CPU_DENSE, NO_GRAD, DTYPE, DIM,
-    NONEMPTY, TORCH_RAISES, TIE_BITS, UNIQUE_DIM,
+    NONEMPTY, FLUSHED_DENORMALS, TORCH_RAISES, TIE_BITS, UNIQUE_DIM,
 )
 
 _ALL_SORTABLE = frozenset({
@@ -82,7 +86,7 @@ class OpSupport:
 
 
 _TENSOR_CHECKS = (USE_FAST, SMALL, NATIVE, NO_TRANSFORM, ARGUMENTS, PLAIN_TENSOR, CPU_DENSE,
-                  NO_GRAD, DTYPE, DIM, NONEMPTY)
+                  NO_GRAD, DTYPE, FLUSHED_DENORMALS, DIM, NONEMPTY)
 
 # ops whose every form has torch's backward through kwker.ops.backward
 _GRAD_CHECKS = tuple(c for c in _TENSOR_CHECKS if c is not NO_GRAD)
@@ -198,6 +202,8 @@ _grad_enabled = torch.is_grad_enabled
 _Tensor = torch.Tensor
 _strided = torch.strided
 _LOADED = _native.available()
+_FLUSHABLE = _native.FLUSHABLE_DTYPES
+_denormals_flushed = _native.denormals_flushed
 
 
 def context_failure() -> Optional[Condition]:
@@ -212,7 +218,8 @@ def context_failure() -> Optional[Condition]:
 
 def tensor_failure(x, dtypes, grad_ok=False) -> Optional[Condition]:
     """The input tensor itself: plain, dense, CPU, no autograd (unless the
-    caller attaches torch's backward: grad_ok), dtype."""
+    caller attaches torch's backward: grad_ok), dtype, and no subnormal
+    flushing where torch's comparisons would show it."""
     if type(x) is not _Tensor:
         return PLAIN_TENSOR
     if (not x.is_cpu or x.layout is not _strided or x.is_nested or x.is_neg()
@@ -220,8 +227,11 @@ def tensor_failure(x, dtypes, grad_ok=False) -> Optional[Condition]:
         return CPU_DENSE
     if x.requires_grad and not grad_ok and _grad_enabled():
         return NO_GRAD
-    if x.dtype not in dtypes:
+    dtype = x.dtype
+    if dtype not in dtypes:
         return DTYPE
+    if dtype in _FLUSHABLE and _denormals_flushed():
+        return FLUSHED_DENORMALS
     return None
 
 

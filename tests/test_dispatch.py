@@ -585,6 +585,15 @@ def _trigger(key, x, monkeypatch):
             with Recorder():
                 compare("sort", big, fast="no_transform")
         return call
+    if key == "denormals":
+        def call():
+            if not torch.set_flush_denormal(True):
+                return  # this CPU cannot flush (tests/test_flush_denormal.py skips too)
+            try:
+                compare("sort", big, fast="denormals")
+            finally:
+                torch.set_flush_denormal(False)
+        return call
     if key == "use_fast":
         def call():
             with kwker.installed(use_fast=False):

@@ -16,7 +16,8 @@ bfloat16 topk alone returns canonical NaNs).
 
 The CPU kernels go to the composition for what the native path does not
 take (dtypes outside support.OPS, 0-dim and empty inputs, a dim or k out of
-range, neg-bit views, the library not loaded).  There torch's own op runs
+range, neg-bit views, the library not loaded, float inputs while the thread
+flushes subnormals to zero: torch then orders them as zeros).  There torch's own op runs
 first: it raises torch's error for bad arguments and dtypes, and its result
 is kept where it cannot differ (0-dim and empty inputs).
 """
@@ -30,6 +31,7 @@ from kwker.ops import unique as unique_ops
 _VF = torch._C._VariableFunctions
 _STABLE = _native.ORDER_STABLE
 _LOADED = _native.available()
+_flushes = _native.flushes
 _SORTABLE = support.OPS["sort"].dtypes
 _SELECTABLE = support.OPS["topk"].dtypes
 _strided = torch.strided
@@ -39,7 +41,7 @@ _INT64 = torch.int64
 def _native_rows(x, dim, dtypes):
     """x's dim, wrapped, when the native kernels can take x along it; else
     None."""
-    if not _LOADED or x.dtype not in dtypes:
+    if not _LOADED or x.dtype not in dtypes or _flushes(x.dtype):
         return None
     nd = x.dim()
     if nd == 0 or not -nd <= dim < nd or x.numel() == 0:

@@ -23,6 +23,7 @@ forward-mode AD and torch.func transforms (grad, jacrev, vmap of grad).
 import torch
 import torch.autograd.forward_ad as _forward_ad
 
+from kwker._native import denormals_flushed
 from kwker.nn import reference
 from kwker.ops import median_pool as native
 from kwker.torch_ops.autograd import (_below_autograd, _direct, function_kernel, _functorch_active,
@@ -42,7 +43,10 @@ _LOADED = native.lib is not None
 
 
 def _native_takes(x, padding_mode):
+    # (not while subnormals are flushed: the reference's torch.median then
+    # reads them as zeros, the kernel's keys by their bits)
     return (_LOADED and x.dtype in native.DTYPES and padding_mode in native.MODES
+            and not denormals_flushed()
             and x.layout is torch.strided and not x.is_neg() and x.dim() >= 2
             and x.numel() > 0 and x.shape[-2] > 0 and x.shape[-1] > 0)
 

@@ -20,6 +20,7 @@ transforms differentiate the reference instead.
 import torch
 import torch.autograd.forward_ad as _forward_ad
 
+from kwker._native import denormals_flushed
 from kwker.nn import reference_sparse as reference
 from kwker.ops import sparse as native
 from kwker.torch_ops.autograd import (_below_autograd, _direct, function_kernel, _functorch_active,
@@ -44,7 +45,10 @@ _LOADED = native.lib is not None
 
 
 def _takes(x):
-    return (_LOADED and x.dtype in native.DTYPES and x.layout is torch.strided
+    # (not while subnormals are flushed: the reference's sort and arithmetic
+    # then read them as zeros)
+    return (_LOADED and x.dtype in native.DTYPES and not denormals_flushed()
+            and x.layout is torch.strided
             and not x.is_neg() and x.dim() >= 1 and x.numel() > 0)
 
 

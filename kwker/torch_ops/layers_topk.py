@@ -27,6 +27,7 @@ torch.func transforms the reference itself is differentiated.
 import torch
 import torch.autograd.forward_ad as _forward_ad
 
+from kwker._native import denormals_flushed
 from kwker.nn import reference_topk as R
 from kwker.ops import topk_layers as fast
 from kwker.ops._call import lib
@@ -50,8 +51,11 @@ _FLOATS = frozenset({torch.float16, torch.bfloat16, torch.float32, torch.float64
 
 def _takes(x):
     """The CPU kernels' inputs: a non-empty float tensor of at least 1 dim,
-    strided, no lazy negation bit; anything else runs the reference."""
-    return (_LOADED and x.dtype in _FLOATS and x.layout is torch.strided and not x.is_neg()
+    strided, no lazy negation bit, subnormals not flushed (the reference's
+    topk and softmax then read them as zeros); anything else runs the
+    reference."""
+    return (_LOADED and x.dtype in _FLOATS and not denormals_flushed()
+            and x.layout is torch.strided and not x.is_neg()
             and x.dim() >= 1 and x.numel() > 0)
 
 

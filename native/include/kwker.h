@@ -24,7 +24,7 @@
 
 #include <stdint.h>
 
-#define KWK_ABI_VERSION 13
+#define KWK_ABI_VERSION 14
 
 /* Status codes (negative: the call did nothing useful; see kwk_strerror). */
 enum {
@@ -78,6 +78,15 @@ enum {
     KWK_NUM_COUNTERS = 9
 };
 int64_t kwk_counter(int which);
+
+/* Nonzero when the calling thread's floating-point environment treats
+ * subnormal numbers as zero: x86's MXCSR with DAZ (inputs read as zero) or
+ * FTZ (results flushed) set, as torch.set_flush_denormal(True) sets both;
+ * AArch64's FPCR.FZ.  torch's comparisons then see a float32, float64 or
+ * bfloat16 subnormal as a zero (float16 ones widen to normal floats), while
+ * this library's keys order every bit pattern: callers that promise torch's
+ * results hand such calls to torch.  0 on other architectures. */
+int kwk_denormals_flushed(void);
 
 /* Ask the OS to back the 2 MiB-aligned interior of a freshly allocated,
  * not yet written output buffer with transparent huge pages (Linux

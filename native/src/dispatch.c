@@ -18,6 +18,7 @@
 #endif
 #include "../include/kwker.h"
 #include "kernels.h"
+#include "fp_env.h"
 
 #define KWK_VERSION_STRING "0.1.0"
 
@@ -272,6 +273,8 @@ void kwk_release_workspace(void)
  * the aligned interior before the first write makes each fault one 2 MiB
  * page.  torch's own THP_MEM_ALLOC_ENABLE=1 does the same for every
  * allocation of 2 MiB or more; this asks it only for Kwker's outputs. */
+int kwk_denormals_flushed(void) { return kwk_fp_flushes_denormals(); }
+
 int64_t kwk_advise_fresh_output(void *p, int64_t bytes)
 {
 #if defined(__linux__) && defined(MADV_HUGEPAGE)
