@@ -1,6 +1,7 @@
 """Both kernel sets of the native library (portable C and AVX2) give torch's
 exact results: a representative subset of the exactness checks, run once per
 target (kwker._native.set_target), restoring "auto" afterwards."""
+import math
 import os
 import subprocess
 import sys
@@ -94,6 +95,27 @@ def test_kthvalue_per_target(target, gen, dtype):
     compare("kthvalue", layout(make_values("ties", (40, 9), dtype, gen), "permuted"), 4, 0)
 
 
+def misled_sample(n, shift, gen):
+    """A permutation of distinct int64 values (multiples of 4) except at the
+    positions kth_pick samples (every n // ns-th from the middle of the
+    first step, ns = min(4 isqrt(n), 2048)), which hold values (4t + 1)
+    whose ranks are those of an even spread shifted by `shift` ranks: its
+    bracket misses the ranks near the middle by about |shift| - 2200
+    (n = 70000), so 3000 takes the second pass on the low side (-3000 the
+    high side) and 15000 misses twice (the exact select)."""
+    ns = min(4 * math.isqrt(n), 2048)
+    stride = n // ns
+    pos = stride // 2 + stride * torch.arange(ns)
+    m = n - ns
+    t = (((torch.arange(ns) + 0.5) * n / ns).long() + shift).clamp(0, m - 1)
+    x = torch.empty(n, dtype=torch.int64)
+    rest = torch.ones(n, dtype=torch.bool)
+    rest[pos] = False
+    x[rest] = 4 * torch.randperm(m, generator=gen)
+    x[pos] = 4 * t[torch.randperm(ns, generator=gen)] + 1
+    return x
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.int32, torch.float64, torch.int64],
                          ids=str)
 def test_kthvalue_bracket_per_target(target, gen, dtype):
@@ -104,13 +126,16 @@ def test_kthvalue_bracket_per_target(target, gen, dtype):
     range (the radix select's several rounds), ranks at the row's ends,
     half the row one value (ReLU outputs: the rank among the bracket's
     least keys; +0.0 alone or mixed with -0.0 for median()), NaN-heavy rows,
-    and strided rows (gathered in blocks, not read in place)."""
+    strided rows (gathered in blocks, not read in place), and rows whose
+    sample misjudges the rank (misled_sample: the second pass either side,
+    and the exact select after two misses)."""
     n = 70_000
     crowded = make_values("random", (n,), dtype, gen)
     crowded[torch.rand(n, generator=gen) < 0.6] = 0
     spread = make_values("random", (n,), dtype, gen)
     relu = spread.clamp(min=0)  # half the row one value, the median at its end
     rows = [crowded, spread, relu]
+    rows += [misled_sample(n, shift, gen).to(dtype) for shift in (3000, -3000, 15000, -15000)]
     if dtype.is_floating_point:
         mixed = relu.clone()  # zeros of both signs: which one nth_element leaves shows
         mixed[(mixed == 0) & (torch.rand(n, generator=gen) < 0.5)] = -0.0
@@ -134,6 +159,43 @@ def test_kthvalue_bracket_per_target(target, gen, dtype):
     for k in (1, n // 3, n):
         compare("kthvalue", strided, k, 0)
     compare("median", strided, 0)
+
+
+def _bracket_passes(fn):
+    """(rows, second passes, exact selects) of kth_pick's sampled bracket
+    during fn() (kwker.h KWK_COUNT_KTH_BRACKET_*)."""
+    lib = _native.lib
+    before = [lib.kwk_counter(i) for i in (9, 10, 11)]
+    fn()
+    return tuple(lib.kwk_counter(i) - b for i, b in zip((9, 10, 11), before))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int32, torch.float64, torch.int64],
+                         ids=str)
+def test_kthvalue_bracket_passes_per_target(target, gen, dtype):
+    """The bracket's passes, counted: one for ranks at the row's ends (the
+    bracket has no lower or no upper end; its top a NaN's key: a NaN rank
+    or the last value below the NaNs); the second pass where
+    misled_sample shifts the sample 3000 ranks (either side); the exact
+    select where it shifts it 15000.  (Answers are checked against torch in
+    test_kthvalue_bracket_per_target: a wrong end converted to a value
+    still counts consistently, so only these counts show it.)"""
+    n = 70_000
+    x = make_values("random", (n,), dtype, gen)
+    for k in (1, 2, n - 1, n):  # (a rank inside misses ~4% of random rows)
+        assert _bracket_passes(lambda: compare("kthvalue", x, k)) == (1, 0, 0), k
+    if dtype.is_floating_point:
+        y = x.clone()
+        y[[5, 777, n - 3]] = float("nan")
+        for k in (1, n - 3, n):
+            assert _bracket_passes(lambda: compare("kthvalue", y, k)) == (1, 0, 0), k
+        z = x.clone()  # a fifth +inf, the rank among them: both ends +inf's key
+        z[torch.rand(n, generator=gen) < 0.2] = float("inf")
+        assert _bracket_passes(lambda: compare("kthvalue", z, n - n // 10)) == (1, 0, 0)
+    for shift, passes in ((3000, (1, 1, 0)), (-3000, (1, 1, 0)), (15000, (1, 1, 1)),
+                          (-15000, (1, 1, 1))):
+        m = misled_sample(n, shift, gen).to(dtype)
+        assert _bracket_passes(lambda: compare("kthvalue", m, n // 2)) == passes, shift
 
 
 def test_long_rows_per_target(target, gen):

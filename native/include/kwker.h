@@ -75,7 +75,11 @@ enum {
                                                     handed back answered by the
                                                     threshold kernel (stable order) */
     KWK_COUNT_TOP1_ROWS = 8,        /* topk k = 1 rows through the one-pass kernel */
-    KWK_NUM_COUNTERS = 9
+    KWK_COUNT_KTH_BRACKET_ROWS = 9,   /* long rows whose rank a sampled bracket found
+                                         (kthvalue, median; kth_pick.h) */
+    KWK_COUNT_KTH_BRACKET_SECOND = 10, /* of those, rows the first bracket missed */
+    KWK_COUNT_KTH_BRACKET_EXACT = 11,  /* of those, rows the second missed too */
+    KWK_NUM_COUNTERS = 12
 };
 int64_t kwk_counter(int which);
 
