@@ -160,7 +160,8 @@ static int64_t kth_bracket_u32(const uint32_t *buf, int64_t b, uint32_t lo, uint
  * stores at keys + c stay inside keys + n + 16. */
 static inline __attribute__((always_inline)) int64_t
 kth_bracket_row32_in(const char *row, int64_t n, int is_float, int nan_in, uint32_t base,
-                     uint32_t lo, uint32_t hi, uint32_t *keys, uint32_t *idx, int64_t *below)
+                     uint32_t lo, uint32_t hi, uint32_t *keys, uint32_t *idx, int64_t *below,
+                     int64_t *at_lo)
 {
     const uint32_t sign = 0x80000000u;
     /* the bracket's ends as values: a key k >= sign is the float of bits
@@ -169,6 +170,12 @@ kth_bracket_row32_in(const char *row, int64_t n, int is_float, int nan_in, uint3
     const uint32_t inf_key = 0x7F800000u ^ sign, ninf_key = ~0xFF800000u;
     const uint32_t lo_v = lo < ninf_key ? 0xFF800000u : lo >= sign ? lo ^ sign : ~lo;
     const uint32_t hi_v = hi >= inf_key ? 0x7F800000u : hi >= sign ? hi ^ sign : ~hi;
+    /* keys equal to lo are counted, not kept (a key shared by much of
+     * the row, ReLU zeros, sits at the bracket's low end; AMD Zen 4,
+     * median of ReLU outputs, us: 4x2^20 along the rows 4901 -> 1514,
+     * median() of 2^20 1253 -> 455, of 65536 81.6 -> 35.2): unless lo is
+     * under every key (no lower end), when none equals it */
+    const __mmask16 eq_on = lo >= ninf_key ? (__mmask16)0xFFFF : (__mmask16)0;
     const __m512 flo = _mm512_castsi512_ps(_mm512_set1_epi32((int)lo_v));
     const __m512 fhi = _mm512_castsi512_ps(_mm512_set1_epi32((int)hi_v));
     const __m512i vlo = _mm512_set1_epi32((int)lo), vspan = _mm512_set1_epi32((int)(hi - lo));
@@ -177,27 +184,30 @@ kth_bracket_row32_in(const char *row, int64_t n, int is_float, int nan_in, uint3
     __m512i vidx = _mm512_add_epi32(_mm512_set1_epi32((int)base),
                                     _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11,
                                                       12, 13, 14, 15));
-    int64_t c = 0, j = 0, under = 0;
+    int64_t c = 0, j = 0, under = 0, equal = 0;
     for (; j < n; j += 16) {
         /* the last block by a masked load: lanes past n are out of both */
         const __mmask16 live = n - j >= 16 ? (__mmask16)0xFFFF
                                            : (__mmask16)((1u << (n - j)) - 1u);
         const __m512i v = _mm512_maskz_loadu_epi32(live, row + 4 * j);
         __m512i kv;
-        __mmask16 in, lt;
+        __mmask16 in, lt, eq;
         if (is_float) {
             const __m512 f = _mm512_castsi512_ps(v);
             lt = _mm512_mask_cmp_ps_mask(live, f, flo, _CMP_LT_OQ);
-            in = _mm512_mask_cmp_ps_mask(live, f, flo, _CMP_NLT_UQ);
+            eq = _mm512_mask_cmp_ps_mask(live & eq_on, f, flo, _CMP_EQ_OQ);
+            in = _mm512_mask_cmp_ps_mask(live & ~eq, f, flo, _CMP_NLT_UQ);
             if (!nan_in) in = _mm512_mask_cmp_ps_mask(in, f, fhi, _CMP_LE_OQ);
             kv = v;
         } else {
             /* int32: the key (the bits with the sign flipped) in the register */
             kv = _mm512_xor_si512(v, vsign);
             lt = _mm512_mask_cmplt_epu32_mask(live, kv, vlo);
-            in = _mm512_mask_cmple_epu32_mask(live, _mm512_sub_epi32(kv, vlo), vspan);
+            eq = _mm512_mask_cmpeq_epi32_mask(live, kv, vlo);
+            in = _mm512_mask_cmple_epu32_mask(live & ~eq, _mm512_sub_epi32(kv, vlo), vspan);
         }
         under += __builtin_popcount((unsigned)lt);
+        equal += __builtin_popcount((unsigned)eq);
         _mm512_storeu_si512(keys + c, _mm512_maskz_compress_epi32(in, kv));
         _mm512_storeu_si512(idx + c, _mm512_maskz_compress_epi32(in, vidx));
         vidx = _mm512_add_epi32(vidx, sixteen);
@@ -210,7 +220,32 @@ kth_bracket_row32_in(const char *row, int64_t n, int is_float, int nan_in, uint3
         _mm512_mask_storeu_epi32(keys + t, live, kwk_keys16_f32(b));
     }
     *below += under;
+    *at_lo += equal;
     return c;
+}
+
+/* The index of the occ-th (from 0) element of a contiguous float32
+ * (is_float) or int32 row whose key is `key` (not a NaN's), sixteen at a
+ * time; -1 if none: kth_bracket_row32's keys equal to the bracket's low
+ * end, counted there and found here. */
+static int64_t kth_find_row32(const char *row, int64_t n, int is_float, uint32_t key,
+                              int64_t occ)
+{
+    const uint32_t sign = 0x80000000u;
+    const __m512 fv = _mm512_castsi512_ps(_mm512_set1_epi32((int)(key >= sign ? key ^ sign : ~key)));
+    const __m512i iv = _mm512_set1_epi32((int)(key ^ sign));
+    for (int64_t j = 0; j < n; j += 16) {
+        const __mmask16 live = n - j >= 16 ? (__mmask16)0xFFFF
+                                           : (__mmask16)((1u << (n - j)) - 1u);
+        const __m512i v = _mm512_maskz_loadu_epi32(live, row + 4 * j);
+        const unsigned eq = is_float
+            ? (unsigned)_mm512_mask_cmp_ps_mask(live, _mm512_castsi512_ps(v), fv, _CMP_EQ_OQ)
+            : (unsigned)_mm512_mask_cmpeq_epi32_mask(live, v, iv);
+        const int c = __builtin_popcount(eq);
+        if (occ < c) return j + __builtin_ctz(_pdep_u32(1u << occ, eq));
+        occ -= c;
+    }
+    return -1;
 }
 
 /* Whether kth_bracket_row32 takes the bracket [lo, lo + span] of a row of
@@ -224,13 +259,14 @@ static int kth_bracket_row32_takes(int is_float, uint32_t lo)
 
 static int64_t kth_bracket_row32(const char *row, int64_t n, int is_float, uint32_t base,
                                  uint32_t lo, uint32_t span, uint32_t *keys, uint32_t *idx,
-                                 int64_t *below)
+                                 int64_t *below, int64_t *at_lo)
 {
     const uint32_t hi = lo + span;
-    if (!is_float) return kth_bracket_row32_in(row, n, 0, 0, base, lo, hi, keys, idx, below);
+    if (!is_float)
+        return kth_bracket_row32_in(row, n, 0, 0, base, lo, hi, keys, idx, below, at_lo);
     if (hi > (0x7F800000u ^ 0x80000000u))
-        return kth_bracket_row32_in(row, n, 1, 1, base, lo, hi, keys, idx, below);
-    return kth_bracket_row32_in(row, n, 1, 0, base, lo, hi, keys, idx, below);
+        return kth_bracket_row32_in(row, n, 1, 1, base, lo, hi, keys, idx, below, at_lo);
+    return kth_bracket_row32_in(row, n, 1, 0, base, lo, hi, keys, idx, below, at_lo);
 }
 #endif
 
@@ -415,7 +451,8 @@ KTH_DEFINE_HISTOGRAM_SELECT(uint64_t, u64)
      : (void *)(g) == (void *)sw_gather_i32 ? 0 : -1)
 #else
 #define KTH_FUSED_KIND(g, step, es) -1
-#define kth_bracket_row32(row, n, is_float, base, lo, span, keys, idx, below) 0
+#define kth_bracket_row32(row, n, is_float, base, lo, span, keys, idx, below, at_lo) 0
+#define kth_find_row32(row, n, is_float, key, occ) -1
 #define kth_bracket_row32_takes(is_float, lo) 0
 #endif
 
@@ -461,7 +498,7 @@ KTH_DEFINE_HISTOGRAM_SELECT(uint64_t, u64)
                 return KWK_E_NOMEM;                                           \
             int fused = KTH_FUSED_KIND(g, step, sizeof(UT));                  \
             if (fused >= 0 && !kth_bracket_row32_takes(fused, (uint32_t)lo)) fused = -1; \
-            int64_t below = 0, c = 0;                                         \
+            int64_t below = 0, c = 0, eq = 0; /* eq: fused keys == lo, not kept */ \
             for (int64_t j0 = 0; j0 < n; j0 += SW_SRC_BLOCK) {                \
                 const int64_t b = n - j0 < SW_SRC_BLOCK ? n - j0 : SW_SRC_BLOCK; \
                 /* more survivors than predicted: a key shared by much of   \
@@ -475,7 +512,7 @@ KTH_DEFINE_HISTOGRAM_SELECT(uint64_t, u64)
                     c += kth_bracket_row32(row + j0 * 4, b, fused, (uint32_t)j0, \
                                            (uint32_t)lo, (uint32_t)span,      \
                                            (uint32_t *)(void *)(keys + c), ks->idx + c, \
-                                           &below);                           \
+                                           &below, &eq);                      \
                     continue;                                                 \
                 }                                                             \
                 g(row + j0 * step, step, b, (UT)0, buf);                      \
@@ -483,11 +520,21 @@ KTH_DEFINE_HISTOGRAM_SELECT(uint64_t, u64)
                                        (uint32_t)j0, &below);                 \
             }                                                                 \
             const UT *keys = (const UT *)ks->keys;                            \
+            if (fused >= 0 && r >= below && r < below + eq) {                 \
+                /* a key equal to the bracket's low end: counted, not kept */ \
+                out->key = lo;                                                \
+                out->count = eq;                                              \
+                out->occ = r - below;                                         \
+                *index = kth_find_row32(row, n, fused, (uint32_t)lo, out->occ); \
+                return KWK_OK;                                                \
+            }                                                                 \
+            below += eq; /* the survivors: keys in (lo, hi] when fused */     \
             if (r >= below && r < below + c) {                                \
                 if (kth_fit_sorted(ks, c) != KWK_OK) return KWK_E_NOMEM;      \
                 const int64_t rr = r - below;                                 \
-                const UT v = kth_histogram_select_##SUF(keys, (UT *)ks->sorted, c, rr, lo, \
-                                                        span);                \
+                const UT slo = eq ? (UT)(lo + 1) : lo, sspan = eq ? (UT)(span - 1) : span; \
+                const UT v = kth_histogram_select_##SUF(keys, (UT *)ks->sorted, c, rr, slo, \
+                                                        sspan);               \
                 int64_t under = 0, same = 0;                                  \
                 for (int64_t j = 0; j < c; ++j) {                             \
                     under += keys[j] < v;                                     \

@@ -736,6 +736,18 @@ static int64_t sk_all_equal_nth(int64_t n, int64_t nth)
  * 0.71x). */
 enum { SW_SRC_MIN = 1 << 16 };
 enum { SK_PICK_MIN = 1 << 15 };
+/* median(dim) of contiguous 32-bit rows from here, where kth_pick reads
+ * them in place (AVX-512; see KTH_RANK_MAX32): AMD Zen 4, 16 rows, us:
+ * float32 8200 98.3 -> 93.6, 12000 135.9 -> 124.7, 20000 214.5 -> 203.4;
+ * ReLU outputs (half +0.0) 95.3 -> 74.8, 134.1 -> 103.4, 205.6 -> 163.4.
+ * median() keeps SK_PICK_MIN: its ReLU row of 20000 measured 16.5 -> 25.4
+ * (the NaN, zero-sign and index scans on top of the bracket's pass), and
+ * strided rows (gathered in blocks) lost (dim 0 of 8200x16 0.69x). */
+#if defined(__AVX512F__)
+enum { SK_PICK_MIN32 = 8192 };
+#else
+enum { SK_PICK_MIN32 = SK_PICK_MIN };
+#endif
 
 /* The median index of a 64-bit row of up to 8 on AVX-512 from the row's
  * stable ranks in one vector (kwk_ranks8_u64), where gathering the keys,
@@ -950,7 +962,10 @@ static void sk_scratch_free(sk_scratch *sc)
     {                                                                         \
         const int es = (int)sizeof(UT);                                       \
         const int is_float = KWK_DTYPES[dtype].is_float;                      \
-        const int long_rows = len > (sizeof(UT) >= 4 ? SK_PICK_MIN : SW_SRC_MIN); \
+        /* (contiguous 32-bit rows from SK_PICK_MIN32: the in-place pass) */ \
+        const int64_t long_min = sizeof(UT) < 4 ? SW_SRC_MIN                  \
+                                 : sizeof(UT) == 4 && src_sl == 1 ? SK_PICK_MIN32 : SK_PICK_MIN; \
+        const int long_rows = len > long_min;                                 \
         sk_scratch sc;                                                        \
         int status = sk_scratch_init(&sc, len, long_rows, es);                \
         UT *const key = (UT *)sc.key;                                         \
