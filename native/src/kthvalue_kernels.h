@@ -281,11 +281,12 @@ static int kth_short(int dtype, const void *src, int64_t outer, int64_t len,
  * of which sorts or copies the row:
  *  1. the key v at stable rank k-1, with how many keys equal it (count) and
  *     which of them, in index order, sits at that rank (occ).  32/64-bit
- *     keys: quantile's machinery (a sorted sample brackets the rank, one
- *     pass counts the keys below the bracket and compresses those inside
- *     it, a quickselect (radix sort when many) on the survivors - a few
- *     percent of the row - gives the rank); 8/16-bit keys: a 256-bin histogram of the high byte, then
- *     one of the low byte inside the chosen bucket.
+ *     keys: kth_pick.h (a sample brackets the rank, one pass counts the
+ *     keys below the bracket and compresses those inside it - a second
+ *     pass if the sample misjudged the rank - and a radix select among the
+ *     survivors, a few percent of the row, gives the rank); 8/16-bit keys:
+ *     a 256-bin histogram of the high byte, then one of the low byte
+ *     inside the chosen bucket.
  *  2. count == 1 (the usual case) or stable order: the index is that of the
  *     occ-th key equal to v, found by a scan that stops there.
  *  3. count > 1 with KWK_ORDER_TORCH: the index depends on torch's
