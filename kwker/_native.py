@@ -93,12 +93,6 @@ def _pick_denormals_flushed():
 denormals_flushed = _pick_denormals_flushed()
 
 
-def flushes(dtype) -> bool:
-    """Whether torch's comparisons of `dtype` on this thread read subnormals
-    as zero now."""
-    return dtype in FLUSHABLE_DTYPES and denormals_flushed()
-
-
 def available() -> bool:
     return lib is not None
 

@@ -31,7 +31,8 @@ from kwker.ops import unique as unique_ops
 _VF = torch._C._VariableFunctions
 _STABLE = _native.ORDER_STABLE
 _LOADED = _native.available()
-_flushes = _native.flushes
+_FLUSHABLE = _native.FLUSHABLE_DTYPES
+_denormals_flushed = _native.denormals_flushed
 _SORTABLE = support.OPS["sort"].dtypes
 _SELECTABLE = support.OPS["topk"].dtypes
 _strided = torch.strided
@@ -41,7 +42,8 @@ _INT64 = torch.int64
 def _native_rows(x, dim, dtypes):
     """x's dim, wrapped, when the native kernels can take x along it; else
     None."""
-    if not _LOADED or x.dtype not in dtypes or _flushes(x.dtype):
+    dtype = x.dtype
+    if not _LOADED or dtype not in dtypes or (dtype in _FLUSHABLE and _denormals_flushed()):
         return None
     nd = x.dim()
     if nd == 0 or not -nd <= dim < nd or x.numel() == 0:
