@@ -128,6 +128,7 @@ _grad_enabled = torch.is_grad_enabled
 _torch_raises_unsigned_radix = support.torch_raises_unsigned_radix
 _torch_sort_is_stable = support.torch_sort_is_stable
 _row_shape_failure = support.row_shape_failure
+_topk_nth_failure = support.topk_nth_failure
 _ORDER_STABLE = _native.ORDER_STABLE
 _SELECT_DTYPES = support.OPS["topk"].dtypes
 _QUANTILE_DTYPES = support.OPS["quantile"].dtypes
@@ -175,15 +176,21 @@ def _no_row_shape_failure(op, numel, row, x=None):
     return None
 
 
+def _no_topk_nth_failure(numel, row, k):
+    return None
+
+
 def use_size_rules(enabled: bool) -> None:
     """install(use_fast="auto") (enabled) or use_fast=True (the fast path at
-    every size): rebinds the two names the size checks read, so the choice
+    every size): rebinds the names the size checks read, so the choice
     costs nothing per call."""
-    global _MIN_NUMEL, _row_shape_failure
+    global _MIN_NUMEL, _row_shape_failure, _topk_nth_failure
     if enabled:
         _MIN_NUMEL, _row_shape_failure = support.MIN_FAST_NUMEL, support.row_shape_failure
+        _topk_nth_failure = support.topk_nth_failure
     else:
         _MIN_NUMEL, _row_shape_failure = _NO_MIN_NUMEL, _no_row_shape_failure
+        _topk_nth_failure = _no_topk_nth_failure
 
 
 # --------------------------------------------------------- argument parsing
@@ -450,6 +457,10 @@ def _topk(wrapped, instance, args, kwargs, decide_only):
             if failure is None:
                 d = _wrap_dim(x, dim)
                 failure = _rows_failure("topk", x, d, k)
+                if (failure is None and not sorted_ and k > 1 and k * 64 > x.shape[d]
+                        and Policy.order != _ORDER_STABLE):
+                    # torch's introselect arrangement, emulated per row
+                    failure = _topk_nth_failure(x.numel(), x.shape[d], k)
                 if failure is None:
                     if decide_only:
                         return None

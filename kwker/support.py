@@ -121,6 +121,11 @@ class SizeRule:
     max_row: int = 0          # rows longer than this: torch (0: no limit)
     min_row: int = 0          # rows shorter than this: torch
     wide_torch_rows: Tuple[int, ...] = ()  # rows of 64-bit elements this long: torch
+    # topk(sorted=False) in torch's tie order through its nth_element
+    # branch (k > 1, k * 64 > row), which Kwker emulates row by row:
+    nth_min_row: int = 0      # shorter rows: torch at any size
+    nth_min_numel: int = 0    # fewer elements: torch, ...
+    nth_any_row: int = 0      # ... unless the rows are at least this long
 
 
 # Measured on the development machine (2-core Sapphire Rapids, one thread,
@@ -154,11 +159,23 @@ class SizeRule:
 # eight-rows kernel) 0.79-0.93x, so those lengths go to torch.  Rows of 2
 # in kthvalue cost 41 us against torch's 25 for 4096 float32 rows (the
 # batch network's set-up), every dtype alike.
+# topk(sorted=False) through torch's nth_element branch returns the
+# introselect's arrangement of the first k slots, which depends on every
+# element, so Kwker (torch order) runs an emulation of the introselect on
+# every row.  torch's own loop is quick on small calls: on AMD Zen 4 its
+# time per row grows 3-8x between 32768 and 65536 elements (float32 and
+# bfloat16 rows of 16..256, k 2..8: 32768 elements 62-255 us, 65536
+# 533-750 us).  Below 65536 elements the emulation measured 0.41-0.95x
+# torch for rows of 10..256 (1.06-1.35x from 512, 1.2-1.7x for a few
+# shapes: rows of 16..64 with k = 4..8 at 32768); from 65536, 1.5-4.4x for
+# rows of 16..256, 4.7-6.7x from 512, but 0.87-1.18x for rows of 10..12
+# and 0.3-0.7x for rows of 4..8 at any size (torch ~25 ns a row there).
 SIZE_RULES: Dict[str, SizeRule] = {
     "sort": SizeRule(2048, 16, 8192, min_row=2),
     "argsort": SizeRule(2048, 16, 8192, min_row=2),
     "msort": SizeRule(2048, 16, 8192, min_row=2),
-    "topk": SizeRule(8192, 16, 8192, min_row=2, wide_torch_rows=(2, 3, 9, 10)),
+    "topk": SizeRule(8192, 16, 8192, min_row=2, wide_torch_rows=(2, 3, 9, 10),
+                     nth_min_row=13, nth_min_numel=65536, nth_any_row=512),
     "median": SizeRule(4096, 16, 8192),
     "nanmedian": SizeRule(4096, 16, 8192),
     "kthvalue": SizeRule(2048, 127, 4096, min_row=3),
@@ -187,6 +204,16 @@ def row_shape_failure(op: str, numel: int, row: int, x=None) -> Optional[Conditi
         return SMALL
     if row < rule.min_row or (row in rule.wide_torch_rows and x is not None
                               and x.element_size() == 8):
+        return SMALL
+    return None
+
+
+def topk_nth_failure(numel: int, row: int, k: int) -> Optional[Condition]:
+    """SMALL when topk(sorted=False)'s emulation of torch's introselect
+    (torch order, k > 1, k * 64 > row: the caller checks those) was
+    measured slower than torch for this shape."""
+    rule = SIZE_RULES["topk"]
+    if row < rule.nth_min_row or (numel < rule.nth_min_numel and row < rule.nth_any_row):
         return SMALL
     return None
 

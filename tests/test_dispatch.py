@@ -568,6 +568,41 @@ def test_small_inputs_go_to_torch(kw, gen):
     assert fallbacks("sort") == {"small": 1}
 
 
+@pytest.mark.real_thresholds
+def test_unsorted_topk_nth_branch_rule(kw, gen):
+    """topk(sorted=False) through torch's nth_element branch (k > 1, k * 64 >
+    row) in torch's order: rows shorter than nth_min_row, and calls under
+    nth_min_numel with rows shorter than nth_any_row, go to torch ('small');
+    the rest, sorted=True, k = 1 and ties="stable" run the kernel.  Every
+    call gives torch's exact result."""
+    rule = support.SIZE_RULES["topk"]
+    assert rule.nth_min_row > 2 and rule.nth_min_numel > rule.min_numel
+    n = rule.nth_min_numel
+    short = make_values("ties", (n // 8, 8), torch.float32, gen)
+    compare("topk", short, 2, sorted=False, fast="small")
+    compare("topk", short, 2, sorted=True)
+    compare("topk", short, 1, sorted=False)
+    wide = rule.nth_min_row + 3
+    below = make_values("ties", ((n - 1) // wide, wide), torch.bfloat16, gen)
+    compare("topk", below, 4, sorted=False, fast="small")
+    at = make_values("ties", (n // 64, 64), torch.float32, gen)
+    compare("topk", at, 4, sorted=False)
+    compare("topk", at, 4, -1, True, False, method=True)
+    rows = -(-rule.min_numel // rule.nth_any_row)
+    long_rows = make_values("ties", (rows, rule.nth_any_row), torch.float32, gen)
+    assert long_rows.numel() < n
+    compare("topk", long_rows, 16, sorted=False)
+    compare("topk", at[:, :rule.nth_min_row - 1].contiguous(), 3, sorted=False, fast="small")
+    with kwker.installed(ties="stable"):
+        x = short.clone()
+        got = torch.topk(x, 2, sorted=False)
+        assert kwker.stats()["topk"]["fast"] >= 1
+        assert torch.equal(got.values.sort(-1, descending=True).values,
+                           ORIG["topk"](x, 2).values)
+    with kwker.installed(use_fast=True):
+        compare("topk", short, 2, sorted=False)
+
+
 # ------------------------------------------------------------ completeness
 
 def _trigger(key, x, monkeypatch):
