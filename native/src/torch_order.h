@@ -625,6 +625,80 @@ static void wemu_swap_one_gap(uint64_t *f, uint64_t *l, const uint8_t *list, int
     else wemu_swap_mirrored(f + g, l - g - 1, WEMU_BLOCK - 1 - g);
 }
 
+/* Ranges of at most WEMU_SMALL words are partitioned with their
+ * candidates as bits of one mask each (wemu_partition_small). */
+enum { WEMU_SMALL = 64 };
+
+/* The words of w[0..n) (n <= WEMU_SMALL) whose key is >= (*ge) and <=
+ * (*le) the pivot's, as bits of their positions; nothing past w + n read. */
+static inline void wemu_small_masks(const uint64_t *w, int n, uint64_t plo, uint64_t phi,
+                                    uint64_t *ge, uint64_t *le)
+{
+    uint64_t a = 0, b = 0;
+    int p = 0;
+#if defined(__AVX512F__)
+    const __m512i pl = _mm512_set1_epi64((long long)plo), ph = _mm512_set1_epi64((long long)phi);
+    for (; p < n; p += 8) {
+        const __mmask8 valid = (__mmask8)(n - p >= 8 ? 0xFFu : (1u << (n - p)) - 1);
+        const __m512i v = _mm512_maskz_loadu_epi64(valid, w + p); /* masked lanes: not read */
+        a |= (uint64_t)_mm512_mask_cmpge_epu64_mask(valid, v, pl) << p;
+        b |= (uint64_t)_mm512_mask_cmple_epu64_mask(valid, v, ph) << p;
+    }
+#elif defined(__AVX2__)
+    const __m256i sign = _mm256_set1_epi64x((long long)0x8000000000000000ull);
+    const __m256i pl = _mm256_set1_epi64x((long long)(plo ^ 0x8000000000000000ull));
+    const __m256i ph = _mm256_set1_epi64x((long long)(phi ^ 0x8000000000000000ull));
+    for (; p + 4 <= n; p += 4) {
+        const __m256i v = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(w + p)), sign);
+        const unsigned lt = (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(pl, v)));
+        const unsigned gt = (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(v, ph)));
+        a |= (uint64_t)(~lt & 15u) << p;
+        b |= (uint64_t)(~gt & 15u) << p;
+    }
+#endif
+    for (; p < n; ++p) {
+        a |= (uint64_t)(w[p] >= plo) << p;
+        b |= (uint64_t)(w[p] <= phi) << p;
+    }
+    *ge = a;
+    *le = b;
+}
+
+/* wemu_unguarded_partition on a range of at most WEMU_SMALL words
+ * [first, last), with the candidates as two masks: the swaps (L_t, R_t)
+ * of its comment (below), taken as the lowest left candidate with the
+ * highest right one while L_t < R_t, and the same cut and *met.  Every
+ * introsort and introselect ends on such ranges, and they are all of
+ * torch.topk(sorted=False) over MoE router rows (8..64 experts), where the
+ * block machinery's set-up was most of the time (native, nth_element of
+ * rows of 8 / 16 / 64 / 128 / 256, ns a row: avx512 88 / 166 / 294 / 405
+ * / 612 -> 34 / 88 / 191 / 302 / 480, avx2 72 / 134 / 258 / 371 / 556 ->
+ * 34 / 93 / 206 / 318 / 505; the introsort of rows of 54..5000 with ties
+ * 1.02-1.14x).  Masks of four words for ranges up to 256 measured slower
+ * than the lists above 64; wemu_tail_partition512 for ranges with many
+ * keys equal to the pivot's, 0.88-1.0x. */
+static uint64_t *wemu_partition_small(uint64_t *first, uint64_t *last, uint64_t pivot, uint64_t m,
+                                      int *met)
+{
+    const int n = (int)(last - first);
+    uint64_t a, b;
+    wemu_small_masks(first, n, pivot & ~m, pivot | m, &a, &b);
+    int t = 0, r = n;
+    while (a && b) {
+        const int lt = __builtin_ctzll(a), rt = 63 - __builtin_clzll(b);
+        if (lt >= rt) break;
+        w_swap(first + lt, first + rt);
+        a &= a - 1;
+        b &= ~((uint64_t)1 << rt);
+        r = rt;
+        ++t;
+    }
+    int cut = a ? __builtin_ctzll(a) : n;
+    if (t > 0 && r < cut) cut = r;
+    *met = a && b && __builtin_ctzll(a) == 63 - __builtin_clzll(b);
+    return first + cut;
+}
+
 /* __unguarded_partition(first, last, pivot) without its data-dependent
  * branches, giving the same arrangement and the same cut; *met: whether
  * the loop ended with both scans stopped on one slot (a key equal to the
@@ -654,6 +728,7 @@ static void wemu_swap_one_gap(uint64_t *f, uint64_t *l, const uint8_t *list, int
 static uint64_t *wemu_unguarded_partition(uint64_t *first, uint64_t *last, uint64_t pivot, uint64_t m,
                                           int *met)
 {
+    if (last - first <= WEMU_SMALL) return wemu_partition_small(first, last, pivot, m, met);
     const uint64_t plo = pivot & ~m, phi = pivot | m;
     uint64_t *f = first, *l = last;
     uint8_t lb[2 * WEMU_BLOCK + 8], rb[2 * WEMU_BLOCK + 8];
@@ -1273,104 +1348,6 @@ static void wemu_partial_sort(uint64_t *first, int64_t middle, int64_t last, int
     wemu_sort_heap(first, middle, ibits);
 }
 
-/* Ranges of at most WEMU_SMALL words finish introselect in
- * wemu_introselect_small: every slot's position is a bit of one mask. */
-enum { WEMU_SMALL = 64 };
-
-/* The slots of [lo, hi) (0 < lo, hi <= WEMU_SMALL) whose key is >= (*ge)
- * and <= (*le) the pivot's, as bits of their positions.  Nothing outside
- * [lo, hi) is read but, on AVX2, slots lo & ~3 .. lo - 1 (dropped). */
-static inline void wemu_window_masks(const uint64_t *w, int lo, int hi, uint64_t plo, uint64_t phi,
-                                     uint64_t *ge, uint64_t *le)
-{
-    uint64_t a = 0, b = 0;
-#if defined(__AVX512F__)
-    const __m512i pl = _mm512_set1_epi64((long long)plo), ph = _mm512_set1_epi64((long long)phi);
-    for (int p = lo & ~7; p < hi; p += 8) {
-        unsigned valid = hi - p >= 8 ? 0xFFu : (1u << (hi - p)) - 1;
-        if (p < lo) valid &= ~((1u << (lo - p)) - 1);
-        /* masked lanes are not read */
-        const __m512i v = _mm512_maskz_loadu_epi64((__mmask8)valid, w + p);
-        a |= (uint64_t)_mm512_mask_cmpge_epu64_mask((__mmask8)valid, v, pl) << p;
-        b |= (uint64_t)_mm512_mask_cmple_epu64_mask((__mmask8)valid, v, ph) << p;
-    }
-#elif defined(__AVX2__)
-    const __m256i sign = _mm256_set1_epi64x((long long)0x8000000000000000ull);
-    const __m256i pl = _mm256_set1_epi64x((long long)(plo ^ 0x8000000000000000ull));
-    const __m256i ph = _mm256_set1_epi64x((long long)(phi ^ 0x8000000000000000ull));
-    int p = lo & ~3;
-    for (; p + 4 <= hi; p += 4) {
-        const unsigned valid = p < lo ? 15u & ~((1u << (lo - p)) - 1) : 15u;
-        const __m256i v = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(w + p)), sign);
-        const unsigned lt = (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(pl, v)));
-        const unsigned gt = (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(v, ph)));
-        a |= (uint64_t)(~lt & valid) << p;
-        b |= (uint64_t)(~gt & valid) << p;
-    }
-    for (int i = p > lo ? p : lo; i < hi; ++i) {
-        a |= (uint64_t)(w[i] >= plo) << i;
-        b |= (uint64_t)(w[i] <= phi) << i;
-    }
-#else
-    for (int i = lo; i < hi; ++i) {
-        a |= (uint64_t)(w[i] >= plo) << i;
-        b |= (uint64_t)(w[i] <= phi) << i;
-    }
-#endif
-    *ge = a;
-    *le = b;
-}
-
-/* __introselect on a range of n <= WEMU_SMALL words (first[0..n), target
- * at first + nth): the same moves as the loop below (so libstdc++'s), the
- * candidates of each partition as two masks instead of lists.  Every
- * introselect ends on such ranges, and they are all of it for
- * torch.topk(sorted=False) over MoE router rows (8..64 experts), where the
- * block partition's set-up for each call was most of the time (native,
- * avx512, rows of 8 / 16 / 64 / 128: 92 / 166 / 305 / 393 -> 42 / 125 /
- * 260 / 370 ns a row; masks of four words for ranges up to 256 measured
- * slower than the lists above 64).  The swaps are the pairs (L_t, R_t) of
- * wemu_unguarded_partition's comment: the lowest left candidate with the
- * highest right one while L_t < R_t. */
-static void wemu_introselect_small(uint64_t *first, int nth, int n, int64_t depth_limit, int s,
-                                   uint64_t m)
-{
-    int f = 0, l = n;
-    while (l - f > 3) {
-        if (depth_limit == 0) {
-            wemu_heap_select(first + f, nth - f + 1, l - f, s);
-            w_swap(first + f, first + nth);
-            return;
-        }
-        --depth_limit;
-        wemu_move_median_to_first(first + f, first + f + 1, first + f + (l - f) / 2, first + l - 1, s);
-        const uint64_t pivot = first[f];
-        uint64_t a, b;
-        wemu_window_masks(first, f + 1, l, pivot & ~m, pivot | m, &a, &b);
-        int t = 0, r = l;
-        while (a && b) {
-            const int lt = __builtin_ctzll(a), rt = 63 - __builtin_clzll(b);
-            if (lt >= rt) break;
-            w_swap(first + lt, first + rt);
-            a &= a - 1;
-            b &= ~((uint64_t)1 << rt);
-            r = rt;
-            ++t;
-        }
-        int cut = a ? __builtin_ctzll(a) : l;
-        if (t > 0 && r < cut) cut = r;
-        if (cut <= nth) f = cut;
-        else l = cut;
-    }
-    /* __insertion_sort of at most three words: stable by key */
-    for (int i = f + 1; i < l; ++i) {
-        const uint64_t x = first[i];
-        int j = i;
-        for (; j > f && WKEY_LESS(x, first[j - 1], s); --j) first[j] = first[j - 1];
-        first[j] = x;
-    }
-}
-
 /* std::__introselect on words with an explicit depth limit (the tests give
  * small ones to reach the heap-select fallback): the record version's
  * moves (emu_nth_element), with the block partition above. */
@@ -1378,11 +1355,6 @@ static void wemu_introselect(uint64_t *first, uint64_t *target, uint64_t *last,
                              int64_t depth_limit, int s, uint64_t m)
 {
     while (last - first > 3) {
-        if (last - first <= WEMU_SMALL) {
-            wemu_introselect_small(first, (int)(target - first), (int)(last - first), depth_limit,
-                                   s, m);
-            return;
-        }
         if (depth_limit == 0) {
             wemu_heap_select(first, (target - first) + 1, last - first, s);
             w_swap(first, target);
@@ -1396,8 +1368,14 @@ static void wemu_introselect(uint64_t *first, uint64_t *target, uint64_t *last,
         if (cut <= target) first = cut;
         else last = cut;
     }
-    /* __insertion_sort of at most three words: stable by key */
-    wemu_leaf_sort(first, last - first, m);
+    /* __insertion_sort of at most three words: stable by key (a plain
+     * insertion here: wemu_leaf_sort's network is built for 16) */
+    for (uint64_t *i = first + 1; i < last; ++i) {
+        const uint64_t x = *i;
+        uint64_t *j = i;
+        for (; j > first && WKEY_LESS(x, j[-1], s); --j) *j = j[-1];
+        *j = x;
+    }
 }
 
 /* std::nth_element(first, first + nth, first + n) on words whose low
