@@ -453,6 +453,16 @@ static const uint64_t WEMU_LANES8_DOWN[256] = {
 static inline int wemu_list_up(const uint64_t *f, int n, uint64_t plo, uint8_t *out)
 {
     int c = 0, i = 0;
+#if defined(__AVX512F__)
+    /* eight words a compare, straight into a mask */
+    const __m512i p8 = _mm512_set1_epi64((long long)plo);
+    for (; i + 8 <= n; i += 8) {
+        const unsigned mk = _mm512_cmpge_epu64_mask(_mm512_loadu_si512((const void *)(f + i)), p8);
+        const uint64_t lanes = WEMU_LANES8_UP[mk] + (uint64_t)i * 0x0101010101010101ull;
+        memcpy(out + c, &lanes, 8);
+        c += __builtin_popcount(mk);
+    }
+#endif
 #if defined(__AVX2__)
     const __m256i sign = _mm256_set1_epi64x((long long)0x8000000000000000ull);
     const __m256i p = _mm256_set1_epi64x((long long)(plo ^ 0x8000000000000000ull));
@@ -484,6 +494,15 @@ static inline int wemu_list_up(const uint64_t *f, int n, uint64_t plo, uint8_t *
 static inline int wemu_list_down(const uint64_t *l, int n, uint64_t phi, uint8_t *out)
 {
     int c = 0, i = 0;
+#if defined(__AVX512F__)
+    const __m512i p8 = _mm512_set1_epi64((long long)phi);
+    for (; i + 8 <= n; i += 8) {
+        const unsigned mk = _mm512_cmple_epu64_mask(_mm512_loadu_si512((const void *)(l - 8 - i)), p8);
+        const uint64_t lanes = WEMU_LANES8_DOWN[mk] + (uint64_t)i * 0x0101010101010101ull;
+        memcpy(out + c, &lanes, 8);
+        c += __builtin_popcount(mk);
+    }
+#endif
 #if defined(__AVX2__)
     const __m256i sign = _mm256_set1_epi64x((long long)0x8000000000000000ull);
     const __m256i p = _mm256_set1_epi64x((long long)(phi ^ 0x8000000000000000ull));
