@@ -208,7 +208,7 @@ def row_shape_failure(op: str, numel: int, row: int, x=None) -> Optional[Conditi
     return None
 
 
-def topk_nth_failure(numel: int, row: int, k: int) -> Optional[Condition]:
+def topk_nth_failure(numel: int, row: int) -> Optional[Condition]:
     """SMALL when topk(sorted=False)'s emulation of torch's introselect
     (torch order, k > 1, k * 64 > row: the caller checks those) was
     measured slower than torch for this shape."""
