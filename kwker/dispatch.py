@@ -176,7 +176,7 @@ def _no_row_shape_failure(op, numel, row, x=None):
     return None
 
 
-def _no_topk_nth_failure(numel, row):
+def _no_topk_nth_failure(numel, row, k, torch_order):
     return None
 
 
@@ -457,10 +457,9 @@ def _topk(wrapped, instance, args, kwargs, decide_only):
             if failure is None:
                 d = _wrap_dim(x, dim)
                 failure = _rows_failure("topk", x, d, k)
-                if (failure is None and not sorted_ and k > 1 and k * 64 > x.shape[d]
-                        and Policy.order != _ORDER_STABLE):
-                    # torch's introselect arrangement, emulated per row
-                    failure = _topk_nth_failure(x.numel(), x.shape[d])
+                if failure is None and not sorted_:  # (sorted: the common case, no call)
+                    failure = _topk_nth_failure(x.numel(), x.shape[d], k,
+                                                Policy.order != _ORDER_STABLE)
                 if failure is None:
                     if decide_only:
                         return None

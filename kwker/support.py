@@ -208,10 +208,12 @@ def row_shape_failure(op: str, numel: int, row: int, x=None) -> Optional[Conditi
     return None
 
 
-def topk_nth_failure(numel: int, row: int) -> Optional[Condition]:
-    """SMALL when topk(sorted=False)'s emulation of torch's introselect
-    (torch order, k > 1, k * 64 > row: the caller checks those) was
+def topk_nth_failure(numel: int, row: int, k: int, torch_order: bool) -> Optional[Condition]:
+    """For topk(sorted=False): SMALL where torch's nth_element branch (k > 1,
+    k * 64 > row) is emulated in torch's order and the emulation was
     measured slower than torch for this shape."""
+    if not torch_order or k < 2 or k * 64 <= row:
+        return None
     rule = SIZE_RULES["topk"]
     if row < rule.nth_min_row or (numel < rule.nth_min_numel and row < rule.nth_any_row):
         return SMALL
