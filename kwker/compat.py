@@ -3,6 +3,7 @@
     python -m kwker.compat            # rewrite compat_matrix/
     python -m kwker.compat --check    # exit 1 if the committed copy is stale
 """
+import dataclasses
 import json
 import os
 import sys
@@ -31,8 +32,33 @@ def matrix() -> dict:
         }
     frameworks = [{"name": f.name, "under_install": f.under_install, "torch_ops": f.torch_ops,
                    "tests": list(f.tests)} for f in support.FRAMEWORKS]
+    size_rules = {op: dataclasses.asdict(rule) for op, rule in support.DEFAULT_SIZE_RULES.items()}
     return {"generated_from": "kwker/support.py", "torch": torch.__version__.split("+")[0],
-            "ops": ops, "frameworks": frameworks}
+            "ops": ops, "frameworks": frameworks, "size_rules": size_rules}
+
+
+def _size_rule_text(rule: dict) -> str:
+    """One op's shipped size rule in words: where install(use_fast="auto")
+    sends a call to torch (`small`)."""
+    parts = []
+    if rule["min_numel"]:
+        parts.append(f"fewer than {rule['min_numel']} elements")
+    if rule["min_numel_short"] > rule["min_numel"]:
+        parts.append(f"rows of at most {rule['short_row']} with fewer than "
+                     f"{rule['min_numel_short']} elements")
+    if rule["max_row"]:
+        parts.append(f"rows longer than {rule['max_row']}")
+    if rule["min_row"] > 1:
+        parts.append(f"rows shorter than {rule['min_row']}")
+    if rule["wide_torch_rows"]:
+        lengths = ", ".join(str(n) for n in rule["wide_torch_rows"])
+        parts.append(f"rows of 64-bit elements of length {lengths}")
+    if rule["nth_min_row"] or rule["nth_min_numel"]:
+        parts.append("sorted=False through torch's nth_element branch (k > 1, k * 64 > row) in "
+                     f"torch's tie order: rows shorter than {rule['nth_min_row']}, or fewer "
+                     f"than {rule['nth_min_numel']} elements with rows shorter than "
+                     f"{rule['nth_any_row']}")
+    return "; ".join(parts) if parts else "none"
 
 
 def markdown(m: dict) -> str:
@@ -56,6 +82,14 @@ def markdown(m: dict) -> str:
     for f in m["frameworks"]:
         tests = "<br>".join(f"`{t}`" for t in f["tests"])
         lines.append(f"| {f['name']} | {f['under_install']} | {f['torch_ops']} | {tests} |")
+    lines += ["", "## Size rules", "",
+              "Where `install()` (use_fast=\"auto\") sends a call to torch because torch was "
+              "measured faster there (`small`; `support.SIZE_RULES`, as shipped: "
+              "`python -m kwker calibrate` may move an op's element count on a machine; "
+              "`use_fast=True` turns them off).", "",
+              "| op | to torch |", "|---|---|"]
+    for op, rule in m["size_rules"].items():
+        lines.append(f"| {op} | {_size_rule_text(rule)} |")
     lines += ["", "## When a supported call still goes to torch", ""]
     for op, row in m["ops"].items():
         note = f" ({row['note']})" if row["note"] else ""

@@ -15,6 +15,8 @@ def test_matrix_lists_every_op_and_condition():
         assert keys == {c.key for c in sup.conditions if c is not support.DTYPE}
         fast = {d for d, path in m["ops"][op]["dtypes"].items() if path == "fast"}
         assert fast == {str(d).replace("torch.", "") for d in sup.dtypes}
+    assert set(m["size_rules"]) == set(support.DEFAULT_SIZE_RULES)
+    assert "65536 elements with rows shorter than 512" in compat.markdown(m)
 
 
 def test_framework_rows_name_real_tests():
