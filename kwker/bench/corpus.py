@@ -124,6 +124,35 @@ def make_input(entry: Entry) -> torch.Tensor:
         return GENERATORS[entry.dist](entry.shape, entry.dtype, entry.params, entry.seed)
 
 
+# A repeated input is not what a call site sees, and the CPU learns it: branch
+# predictors (measured on an AMD Zen 4) remember the outcomes of tens of thousands
+# of comparisons, so torch's branchy sorts run several times faster on an input
+# timed over and over than on fresh ones of the same kind (torch.sort of one
+# randn row of 1000: 13.6 us repeated, 53 us over new rows; topk(k=2) of 4096x8
+# 104 -> 296 us; kthvalue of 512 5.4 -> 10.6 us).  So each timed call cycles
+# through variants: inputs from the same generator with the next seeds, enough
+# of them to hold VARIANT_ELEMENTS elements together (the effect was gone by
+# 2^15..2^17 elements in those measurements; inputs of 2^17 elements and more
+# are timed alone, as before).
+VARIANT_ELEMENTS = 1 << 17
+MAX_VARIANTS = 1024
+
+
+def variant_count(numel: int) -> int:
+    """How many inputs a timed call of `numel` elements cycles through."""
+    return max(1, min(MAX_VARIANTS, -(-VARIANT_ELEMENTS // max(numel, 1))))
+
+
+def make_variants(entry: Entry, count: Optional[int] = None) -> List[torch.Tensor]:
+    """make_input's tensor, then more from the same generator with the following seeds:
+    `count` in all (variant_count of the entry's size by default)."""
+    count = variant_count(entry.numel) if count is None else count
+    with one_thread():
+        return [make_input(entry)] + [
+            GENERATORS[entry.dist](entry.shape, entry.dtype, entry.params, entry.seed + i)
+            for i in range(1, count)]
+
+
 def build_call(entry: Entry, x: Optional[torch.Tensor] = None):
     """(fn_name, args, kwargs) of the entry's call on its input `x` (made if not given):
     torch.<fn_name>(*args, **kwargs), or for a layer its reference in LAYER_REFERENCES."""

@@ -12,6 +12,7 @@ Every Kwker result is first checked to be bit-identical to torch's.
 """
 import argparse
 import statistics
+import zlib
 from dataclasses import dataclass
 from typing import Callable, List, Optional
 
@@ -19,6 +20,7 @@ import numpy as np
 import torch
 
 from kwker.bench import bitwise, machine, timing
+from kwker.bench.corpus import variant_count
 from kwker.bench.kwker_switch import KwkerSwitch
 from kwker.bench.numpy_ops import top_k_along_last
 
@@ -142,16 +144,22 @@ class Row:
 
 
 def measure(case: Case, switch: KwkerSwitch, plan: timing.TimingPlan, threads: int) -> Row:
-    g = torch.Generator().manual_seed(hash(case.label) & 0xFFFF)
-    x = VALUES[case.dtype]((case.rows, case.length), g)
-    call = torch_call(case, x)
-    expected = call()
-    with switch.installed():
-        got = call()
-    identical = bitwise.difference(expected, got) is None
-    torch_stats, kwker_stats = timing.time_interleaved(call, call, switch.installed, plan, threads)
-    np_call = numpy_call(case, x)
-    numpy_s = timing.time_alone(np_call, plan, threads).median_s if np_call else None
+    """Every variant checked, then the calls timed cycling through the variants
+    (corpus.make_variants says why)."""
+    g = torch.Generator().manual_seed(zlib.crc32(case.label.encode()))  # the same inputs every run
+    xs = [VALUES[case.dtype]((case.rows, case.length), g)
+          for _ in range(variant_count(case.rows * case.length))]
+    calls = [torch_call(case, x) for x in xs]
+    identical = True
+    for call in calls:
+        expected = call()
+        with switch.installed():
+            got = call()
+        identical = identical and bitwise.difference(expected, got) is None
+    cycle = timing.Cycle(calls)
+    torch_stats, kwker_stats = timing.time_interleaved(cycle, cycle, switch.installed, plan, threads)
+    np_calls = [numpy_call(case, x) for x in xs]
+    numpy_s = timing.time_alone(timing.Cycle(np_calls), plan, threads).median_s if np_calls[0] else None
     return Row(case, torch_stats.median_s, kwker_stats.median_s, numpy_s, identical)
 
 

@@ -1,6 +1,7 @@
 """Text output of a run: header, per-input table, summary, check and comparison tables."""
 from typing import List, Optional, Sequence
 
+from .corpus import MAX_VARIANTS, VARIANT_ELEMENTS
 from .numpy_ops import NUMPY_EQUIVALENTS
 from .results import REGRESSION_TOLERANCE, InputResult
 
@@ -56,7 +57,7 @@ def render_header(machine: dict, bandwidth: Optional[float]) -> str:
     return "\n".join(lines)
 
 
-TABLE_HEADERS = ("id", "op", "shape", "dtype", "torch", "kwker", "speed-up", "noise",
+TABLE_HEADERS = ("id", "op", "shape", "dtype", "inputs", "torch", "kwker", "speed-up", "noise",
                  "ns/el", "radix", "numpy", "peak MiB t/k")
 
 
@@ -64,7 +65,7 @@ def result_cells(r: InputResult) -> List[str]:
     noise = max((n for n in (r.torch_noise, r.kwker_noise) if n is not None), default=None)
     memory = f"{format_mib(r.torch_peak_bytes)}/{format_mib(r.kwker_peak_bytes)}"
     return [("!! " if not r.correct else "") + r.id, r.op, "x".join(map(str, r.shape)) or "()", r.dtype,
-            format_time(r.torch_s), format_time(r.kwker_s), format_ratio(r.speedup), format_fraction(noise),
+            str(r.variants), format_time(r.torch_s), format_time(r.kwker_s), format_ratio(r.speedup), format_fraction(noise),
             format_ns(r.kwker_ns_per_element), format_ns(r.radix_bound_ns), format_time(r.numpy_s), memory]
 
 
@@ -81,7 +82,12 @@ def render_table(results: List[InputResult]) -> str:
         for r in rows:
             if not r.correct:
                 out.append(f"!! MISMATCH {r.id}: not bit-identical to torch: {r.mismatch}")
-    out.append("\nnoise: the larger IQR/median of the two paths' blocks. ns/el: Kwker's time per input "
+    out.append("\ninputs: how many inputs of the kind (the same generator, successive seeds) each "
+               "timed call cycles through, all checked: one input timed over and over is learnt by the "
+               "CPU's branch predictors, which flatters branchy code (torch's sorts) on inputs up to "
+               f"~10^5 elements; together they hold >= {VARIANT_ELEMENTS} elements (at most "
+               f"{MAX_VARIANTS} inputs).")
+    out.append("noise: the larger IQR/median of the two paths' blocks. ns/el: Kwker's time per input "
                "element. radix: ns/el an LSD radix sort of (key, int64 index) needs just to move its "
                "data at the measured bandwidth (sorts of >= 1M elements). peak MiB: extra resident "
                "memory of the checked (first) call, outputs included, torch/kwker.")

@@ -25,6 +25,7 @@ class InputResult:
     radix_bound_ns: Optional[float] = None
     torch_peak_bytes: Optional[int] = None
     kwker_peak_bytes: Optional[int] = None
+    variants: int = 1                # inputs a timed call cycles through (corpus.variant_count)
 
     @property
     def speedup(self) -> Optional[float]:

@@ -14,14 +14,14 @@ import torch
 
 from . import machine, report
 from .bitwise import difference
-from .corpus import Entry, build_call, load_catalogue, make_input, resolve, select
+from .corpus import Entry, build_call, load_catalogue, make_input, make_variants, resolve, select
 from .kwker_switch import KwkerSwitch, UsageError
 from .memory import call_with_peak
 from .numpy_ops import numpy_equivalent
 from .plot import plot_speedups
 from .results import InputResult, regressions, summarize
 from .tie_order import reference_call
-from .timing import FULL_PLAN, QUICK_PLAN, TimingPlan, time_alone, time_interleaved
+from .timing import FULL_PLAN, QUICK_PLAN, Cycle, TimingPlan, time_alone, time_interleaved
 
 RADIX_BOUND_OPS = ("sort", "argsort")
 EXIT_MISMATCH = 1
@@ -49,7 +49,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="compare speed-ups with an earlier --json run, flagging regressions")
     parser.add_argument("--plot", metavar="PATH.png", help="bar chart of the speed-ups (needs matplotlib)")
     parser.add_argument("--check", action="store_true",
-                        help="correctness only: each input once through torch and Kwker, no timing")
+                        help="correctness only: each input (and its variants) once through torch and Kwker, "
+                             "no timing")
     parser.add_argument("--filter", metavar="SUBSTR",
                         help="only inputs whose id or op contains SUBSTR (from the whole catalogue)")
     parser.add_argument("--ties", choices=["stable"],
@@ -92,17 +93,22 @@ def bound_call(fn_name: str, args, kwargs):
     return functools.partial(resolve(fn_name), *args, **kwargs)
 
 
-def check_entry(entry: Entry, x: torch.Tensor, switch: KwkerSwitch):
-    """(result with the bit-identity verdict and both calls' peak memory, torch's call,
-    Kwker's call or None if it raised)."""
+def _without_peak(call):
+    return call(), None
+
+
+def check_entry(entry: Entry, x: torch.Tensor, switch: KwkerSwitch, peak: bool = True):
+    """(result with the bit-identity verdict and, with `peak`, both calls' peak memory,
+    torch's call, Kwker's call or None if it raised)."""
+    run = call_with_peak if peak else _without_peak
     fn_name, args, kwargs = build_call(entry, x)
     torch_call = bound_call(fn_name, args, kwargs)
     reference = reference_call(entry.op, resolve(fn_name), args, kwargs, switch.ties or "torch")
-    expected, torch_peak = call_with_peak(reference)
+    expected, torch_peak = run(reference)
     with switch.installed():
         kwker_call = bound_call(fn_name, args, kwargs)
         try:
-            actual, kwker_peak = call_with_peak(kwker_call)
+            actual, kwker_peak = run(kwker_call)
         except Exception as exc:  # report it as this input's failure and go on
             return result_for(entry, False, f"kwker raised {type(exc).__name__}: {exc}"), torch_call, None
     mismatch = difference(expected, actual)
@@ -111,18 +117,39 @@ def check_entry(entry: Entry, x: torch.Tensor, switch: KwkerSwitch):
     return result, torch_call, kwker_call
 
 
+def check_variants(entry: Entry, variants: List[torch.Tensor], switch: KwkerSwitch):
+    """check_entry over every variant (peak memory from the first): (result, torch's
+    calls, Kwker's calls), the calls None where Kwker raised."""
+    result, torch_calls, kwker_calls = None, [], []
+    for i, x in enumerate(variants):
+        checked, torch_call, kwker_call = check_entry(entry, x, switch, peak=i == 0)
+        if result is None:
+            result = checked
+        elif not checked.correct:
+            result.correct, result.mismatch = False, f"variant {i} (seed + {i}): {checked.mismatch}"
+        if kwker_call is None:
+            return result, None, None
+        torch_calls.append(torch_call)
+        kwker_calls.append(kwker_call)
+    result.variants = len(variants)
+    return result, torch_calls, kwker_calls
+
+
 def measure_entry(entry: Entry, switch: KwkerSwitch, plan: TimingPlan, threads: int,
                   bandwidth: float) -> InputResult:
-    x = make_input(entry)
-    result, torch_call, kwker_call = check_entry(entry, x, switch)
-    if kwker_call is None:
+    """The entry's variants checked bit for bit, then torch and Kwker timed cycling
+    through them (corpus.make_variants says why)."""
+    variants = make_variants(entry)
+    result, torch_calls, kwker_calls = check_variants(entry, variants, switch)
+    if kwker_calls is None:
         return result
-    torch_stats, kwker_stats = time_interleaved(torch_call, kwker_call, switch.installed, plan, threads)
+    torch_stats, kwker_stats = time_interleaved(Cycle(torch_calls), Cycle(kwker_calls), switch.installed,
+                                                plan, threads)
     result.torch_s, result.torch_noise = torch_stats.median_s, torch_stats.noise
     result.kwker_s, result.kwker_noise = kwker_stats.median_s, kwker_stats.noise
-    numpy_call = numpy_equivalent(entry.op, entry.args, x)
-    if numpy_call is not None:
-        result.numpy_s = time_alone(numpy_call, plan, threads).median_s
+    numpy_calls = [numpy_equivalent(entry.op, entry.args, x) for x in variants]
+    if numpy_calls[0] is not None:
+        result.numpy_s = time_alone(Cycle(numpy_calls), plan, threads).median_s
     if entry.op in RADIX_BOUND_OPS and entry.numel >= machine.RADIX_BOUND_MIN_NUMEL:
         result.radix_bound_ns = machine.radix_bound_ns(entry.dtype, bandwidth)
     return result
@@ -132,7 +159,7 @@ def run_check(entries: List[Entry], switch: KwkerSwitch) -> List[InputResult]:
     progress, results = Progress(len(entries)), []
     for entry in entries:
         progress.step(f"check {entry.id}")
-        results.append(check_entry(entry, make_input(entry), switch)[0])
+        results.append(check_variants(entry, make_variants(entry), switch)[0])
     progress.finish()
     print(report.render_check(results))
     return results

@@ -3,7 +3,7 @@ hits both alike; medians over the blocks, and their spread as the noise."""
 import statistics
 import time
 from dataclasses import dataclass
-from typing import Callable, List, Tuple
+from typing import Callable, List, Sequence, Tuple
 
 from torch.utils.benchmark import Timer
 
@@ -43,6 +43,27 @@ def stats_of(samples: List[float]) -> Stats:
     return Stats(median, (q3 - q1) / median if median > 0 else 0.0)
 
 
+class Cycle:
+    """One call made on each of an input's variants in turn (corpus.make_variants):
+    calling it runs them all once, and the timing functions report the time per call.
+    The variants run in a plain loop, so the time adds no more than its iterations."""
+
+    def __init__(self, calls: Sequence[Callable]):
+        self.calls = tuple(calls)
+        self.size = len(self.calls)
+        if not self.size:
+            raise ValueError("a Cycle needs at least one call")
+
+    def __call__(self):
+        for call in self.calls:
+            call()
+
+
+def calls_per_run(call: Callable) -> int:
+    """How many calls one run of `call` makes: a Cycle's size, else 1."""
+    return call.size if isinstance(call, Cycle) else 1
+
+
 def block_shape(call: Callable, plan: TimingPlan) -> Tuple[int, int]:
     """(calls per block, rounds) for `call` under `plan`, from a warm-up call, and a
     second timed call when the warm-up was shorter than a block."""
@@ -60,9 +81,9 @@ def block_shape(call: Callable, plan: TimingPlan) -> Tuple[int, int]:
 
 
 def block_time(call: Callable, number: int, threads: int) -> float:
-    """Mean seconds per call over `number` calls."""
+    """Mean seconds per call over `number` runs of `call` (a Cycle's run makes several)."""
     timer = Timer(stmt="call()", globals={"call": call}, num_threads=threads)
-    return timer.timeit(number).mean
+    return timer.timeit(number).mean / calls_per_run(call)
 
 
 def time_alone(call: Callable, plan: TimingPlan, threads: int) -> Stats:

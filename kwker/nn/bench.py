@@ -29,6 +29,30 @@ def best(fn, repeats, budget=0.2):
     return min(timeit.repeat(fn, number=number, repeat=repeats)) / number
 
 
+def variants(x, seed=0):
+    """x, then copies of it with its elements in new random orders: as many inputs
+    as kwker.bench.corpus.variant_count gives x's size (one for large inputs).  A
+    timed loop cycles through them because a single input repeated is learnt by
+    the CPU's branch predictors, which flatters branchy code such as torch's
+    sorts (kwker.bench.corpus.make_variants has the measurements)."""
+    from kwker.bench.corpus import variant_count
+    gen = torch.Generator().manual_seed(seed)
+    flat = x.reshape(-1)
+    return [x] + [flat[torch.randperm(flat.numel(), generator=gen)].view_as(x)
+                  for _ in range(variant_count(x.numel()) - 1)]
+
+
+def best_per_input(make_run, xs, repeats):
+    """Seconds per input: best() of a loop running make_run(x)() for each x in xs,
+    divided by their number."""
+    runs = [make_run(x) for x in xs]
+
+    def every_input():
+        for run in runs:
+            run()
+    return best(every_input, repeats) / len(runs)
+
+
 def forward_backward(fn, x, grad):
     """A call of fn(x) and its backward with `grad` (the first output's, for
     layers returning several)."""

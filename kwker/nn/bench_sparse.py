@@ -13,7 +13,7 @@ import torch
 
 from kwker.nn import reference_sparse as R
 from kwker.nn import sparse as S
-from kwker.nn.bench import best, forward_backward
+from kwker.nn.bench import best_per_input, forward_backward, variants
 
 
 def _cases():
@@ -40,13 +40,16 @@ def _cases():
 def rows(repeats):
     out = []
     for name, label, x, fast, ref in _cases():
-        want = ref(x)
-        assert torch.equal(want, fast(x)), name  # timed only when bit-identical
-        t_ref, t_fast = best(lambda: ref(x), repeats), best(lambda: fast(x), repeats)
-        xg = x.clone().requires_grad_()
+        xs = variants(x)
+        for v in xs:  # timed only when bit-identical
+            want = ref(v)
+            assert torch.equal(want, fast(v)), name
+        t_ref = best_per_input(lambda v: lambda: ref(v), xs, repeats)
+        t_fast = best_per_input(lambda v: lambda: fast(v), xs, repeats)
+        xgs = [v.clone().requires_grad_() for v in xs]
         grad = torch.randn(want.shape, generator=torch.Generator().manual_seed(1))
-        b_ref = best(forward_backward(ref, xg, grad), repeats)
-        b_fast = best(forward_backward(fast, xg, grad), repeats)
+        b_ref = best_per_input(lambda v: forward_backward(ref, v, grad), xgs, repeats)
+        b_fast = best_per_input(lambda v: forward_backward(fast, v, grad), xgs, repeats)
         out.append((name, label, t_ref, t_fast, b_ref, b_fast))
     return out
 

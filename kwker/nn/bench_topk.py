@@ -12,7 +12,7 @@ import torch
 
 from kwker.nn import reference_topk as R
 from kwker.nn import topk_layers as T
-from kwker.nn.bench import best, forward_backward
+from kwker.nn.bench import best_per_input, forward_backward, variants
 
 SAE = [(64, 16384, 32), (256, 16384, 64), (64, 65536, 128), (256, 65536, 256)]
 SAE_QUICK = [(64, 16384, 32), (64, 65536, 128)]
@@ -33,13 +33,16 @@ def _same(a, b):
 
 
 def _row(label, ref, fast, x, grad, repeats):
-    assert _same(ref(x), fast(x)), label
-    t_ref, t_fast = best(lambda: ref(x), repeats), best(lambda: fast(x), repeats)
+    xs = variants(x)
+    for v in xs:
+        assert _same(ref(v), fast(v)), label
+    t_ref = best_per_input(lambda v: lambda: ref(v), xs, repeats)
+    t_fast = best_per_input(lambda v: lambda: fast(v), xs, repeats)
     if grad is None:
         return label, t_ref, t_fast, None, None
-    xg = x.clone().requires_grad_()
-    b_ref = best(forward_backward(ref, xg, grad), repeats)
-    b_fast = best(forward_backward(fast, xg, grad), repeats)
+    xgs = [v.clone().requires_grad_() for v in xs]
+    b_ref = best_per_input(lambda v: forward_backward(ref, v, grad), xgs, repeats)
+    b_fast = best_per_input(lambda v: forward_backward(fast, v, grad), xgs, repeats)
     return label, t_ref, t_fast, b_ref, b_fast
 
 

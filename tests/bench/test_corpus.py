@@ -8,8 +8,9 @@ import torch
 import kwker
 from kwker.bench import runner
 from kwker.bench.bitwise import difference
-from kwker.bench.corpus import (LAYER_REFERENCES, QUICK_IDS, build_call, load_catalogue,
-                                make_input, select)
+from kwker.bench import timing
+from kwker.bench.corpus import (LAYER_REFERENCES, MAX_VARIANTS, QUICK_IDS, VARIANT_ELEMENTS, build_call,
+                                load_catalogue, make_input, make_variants, select, variant_count)
 from kwker.bench.dists import GENERATORS
 from kwker.bench.layers_reference import median_pool2d_reference
 from kwker.bench.machine import radix_bound_ns
@@ -184,6 +185,61 @@ def test_radix_bound_counts_passes_and_bytes():
     # float32 key: 4 byte-passes, each reading and writing 4 + 8 bytes
     assert math.isclose(radix_bound_ns(torch.float32, bandwidth=1e9), 96.0)
     assert math.isclose(radix_bound_ns(torch.int64, bandwidth=1e9), 256.0)
+
+
+def test_variant_count_fills_the_element_budget():
+    assert variant_count(0) == variant_count(1) == MAX_VARIANTS
+    assert variant_count(VARIANT_ELEMENTS) == variant_count(10 ** 8) == 1
+    for numel in (20, 64, 512, 1000, 4700, 32768, 65536, VARIANT_ELEMENTS - 1):
+        count = variant_count(numel)
+        assert count == MAX_VARIANTS or count * numel >= VARIANT_ELEMENTS > (count - 1) * numel
+
+
+def test_variants_start_with_the_input_and_are_new_inputs_of_its_kind():
+    entry = BY_ID["torchcp_weighted_scores_sort"]
+    variants = make_variants(entry)
+    assert len(variants) == variant_count(entry.numel) > 1
+    assert difference(variants[0], make_input(entry)) is None
+    assert all(v.shape == entry.shape and v.dtype == entry.dtype for v in variants)
+    assert len({v.numpy().tobytes() for v in variants}) == len(variants)
+    assert len(make_variants(entry, 3)) == 3
+
+
+class _RunsCounted:
+    """Stands in for torch.utils.benchmark.Timer: runs the statement's call `number`
+    times and says each run took one second."""
+
+    def __init__(self, stmt, globals, num_threads):
+        self.call = globals["call"]
+
+    def timeit(self, number):
+        for _ in range(number):
+            self.call()
+        return type("Measurement", (), {"mean": 1.0})()
+
+
+def test_a_cycle_runs_every_variant_and_is_timed_per_call(monkeypatch):
+    monkeypatch.setattr(timing, "Timer", _RunsCounted)
+    made = []
+    cycle = timing.Cycle([lambda i=i: made.append(i) for i in range(4)])
+    assert timing.block_time(cycle, 3, 1) == 0.25
+    assert made == [0, 1, 2, 3] * 3
+    assert timing.block_time(lambda: made.append(9), 2, 1) == 1.0
+
+
+def test_a_later_variant_that_differs_fails_the_input(monkeypatch):
+    entry = BY_ID["torchcp_weighted_scores_sort"]
+    checks = []
+
+    def second_differs(expected, actual):
+        checks.append(1)
+        return "values differ" if len(checks) == 2 else None
+
+    monkeypatch.setattr(runner, "difference", second_differs)
+    result, torch_calls, kwker_calls = runner.check_variants(entry, make_variants(entry, 3),
+                                                             runner.KwkerSwitch())
+    assert len(checks) == 3 and len(kwker_calls) == 3
+    assert not result.correct and result.mismatch.startswith("variant 1 ") and result.variants == 3
 
 
 def test_check_smoke_passes(capsys):
