@@ -53,11 +53,11 @@ def _size_rule_text(rule: dict) -> str:
     if rule["wide_torch_rows"]:
         lengths = ", ".join(str(n) for n in rule["wide_torch_rows"])
         parts.append(f"rows of 64-bit elements of length {lengths}")
-    if rule["nth_min_row"] or rule["nth_min_numel"]:
+    if rule["nth_min_row"] or rule["nth_int64"]:
+        rows = [f"rows shorter than {rule['nth_min_row']}"] if rule["nth_min_row"] else []
+        rows += ["int64 rows"] if rule["nth_int64"] else []
         parts.append("sorted=False through torch's nth_element branch (k > 1, k * 64 > row) in "
-                     f"torch's tie order: rows shorter than {rule['nth_min_row']}, or fewer "
-                     f"than {rule['nth_min_numel']} elements with rows shorter than "
-                     f"{rule['nth_any_row']}")
+                     f"torch's tie order: {' and '.join(rows)}")
     return "; ".join(parts) if parts else "none"
 
 

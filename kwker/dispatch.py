@@ -176,7 +176,7 @@ def _no_row_shape_failure(op, numel, row, x=None):
     return None
 
 
-def _no_topk_nth_failure(numel, row, k, torch_order):
+def _no_topk_nth_failure(row, k, torch_order, dtype):
     return None
 
 
@@ -458,8 +458,7 @@ def _topk(wrapped, instance, args, kwargs, decide_only):
                 d = _wrap_dim(x, dim)
                 failure = _rows_failure("topk", x, d, k)
                 if failure is None and not sorted_:  # (sorted: the common case, no call)
-                    failure = _topk_nth_failure(x.numel(), x.shape[d], k,
-                                                Policy.order != _ORDER_STABLE)
+                    failure = _topk_nth_failure(x.shape[d], k, Policy.order != _ORDER_STABLE, x.dtype)
                 if failure is None:
                     if decide_only:
                         return None

@@ -124,32 +124,43 @@ class SizeRule:
     # topk(sorted=False) in torch's tie order through its nth_element
     # branch (k > 1, k * 64 > row), which Kwker emulates row by row:
     nth_min_row: int = 0      # shorter rows: torch at any size
-    nth_min_numel: int = 0    # fewer elements: torch, ...
-    nth_any_row: int = 0      # ... unless the rows are at least this long
+    nth_int64: bool = False   # int64 rows: torch at any size
 
 
-# Measured on the development machine (2-core Sapphire Rapids, one thread,
-# float32) with `python -m kwker crossover` and row-shape sweeps: the sizes
-# from which the fast path was at least as fast as torch.  Rows of 2-16
-# elements take the eight-rows-at-once kernels (native/src/short_rows.h):
-# sort of rows of 2-8 measured 0.77-0.91x at 2048 elements, 0.98-2.1x at
-# 8192, 1.8-3.5x at 16384; topk (k=2) of rows of 2-16 0.8-1.5x at 4096,
-# 1.9-2.6x at 8192; rows of 1 (topk k=1) 0.93x at 8192.  kthvalue
-# (tools/rule_sweep.py kthvalue, k = row / 4): rows of up to 64 take the
-# batch selection, longer ones a select by rank (native/src/kthvalue_kernels.h);
-# with 4096 elements rows of 8..127 measured 1.0-1.5x on random values
-# (512x8, 64x64, 32x127), 0.55-0.9x at 2048; a single row 1.26x at 2048
-# (float32), 0.74-0.86x at 1024.  Rows whose k-th value is shared re-run
-# torch's quickselect, so tie-heavy inputs (values 0..15) stay at
-# 0.6-1.0x whatever the size.
-# Re-checked after the per-call overhead cuts (tools/rule_sweep.py, forced
-# fast path against torch, float32/int64/float64/int32, random, sorted and
-# few-distinct inputs, 1-D and row shapes): no rule can come down without
-# sending some common input to a slower path, e.g. sort of 1024 elements
-# 0.4-1.0x (sorted and tied inputs 0.4-0.75x), argsort descending of 1000
-# 1.15x for float32 but 0.73-0.91x for int64/float64/int32, kthvalue of
-# 512-768 0.58-0.77x, median of 2048 0.46-0.77x, topk of 4096 0.19-1.6x,
-# unique of 1800 0.85-2.1x (float32 sorted 0.85x).
+# Measured with fresh inputs for every timed call (tools/rule_sweep.py,
+# forced fast path against torch, one thread, AMD Zen 4, float32 / int64 /
+# float64 / int32 / bfloat16; random, sorted and tied values (0..15), one
+# row and row shapes; `python -m kwker crossover` for float32 rows).  An
+# input timed over and over is learnt by the branch predictors, and the
+# rules below were first set that way: torch's sorts of 1000 random floats
+# measured 13.6 us repeated against 53 us on new rows, topk(k=2) of 4096x8
+# 104 against 296 us, so the old bounds (sort 2048, median 4096, rows of up
+# to 16 from 8192) sent calls to torch that Kwker runs 1.5-4x faster.
+# The bounds are where random and tied inputs of every dtype measured at
+# least ~1.1x.  Inputs that are sorted already stay slower than torch near
+# them (its introsort and nth_element are quick on sorted rows, Kwker's
+# fixed cost is not): sort of a sorted row of 768..2048 0.57-1.16x (int64
+# and int32 0.57-0.65x at every size to 16k), median of sorted rows of
+# 1024..4096 0.56-0.87x, kthvalue 0.66-0.9x.
+# sort/argsort/msort: one row of 768 1.1-3.1x (int ties 1.03-1.23x), 512
+# 0.95-2.4x; rows of at most 128 need 2048 elements (rows of 96..128 of int
+# ties 0.68-0.92x at 1024-1536; rows of 2..16 at 2048 1.13-2.5x, at 1024
+# 0.93-1.65x).  median/nanmedian: 1024 (one row 1.5-2.4x, rows of 2..16
+# 1.27-2.1x, at 512 1.09-1.6x).  kthvalue: 1024 (one row 1.18-1.81x, rows
+# of 4..127 0.99-2.2x; int64 rows of 12 with ties measured 0.82-0.86x at
+# every size up to 4096).  unique: 1024 (0.98-3.7x, sorted float32 0.98x).
+# topk keeps 8192: one row of 1024..4096 is 0.4-1.1x (torch's heap select
+# of k = 2 is quick on a fresh row too), and rows of 4..16 of int64 or
+# bfloat16 whose top values tie run the emulation of torch's introselect
+# row by row (0.26-0.7x at 4096 for sorted or tied int64 rows of 8, any
+# size; float32 rows of 8 1.4-3.7x there).
+# Earlier measurements kept from the repeated-input sweeps (the shapes they
+# name were not re-measured):
+# Rows of 2-16 elements take the eight-rows-at-once kernels
+# (native/src/short_rows.h); topk (k=2) of rows of 2-16 0.8-1.5x at 4096,
+# 1.9-2.6x at 8192; rows of 1 (topk k=1) 0.93x at 8192.  kthvalue rows of
+# up to 64 take the batch selection, longer ones a select by rank
+# (native/src/kthvalue_kernels.h).
 # Rows of 64-bit keys (int64, float64) do not fit the eight-rows kernels'
 # 32-bit lanes: sort and sorted topk take rows of 2..8 eight at a time in
 # 64-bit lanes (sort_kernels.h sw8_rank_pick).  AMD Zen 4, forced fast
@@ -162,27 +173,25 @@ class SizeRule:
 # topk(sorted=False) through torch's nth_element branch returns the
 # introselect's arrangement of the first k slots, which depends on every
 # element, so Kwker (torch order) runs an emulation of the introselect on
-# every row.  torch's own loop is quick on small calls: on AMD Zen 4 its
-# time per row grows 3-8x between 32768 and 65536 elements (float32 and
-# bfloat16 rows of 16..256, k 2..8: 32768 elements 62-255 us, 65536
-# 533-750 us).  Below 65536 elements the emulation measured 0.41-0.95x
-# torch for rows of 10..256 (1.06-1.35x from 512, 1.2-1.7x for a few
-# shapes: rows of 16..64 with k = 4..8 at 32768); from 65536, 1.5-4.4x for
-# rows of 16..256, 4.7-6.7x from 512, but 0.87-1.18x for rows of 10..12
-# and 0.3-0.7x for rows of 4..8 at any size (torch ~25 ns a row there).
+# every row.  Fresh inputs, AMD Zen 4, float32 and bfloat16 (random or
+# tied values alike): rows of 8 0.80-0.93x, 10 0.86-1.08x, 12 1.06-1.20x,
+# 13 1.12-1.29x, 16 1.37-1.55x (512 to 4096 rows), 32 2.0-2.2x, 64..512
+# 2.6-5.3x, at every size measured (8192 to 65536 elements); float16 rows of
+# 13 1.35x, int32 0.94-0.97x (16: 1.10x).  int64 rows go to the emulation
+# on records, 0.78-0.91x at every shape measured (float64's 1.0-1.3x).  (A
+# sweep that timed one input over and over had found torch quick below
+# 65536 elements, and a bound on the count: its branch predictors had
+# learnt the input.)
 SIZE_RULES: Dict[str, SizeRule] = {
-    "sort": SizeRule(2048, 16, 8192, min_row=2),
-    "argsort": SizeRule(2048, 16, 8192, min_row=2),
-    "msort": SizeRule(2048, 16, 8192, min_row=2),
+    "sort": SizeRule(768, 128, 2048, min_row=2),
+    "argsort": SizeRule(768, 128, 2048, min_row=2),
+    "msort": SizeRule(768, 128, 2048, min_row=2),
     "topk": SizeRule(8192, 16, 8192, min_row=2, wide_torch_rows=(2, 3, 9, 10),
-                     nth_min_row=13, nth_min_numel=65536, nth_any_row=512),
-    "median": SizeRule(4096, 16, 8192),
-    "nanmedian": SizeRule(4096, 16, 8192),
-    "kthvalue": SizeRule(2048, 127, 4096, min_row=3),
-    # unique: torch's own is cheap below ~2k elements (with the native
-    # compaction, measured on random int64/float32: 0.5-1.1x at 1400,
-    # 1.0-1.4x at 1800, 1.4-1.7x at 2048)
-    "unique": SizeRule(2048, 0),
+                     nth_min_row=13, nth_int64=True),
+    "median": SizeRule(1024),
+    "nanmedian": SizeRule(1024),
+    "kthvalue": SizeRule(1024, min_row=3),
+    "unique": SizeRule(1024, 0),
     "quantile": SizeRule(0, 0),
     "nanquantile": SizeRule(0, 0),
 }
@@ -208,14 +217,15 @@ def row_shape_failure(op: str, numel: int, row: int, x=None) -> Optional[Conditi
     return None
 
 
-def topk_nth_failure(numel: int, row: int, k: int, torch_order: bool) -> Optional[Condition]:
+def topk_nth_failure(row: int, k: int, torch_order: bool, dtype: torch.dtype) -> Optional[Condition]:
     """For topk(sorted=False): SMALL where torch's nth_element branch (k > 1,
     k * 64 > row) is emulated in torch's order and the emulation was
-    measured slower than torch for this shape."""
+    measured slower than torch: rows shorter than nth_min_row, and int64
+    rows (nth_int64)."""
     if not torch_order or k < 2 or k * 64 <= row:
         return None
     rule = SIZE_RULES["topk"]
-    if row < rule.nth_min_row or (numel < rule.nth_min_numel and row < rule.nth_any_row):
+    if row < rule.nth_min_row or (rule.nth_int64 and dtype is torch.int64):
         return SMALL
     return None
 

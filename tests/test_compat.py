@@ -16,7 +16,11 @@ def test_matrix_lists_every_op_and_condition():
         fast = {d for d, path in m["ops"][op]["dtypes"].items() if path == "fast"}
         assert fast == {str(d).replace("torch.", "") for d in sup.dtypes}
     assert set(m["size_rules"]) == set(support.DEFAULT_SIZE_RULES)
-    assert "65536 elements with rows shorter than 512" in compat.markdown(m)
+    text = compat.markdown(m)
+    for op, rule in support.DEFAULT_SIZE_RULES.items():
+        if rule.min_numel:
+            assert f"| {op} | fewer than {rule.min_numel} elements" in text
+    assert f"rows shorter than {support.DEFAULT_SIZE_RULES['topk'].nth_min_row} and int64 rows" in text
 
 
 def test_framework_rows_name_real_tests():

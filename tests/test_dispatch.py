@@ -571,30 +571,27 @@ def test_small_inputs_go_to_torch(kw, gen):
 @pytest.mark.real_thresholds
 def test_unsorted_topk_nth_branch_rule(kw, gen):
     """topk(sorted=False) through torch's nth_element branch (k > 1, k * 64 >
-    row) in torch's order: rows shorter than nth_min_row, and calls under
-    nth_min_numel with rows shorter than nth_any_row, go to torch ('small');
-    the rest, sorted=True, k = 1 and ties="stable" run the kernel.  Every
-    call gives torch's exact result."""
+    row) in torch's order: rows shorter than nth_min_row, and int64 rows, go
+    to torch ('small') at any size; the rest, sorted=True, k = 1 and
+    ties="stable" run the kernel.  Every call gives torch's exact result."""
     rule = support.SIZE_RULES["topk"]
-    assert rule.nth_min_row > 2 and rule.nth_min_numel > rule.min_numel
-    n = rule.nth_min_numel
+    assert rule.nth_min_row > 2 and rule.nth_int64
+    n = 4 * rule.min_numel
     short = make_values("ties", (n // 8, 8), torch.float32, gen)
     compare("topk", short, 2, sorted=False, fast="small")
     compare("topk", short, 2, sorted=True)
     compare("topk", short, 1, sorted=False)
-    wide = rule.nth_min_row + 3
-    below = make_values("ties", ((n - 1) // wide, wide), torch.bfloat16, gen)
-    compare("topk", below, 4, sorted=False, fast="small")
-    mid = make_values("ties", (n // 2 // 128, 128), torch.float32, gen)
-    compare("topk", mid, 8, sorted=False, fast="small")
-    at = make_values("ties", (n // 64, 64), torch.float32, gen)
-    compare("topk", at, 4, sorted=False)
-    compare("topk", at, 4, -1, True, False, method=True)
-    rows = -(-rule.min_numel // rule.nth_any_row)
-    long_rows = make_values("ties", (rows, rule.nth_any_row), torch.float32, gen)
-    assert long_rows.numel() < n
-    compare("topk", long_rows, 16, sorted=False)
-    compare("topk", at[:, :rule.nth_min_row - 1].contiguous(), 3, sorted=False, fast="small")
+    at_bound = make_values("ties", (n // rule.nth_min_row, rule.nth_min_row), torch.bfloat16, gen)
+    compare("topk", at_bound, 4, sorted=False)
+    compare("topk", at_bound[:, :rule.nth_min_row - 1].contiguous(), 3, sorted=False, fast="small")
+    rows = make_values("ties", (rule.min_numel // 64, 64), torch.float32, gen)
+    compare("topk", rows, 4, sorted=False)
+    compare("topk", rows, 4, -1, True, False, method=True)
+    wide = make_values("ties", (n // 64, 64), torch.int64, gen)
+    compare("topk", wide, 4, sorted=False, fast="small")
+    compare("topk", wide, 4, sorted=True)
+    compare("topk", wide.double(), 4, sorted=False)
+    compare("topk", wide, 1, sorted=False)
     with kwker.installed(ties="stable"):
         x = short.clone()
         kwker.reset_stats()
@@ -604,6 +601,7 @@ def test_unsorted_topk_nth_branch_rule(kw, gen):
                            ORIG["topk"](x, 2).values)
     with kwker.installed(use_fast=True):
         compare("topk", short, 2, sorted=False)
+        compare("topk", wide, 4, sorted=False)
 
 
 # ------------------------------------------------------------ completeness
