@@ -389,8 +389,49 @@ static int topk_rows(int dtype, const void *src, int64_t outer, int64_t len,
 }
 #undef SK_TOPK_ARGS
 
+/* Keys too wide to share a word with the position (64-bit dtypes): a row
+ * whose keys span less than 2^(64 - ibits) takes them as offsets from its
+ * smallest (int64 ids, counts, small values); otherwise a row of at most
+ * RANK_WORDS_MAX_LEN elements takes each key's dense rank in the row (the
+ * number of smaller keys: equal keys get equal ranks, the order is the
+ * keys', so every comparison of the emulation comes out as on the keys);
+ * other rows go to the per-row kernel (records).  The rank is O(len^2)
+ * compares: rows of 16 and 32 measured 2-2.5x slower with it than with
+ * the records on sorted int64 rows.  (The nth_element branch of rows of
+ * 16..32 with sorted=False keeps the records for 64-bit keys: words
+ * measured 1.3-1.7x faster on random and tied int64 rows but 0.56x on
+ * sorted ones, and float64 rows, which rarely rebase, 0.8-0.9x.) */
+enum { RANK_WORDS_MAX_LEN = 8 };
+
+static void dense_rank_keys(uint64_t *keys, int64_t len)
+{
+    uint64_t copy[RANK_WORDS_MAX_LEN];
+    memcpy(copy, keys, (size_t)len * sizeof(uint64_t));
+    for (int64_t j = 0; j < len; ++j) {
+        uint64_t smaller = 0;
+        for (int64_t i = 0; i < len; ++i) smaller += copy[i] < copy[j];
+        keys[j] = smaller;
+    }
+}
+
+/* Whether a row's keys (gathered into keys[0..len), spanning lo..hi) can
+ * be packed with ibits of position: as they are, rebased, or ranked. */
+static int pack_wide_keys(uint64_t *keys, int64_t len, int ibits, uint64_t lo, uint64_t hi)
+{
+    if (ibits == 0 || (hi - lo) >> (64 - ibits) == 0) {
+        for (int64_t j = 0; j < len; ++j) keys[j] -= lo;
+        return 1;
+    }
+    if (len <= RANK_WORDS_MAX_LEN) {
+        dense_rank_keys(keys, len);
+        return 1;
+    }
+    return 0;
+}
+
 /* torch's selection emulated row by row on packed words, key << ibits |
- * index (dtypes with keys of at most 32 bits: always packable): a
+ * index (keys of at most 32 bits: always packable; wider keys as
+ * pack_wide_keys makes them, or the row by the per-row kernel): a
  * partial_sort when k * 64 <= len, else nth_element and, when sorted, a
  * sort of the first k - 1, exactly as torch.topk.  Half the bytes of the
  * records the per-row kernel's emulation moves, and the word partition
@@ -403,18 +444,26 @@ static int topk_emulate_words(int dtype, const void *src, int64_t len, int64_t i
                               int64_t nrows)
 {
     const int es = KWK_DTYPES[dtype].elem_size;
+    const int wide = KWK_DTYPES[dtype].key_bits > 32;
     const uint64_t flip = largest ? kwk_width_mask(KWK_DTYPES[dtype].key_bits) : 0;
     const int ibits = len > 1 ? kwk_bits_for((uint64_t)(len - 1)) : 0;
     const uint64_t mask = kwk_width_mask(ibits);
     uint64_t *w = (uint64_t *)malloc((size_t)(len > 0 ? len : 1) * sizeof(uint64_t));
     if (!w) return KWK_E_NOMEM;
-    for (int64_t r = 0; r < nrows; ++r) {
+    int status = KWK_OK;
+    for (int64_t r = 0; r < nrows && status == KWK_OK; ++r) {
         const int64_t t = list ? list[r] : r;
         const int64_t o = t / inner, i = t % inner;
         const int64_t d = o * dst_so + i * dst_si;
         const char *row = (const char *)src + (o * src_so + i * src_si) * es;
         uint64_t lo, hi;
         kwk_gather_keys(dtype, row, len, src_sl * es, flip, w, &lo, &hi);
+        if (wide && !pack_wide_keys(w, len, ibits, lo, hi)) {
+            status = topk_rows(dtype, row, 1, len, 1, 0, src_sl, 0, k,
+                               values ? (char *)values + d * es : NULL, indices ? indices + d : NULL,
+                               0, dst_sl, 0, largest, sorted, KWK_ORDER_TORCH);
+            continue;
+        }
         for (int64_t j = 0; j < len; ++j) w[j] = w[j] << ibits | (uint64_t)j;
         tt_emulate_words(w, len, k, sorted, ibits);
         out_row out = {row, src_sl * es, values ? (char *)values + d * es : NULL,
@@ -422,7 +471,7 @@ static int topk_emulate_words(int dtype, const void *src, int64_t len, int64_t i
         for (int64_t j = 0; j < k; ++j) emit(&out, j, (int64_t)(w[j] & mask));
     }
     free(w);
-    return KWK_OK;
+    return status;
 }
 
 /* The stable answer of rows list[0..*nrows) of contiguous rows (src_sl ==
@@ -625,8 +674,12 @@ static int64_t topk_rows8v(int dtype, const char *src, int64_t rows, int64_t len
 {
     const __mmask8 in_row = (__mmask8)((1u << len) - 1), first_k = (__mmask8)((1u << k) - 1);
     const uint64_t flip = largest ? ~(uint64_t)0 : 0;
+    /* rows whose torch order shows a tie, emulated together afterwards
+     * (topk_emulate_words on the keys' ranks: rows of 8 cost ~115 ns each
+     * through topk_rows' per-call set-up) */
+    int64_t *tied_rows = NULL, ntied = 0;
     int64_t r = 0;
-    for (; r + SW8_ROWS <= rows && *status == KWK_OK; r += SW8_ROWS) {
+    for (; r + SW8_ROWS <= rows; r += SW8_ROWS) {
         __m512i raw[8], val[8], idx[8];
         for (int l = 0; l < SW8_ROWS; ++l)
             raw[l] = _mm512_maskz_loadu_epi64(in_row, src + (r + l) * row_step * 8);
@@ -637,19 +690,26 @@ static int64_t topk_rows8v(int dtype, const char *src, int64_t rows, int64_t len
         if (indices) sw8_transpose(idx);
         for (int l = 0; l < SW8_ROWS; ++l) {
             const int64_t d = (r + l) * dst_step;
-            char *v = values ? values + d * 8 : NULL;
-            int64_t *x = indices ? indices + d : NULL;
             if (tied >> l & 1) {
-                *status = topk_rows(dtype, src + (r + l) * row_step * 8, 1, len, 1, 0, 1, 0, k, v,
-                                    x, 0, 1, 0, largest, 1, order);
-                if (*status != KWK_OK) break;
+                if (!tied_rows) {
+                    tied_rows = (int64_t *)malloc((size_t)rows * sizeof(int64_t));
+                    if (!tied_rows) {
+                        *status = KWK_E_NOMEM;
+                        return 0;
+                    }
+                }
+                tied_rows[ntied++] = r + l;
                 continue;
             }
-            if (v) _mm512_mask_storeu_epi64(v, first_k, val[l]);
-            if (x) _mm512_mask_storeu_epi64(x, first_k, idx[l]);
+            if (values) _mm512_mask_storeu_epi64(values + d * 8, first_k, val[l]);
+            if (indices) _mm512_mask_storeu_epi64(indices + d, first_k, idx[l]);
         }
     }
-    return r;
+    if (ntied)
+        *status = topk_emulate_words(dtype, src, len, 1, row_step, 1, 0, k, values, indices,
+                                     dst_step, 1, 0, largest, 1, tied_rows, ntied);
+    free(tied_rows);
+    return *status == KWK_OK ? r : 0;
 }
 #endif
 
