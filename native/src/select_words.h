@@ -320,6 +320,39 @@ SW_DEFINE_BEATS(sw_beats_f32, uint32_t, float, 0x80000000u, sw_load_f32, SW_SIMD
 SW_DEFINE_BEATS(sw_beats_f64, uint64_t, double, 0x8000000000000000ull, sw_load_f64, SW_SIMD_F64)
 SW_DEFINE_BEATS(sw_beats_bf16, uint16_t, float, 0x8000u, sw_load_bf16, SW_SIMD_BF16)
 #undef SW_DEFINE_BEATS
+
+/* The same test for contiguous int64 rows: the threshold key's value t
+ * (keys are the values with the sign bit flipped), an element may enter
+ * when v > t (largest) or v < t (smallest), exactly the keys below thr;
+ * no NaN to mind.  Without it int64 rows took the three passes over
+ * gathered keys: topk k = 8 of 4x65536 196 us where float64 took 50. */
+static uint64_t sw_beats_i64(const char *row, int64_t n, uint64_t thr, uint64_t flip)
+{
+    const int64_t t = (int64_t)((thr ^ flip) ^ 0x8000000000000000ull);
+#if defined(__AVX2__)
+    if (n == SW_BLOCK) {
+        const __m256i tv = _mm256_set1_epi64x(t);
+        uint64_t m = 0;
+        if (flip) {
+            for (int i = 0; i < SW_BLOCK; i += 4)
+                m |= (uint64_t)(unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(
+                         _mm256_loadu_si256((const __m256i *)(row + 8 * i)), tv))) << i;
+        } else {
+            for (int i = 0; i < SW_BLOCK; i += 4)
+                m |= (uint64_t)(unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(
+                         tv, _mm256_loadu_si256((const __m256i *)(row + 8 * i))))) << i;
+        }
+        return m;
+    }
+#endif
+    uint64_t m = 0;
+    for (int64_t j = 0; j < n; ++j) {
+        int64_t v;
+        memcpy(&v, row + 8 * j, 8);
+        m |= (uint64_t)(flip ? v > t : v < t) << j;
+    }
+    return m;
+}
 #undef SW_BEATS_SIMD
 #undef SW_SIMD_F32
 #undef SW_SIMD_F64
@@ -334,10 +367,16 @@ SW_DEFINE_BEATS(sw_beats_bf16, uint16_t, float, 0x8000u, sw_load_bf16, SW_SIMD_B
 static inline uint32_t sw_raw_key_f32(const char *p) { uint32_t b; memcpy(&b, p, 4); return sk_f32(b); }
 static inline uint16_t sw_raw_key_bf16(const char *p) { uint16_t b; memcpy(&b, p, 2); return sk_bf16(b); }
 static inline uint64_t sw_raw_key_f64(const char *p) { uint64_t b; memcpy(&b, p, 8); return sk_f64(b); }
+static inline uint64_t sw_raw_key_i64(const char *p) { uint64_t b; memcpy(&b, p, 8); return sk_i64(b); }
 #define SW_RAW_KEY_u8(p) ((void)(p), (uint8_t)0) /* no 8-bit dtype has a block test */
 #define SW_RAW_KEY_u16(p) sw_raw_key_bf16(p)
 #define SW_RAW_KEY_u32(p) sw_raw_key_f32(p)
 #define SW_RAW_KEY_u64(p) sw_raw_key_f64(p)
+/* ... and by the block test that found it (int64 and float64 share the width) */
+#define SW_RAW_KEY_BY_u8(beats, p) SW_RAW_KEY_u8(p)
+#define SW_RAW_KEY_BY_u16(beats, p) SW_RAW_KEY_u16(p)
+#define SW_RAW_KEY_BY_u32(beats, p) SW_RAW_KEY_u32(p)
+#define SW_RAW_KEY_BY_u64(beats, p) ((beats) == sw_beats_i64 ? sw_raw_key_i64(p) : sw_raw_key_f64(p))
 
 typedef uint64_t (*sw_beats_fn_u8)(const char *, int64_t, uint8_t, uint8_t);
 typedef uint64_t (*sw_beats_fn_u16)(const char *, int64_t, uint16_t, uint16_t);
@@ -362,7 +401,8 @@ static sw_beats_fn_u32 sw_beats_for_u32(int dtype, int64_t step)
 }
 static sw_beats_fn_u64 sw_beats_for_u64(int dtype, int64_t step)
 {
-    return dtype == KWK_FLOAT64 && step == 8 ? sw_beats_f64 : NULL;
+    if (step != 8) return NULL;
+    return dtype == KWK_FLOAT64 ? sw_beats_f64 : dtype == KWK_INT64 ? sw_beats_i64 : NULL;
 }
 
 /* For each key type: the streaming selections over a row, reading keys
@@ -452,7 +492,7 @@ static inline uint64_t sw_below_u16(const uint16_t *buf, int64_t n, uint16_t thr
         } else {                                                              \
             for (uint64_t c = below; c; c &= c - 1) {                         \
                 const int64_t i = __builtin_ctzll(c);                         \
-                buf[i] = (UT)(SW_RAW_KEY_##SUF(row + (j + i) * step) ^ flip); \
+                buf[i] = (UT)(SW_RAW_KEY_BY_##SUF(beats, row + (j + i) * step) ^ flip); \
             }                                                                 \
         }                                                                     \
         return below;                                                         \
