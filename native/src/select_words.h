@@ -321,38 +321,82 @@ SW_DEFINE_BEATS(sw_beats_f64, uint64_t, double, 0x8000000000000000ull, sw_load_f
 SW_DEFINE_BEATS(sw_beats_bf16, uint16_t, float, 0x8000u, sw_load_bf16, SW_SIMD_BF16)
 #undef SW_DEFINE_BEATS
 
-/* The same test for contiguous int64 rows: the threshold key's value t
- * (keys are the values with the sign bit flipped), an element may enter
- * when v > t (largest) or v < t (smallest), exactly the keys below thr;
- * no NaN to mind.  Without it int64 rows took the three passes over
- * gathered keys: topk k = 8 of 4x65536 196 us where float64 took 50. */
-static uint64_t sw_beats_i64(const char *row, int64_t n, uint64_t thr, uint64_t flip)
-{
-    const int64_t t = (int64_t)((thr ^ flip) ^ 0x8000000000000000ull);
+/* The same test for contiguous integer rows: with s(x) the raw value as a
+ * signed number of its width after flipping the sign bit where the dtype
+ * is unsigned (uint8), keys order as s() does, the threshold key's s() is
+ * t = key ^ sign bit, and an element may enter when s(v) > t (largest) or
+ * s(v) < t (smallest): exactly the keys below thr; no NaN to mind.
+ * Without it integer rows took the three passes over gathered keys
+ * (topk k = 8 of int64 4x65536: 189 us where float64 took 50; int8 rows
+ * with many ties, whose heap fills early, 0.84-0.89x torch).  int8,
+ * uint8, int16 and int64 (int32: sw_beats_for_u32). */
 #if defined(__AVX2__)
-    if (n == SW_BLOCK) {
-        const __m256i tv = _mm256_set1_epi64x(t);
-        uint64_t m = 0;
-        if (flip) {
-            for (int i = 0; i < SW_BLOCK; i += 4)
-                m |= (uint64_t)(unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(
-                         _mm256_loadu_si256((const __m256i *)(row + 8 * i)), tv))) << i;
-        } else {
-            for (int i = 0; i < SW_BLOCK; i += 4)
-                m |= (uint64_t)(unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(
-                         tv, _mm256_loadu_si256((const __m256i *)(row + 8 * i))))) << i;
-        }
-        return m;
-    }
-#endif
+/* SW_BLOCK elements compared with the threshold vector tv (CMPGT: signed
+ * compare of the width; X: the raw values' sign flip) into a bit mask */
+static inline uint64_t sw_int_block_mask8(const char *row, __m256i tv, __m256i x, int largest)
+{
     uint64_t m = 0;
-    for (int64_t j = 0; j < n; ++j) {
-        int64_t v;
-        memcpy(&v, row + 8 * j, 8);
-        m |= (uint64_t)(flip ? v > t : v < t) << j;
+    for (int i = 0; i < SW_BLOCK; i += 32) {
+        const __m256i v = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(row + i)), x);
+        const __m256i c = largest ? _mm256_cmpgt_epi8(v, tv) : _mm256_cmpgt_epi8(tv, v);
+        m |= (uint64_t)(uint32_t)_mm256_movemask_epi8(c) << i;
     }
     return m;
 }
+static inline uint64_t sw_int_block_mask16(const char *row, __m256i tv, int largest)
+{
+    uint64_t m = 0;
+    for (int i = 0; i < SW_BLOCK; i += 32) {
+        const __m256i a = _mm256_loadu_si256((const __m256i *)(row + 2 * i));
+        const __m256i b = _mm256_loadu_si256((const __m256i *)(row + 2 * i + 32));
+        const __m256i ca = largest ? _mm256_cmpgt_epi16(a, tv) : _mm256_cmpgt_epi16(tv, a);
+        const __m256i cb = largest ? _mm256_cmpgt_epi16(b, tv) : _mm256_cmpgt_epi16(tv, b);
+        /* packs interleaves the 128-bit halves: put them back in order */
+        const __m256i p = _mm256_permute4x64_epi64(_mm256_packs_epi16(ca, cb), 0xD8);
+        m |= (uint64_t)(uint32_t)_mm256_movemask_epi8(p) << i;
+    }
+    return m;
+}
+static inline uint64_t sw_int_block_mask64(const char *row, __m256i tv, int largest)
+{
+    uint64_t m = 0;
+    for (int i = 0; i < SW_BLOCK; i += 4) {
+        const __m256i v = _mm256_loadu_si256((const __m256i *)(row + 8 * i));
+        const __m256i c = largest ? _mm256_cmpgt_epi64(v, tv) : _mm256_cmpgt_epi64(tv, v);
+        m |= (uint64_t)(unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(c)) << i;
+    }
+    return m;
+}
+#define SW_INT_SIMD_8(X) if (n == SW_BLOCK) return sw_int_block_mask8(row, _mm256_set1_epi8((char)t), _mm256_set1_epi8((char)(X)), flip != 0);
+#define SW_INT_SIMD_16 if (n == SW_BLOCK) return sw_int_block_mask16(row, _mm256_set1_epi16(t), flip != 0);
+#define SW_INT_SIMD_64 if (n == SW_BLOCK) return sw_int_block_mask64(row, _mm256_set1_epi64x(t), flip != 0);
+#else
+#define SW_INT_SIMD_8(X)
+#define SW_INT_SIMD_16
+#define SW_INT_SIMD_64
+#endif
+#define SW_DEFINE_INT_BEATS(NAME, UT, ST, SIGN, X, SIMD)                      \
+    static uint64_t NAME(const char *row, int64_t n, UT thr, UT flip)         \
+    {                                                                         \
+        const ST t = (ST)(UT)((thr ^ flip) ^ (UT)(SIGN));                     \
+        SIMD                                                                  \
+        uint64_t m = 0;                                                       \
+        for (int64_t j = 0; j < n; ++j) {                                     \
+            UT b;                                                             \
+            memcpy(&b, row + j * (int64_t)sizeof(UT), sizeof(UT));            \
+            const ST v = (ST)(UT)(b ^ (UT)(X));                               \
+            m |= (uint64_t)(flip ? v > t : v < t) << j;                       \
+        }                                                                     \
+        return m;                                                             \
+    }
+SW_DEFINE_INT_BEATS(sw_beats_i8, uint8_t, int8_t, 0x80u, 0, SW_INT_SIMD_8(0))
+SW_DEFINE_INT_BEATS(sw_beats_u8, uint8_t, int8_t, 0x80u, 0x80u, SW_INT_SIMD_8(0x80))
+SW_DEFINE_INT_BEATS(sw_beats_i16, uint16_t, int16_t, 0x8000u, 0, SW_INT_SIMD_16)
+SW_DEFINE_INT_BEATS(sw_beats_i64, uint64_t, int64_t, 0x8000000000000000ull, 0, SW_INT_SIMD_64)
+#undef SW_DEFINE_INT_BEATS
+#undef SW_INT_SIMD_8
+#undef SW_INT_SIMD_16
+#undef SW_INT_SIMD_64
 #undef SW_BEATS_SIMD
 #undef SW_SIMD_F32
 #undef SW_SIMD_F64
@@ -368,13 +412,14 @@ static inline uint32_t sw_raw_key_f32(const char *p) { uint32_t b; memcpy(&b, p,
 static inline uint16_t sw_raw_key_bf16(const char *p) { uint16_t b; memcpy(&b, p, 2); return sk_bf16(b); }
 static inline uint64_t sw_raw_key_f64(const char *p) { uint64_t b; memcpy(&b, p, 8); return sk_f64(b); }
 static inline uint64_t sw_raw_key_i64(const char *p) { uint64_t b; memcpy(&b, p, 8); return sk_i64(b); }
-#define SW_RAW_KEY_u8(p) ((void)(p), (uint8_t)0) /* no 8-bit dtype has a block test */
+static inline uint16_t sw_raw_key_i16(const char *p) { uint16_t b; memcpy(&b, p, 2); return sk_i16(b); }
+#define SW_RAW_KEY_u8(p) ((void)(p), (uint8_t)0) /* (8-bit keys: SW_RAW_KEY_BY_u8 below) */
 #define SW_RAW_KEY_u16(p) sw_raw_key_bf16(p)
 #define SW_RAW_KEY_u32(p) sw_raw_key_f32(p)
 #define SW_RAW_KEY_u64(p) sw_raw_key_f64(p)
 /* ... and by the block test that found it (int64 and float64 share the width) */
-#define SW_RAW_KEY_BY_u8(beats, p) SW_RAW_KEY_u8(p)
-#define SW_RAW_KEY_BY_u16(beats, p) SW_RAW_KEY_u16(p)
+#define SW_RAW_KEY_BY_u8(beats, p) ((beats) == sw_beats_i8 ? sk_i8(*(const uint8_t *)(p)) : sk_u8(*(const uint8_t *)(p)))
+#define SW_RAW_KEY_BY_u16(beats, p) ((beats) == sw_beats_i16 ? sw_raw_key_i16(p) : sw_raw_key_bf16(p))
 #define SW_RAW_KEY_BY_u32(beats, p) SW_RAW_KEY_u32(p)
 #define SW_RAW_KEY_BY_u64(beats, p) ((beats) == sw_beats_i64 ? sw_raw_key_i64(p) : sw_raw_key_f64(p))
 
@@ -387,16 +432,19 @@ typedef uint64_t (*sw_beats_fn_u64)(const char *, int64_t, uint64_t, uint64_t);
  * between elements), or NULL. */
 static sw_beats_fn_u8 sw_beats_for_u8(int dtype, int64_t step)
 {
-    (void)dtype;
-    (void)step;
-    return NULL;
+    if (step != 1) return NULL;
+    return dtype == KWK_INT8 ? sw_beats_i8 : dtype == KWK_UINT8 ? sw_beats_u8 : NULL;
 }
 static sw_beats_fn_u16 sw_beats_for_u16(int dtype, int64_t step)
 {
-    return dtype == KWK_BFLOAT16 && step == 2 ? sw_beats_bf16 : NULL;
+    if (step != 2) return NULL;
+    return dtype == KWK_BFLOAT16 ? sw_beats_bf16 : dtype == KWK_INT16 ? sw_beats_i16 : NULL;
 }
 static sw_beats_fn_u32 sw_beats_for_u32(int dtype, int64_t step)
 {
+    /* (not int32: its rows keep the candidate passes, which measured
+     * faster on distinct keys: topk k = 8 of 256x4096 278 against 468 us
+     * streamed, though 1.5-2.1x slower on rows of a few thousand values) */
     return dtype == KWK_FLOAT32 && step == 4 ? sw_beats_f32 : NULL;
 }
 static sw_beats_fn_u64 sw_beats_for_u64(int dtype, int64_t step)
