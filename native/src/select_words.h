@@ -343,6 +343,12 @@ static inline uint64_t sw_int_block_mask8(const char *row, __m256i tv, __m256i x
     }
     return m;
 }
+/* The 32 lanes of two 16-bit compare results as 32 bits in element order
+ * (packs interleaves the 128-bit halves: the permute puts them back). */
+static inline uint32_t sw_mask16x2(__m256i ca, __m256i cb)
+{
+    return (uint32_t)_mm256_movemask_epi8(_mm256_permute4x64_epi64(_mm256_packs_epi16(ca, cb), 0xD8));
+}
 static inline uint64_t sw_int_block_mask16(const char *row, __m256i tv, int largest)
 {
     uint64_t m = 0;
@@ -351,9 +357,7 @@ static inline uint64_t sw_int_block_mask16(const char *row, __m256i tv, int larg
         const __m256i b = _mm256_loadu_si256((const __m256i *)(row + 2 * i + 32));
         const __m256i ca = largest ? _mm256_cmpgt_epi16(a, tv) : _mm256_cmpgt_epi16(tv, a);
         const __m256i cb = largest ? _mm256_cmpgt_epi16(b, tv) : _mm256_cmpgt_epi16(tv, b);
-        /* packs interleaves the 128-bit halves: put them back in order */
-        const __m256i p = _mm256_permute4x64_epi64(_mm256_packs_epi16(ca, cb), 0xD8);
-        m |= (uint64_t)(uint32_t)_mm256_movemask_epi8(p) << i;
+        m |= (uint64_t)sw_mask16x2(ca, cb) << i;
     }
     return m;
 }
@@ -422,8 +426,7 @@ static uint64_t sw_beats_f16(const char *row, int64_t n, uint16_t thr, uint16_t 
                 sv = _mm256_blendv_epi8(sv, mag, _mm256_cmpgt_epi16(a, inf)); /* NaN */
                 c[h] = largest ? _mm256_cmpgt_epi16(sv, tv) : _mm256_cmpgt_epi16(tv, sv);
             }
-            const __m256i p = _mm256_permute4x64_epi64(_mm256_packs_epi16(c[0], c[1]), 0xD8);
-            m |= (uint64_t)(uint32_t)_mm256_movemask_epi8(p) << i;
+            m |= (uint64_t)sw_mask16x2(c[0], c[1]) << i;
         }
         return m;
     }
