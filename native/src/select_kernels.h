@@ -395,7 +395,8 @@ static int topk_rows(int dtype, const void *src, int64_t outer, int64_t len,
  * RANK_WORDS_MAX_LEN elements takes each key's dense rank in the row (the
  * number of smaller keys: equal keys get equal ranks, the order is the
  * keys', so every comparison of the emulation comes out as on the keys);
- * other rows go to the per-row kernel (records).  The rank is O(len^2)
+ * other rows go to the per-row kernel (records; no caller hands such rows
+ * over today: topk_rows8v's rows of up to 8 always pack).  The rank is O(len^2)
  * compares: rows of 16 and 32 measured 2-2.5x slower with it than with
  * the records on sorted int64 rows.  (The nth_element branch of rows of
  * 16..32 with sorted=False keeps the records for 64-bit keys: words
