@@ -140,7 +140,8 @@ class SizeRule:
 # least ~1.1x.  Inputs that are sorted already stay slower than torch near
 # them (its introsort and nth_element are quick on sorted rows, Kwker's
 # fixed cost is not): sort of a sorted row of 768..2048 0.57-1.16x (int64
-# and int32 0.57-0.65x at every size to 16k), median of sorted rows of
+# and int32, whose repeated values make torch order re-run the introsort,
+# 0.57-0.65x; 0.75-0.84x at 4096, 1.3x at 16384), median of sorted rows of
 # 1024..4096 0.56-0.87x, kthvalue 0.66-0.9x.
 # sort/argsort/msort: one row of 768 1.1-3.1x (int ties 1.03-1.23x), 512
 # 0.95-2.4x; rows of at most 128 need 2048 elements (rows of 96..128 of int
