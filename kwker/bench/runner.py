@@ -14,7 +14,7 @@ import torch
 
 from . import machine, report
 from .bitwise import difference
-from .corpus import Entry, build_call, load_catalogue, make_input, make_variants, resolve, select
+from .corpus import Entry, build_call, load_catalogue, make_variants, resolve, select
 from .kwker_switch import KwkerSwitch, UsageError
 from .memory import call_with_peak
 from .numpy_ops import numpy_equivalent
