@@ -6,7 +6,7 @@ use it falls back to torch.
 """
 import torch
 
-ABI_VERSION = 14
+ABI_VERSION = 15
 
 ffi = None
 lib = None
@@ -40,6 +40,7 @@ if lib is not None:
 
 ORDER_STABLE = 0
 ORDER_TORCH = 1
+ORDER_TORCH_PROBE = 2  # kwk_topk only: torch's order, or KWK_DEFER where torch is faster
 
 
 class NativeError(RuntimeError):

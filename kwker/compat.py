@@ -58,6 +58,9 @@ def _size_rule_text(rule: dict) -> str:
         rows += ["int64 rows"] if rule["nth_int64"] else []
         parts.append("sorted=False through torch's nth_element branch (k > 1, k * 64 > row) in "
                      f"torch's tie order: {' and '.join(rows)}")
+    if rule["probe_rows"]:
+        parts.append("in torch's tie order over many short rows, calls whose first rows the "
+                     "kernel finds torch faster on (`torch_rows`)")
     return "; ".join(parts) if parts else "none"
 
 

@@ -129,6 +129,7 @@ _torch_raises_unsigned_radix = support.torch_raises_unsigned_radix
 _torch_sort_is_stable = support.torch_sort_is_stable
 _row_shape_failure = support.row_shape_failure
 _topk_nth_failure = support.topk_nth_failure
+_topk_order = support.topk_order
 _ORDER_STABLE = _native.ORDER_STABLE
 _SELECT_DTYPES = support.OPS["topk"].dtypes
 _QUANTILE_DTYPES = support.OPS["quantile"].dtypes
@@ -180,17 +181,21 @@ def _no_topk_nth_failure(row, k, torch_order, dtype):
     return None
 
 
+def _no_topk_probe(order):
+    return order
+
+
 def use_size_rules(enabled: bool) -> None:
     """install(use_fast="auto") (enabled) or use_fast=True (the fast path at
     every size): rebinds the names the size checks read, so the choice
     costs nothing per call."""
-    global _MIN_NUMEL, _row_shape_failure, _topk_nth_failure
+    global _MIN_NUMEL, _row_shape_failure, _topk_nth_failure, _topk_order
     if enabled:
         _MIN_NUMEL, _row_shape_failure = support.MIN_FAST_NUMEL, support.row_shape_failure
-        _topk_nth_failure = support.topk_nth_failure
+        _topk_nth_failure, _topk_order = support.topk_nth_failure, support.topk_order
     else:
         _MIN_NUMEL, _row_shape_failure = _NO_MIN_NUMEL, _no_row_shape_failure
-        _topk_nth_failure = _no_topk_nth_failure
+        _topk_nth_failure, _topk_order = _no_topk_nth_failure, _no_topk_probe
 
 
 # --------------------------------------------------------- argument parsing
@@ -461,12 +466,15 @@ def _topk(wrapped, instance, args, kwargs, decide_only):
                     failure = _topk_nth_failure(x.shape[d], k, Policy.order != _ORDER_STABLE, x.dtype)
                 if failure is None:
                     if decide_only:
+                        # the kernel's probe of the rows is known only once it has run
                         return None
-                    _FAST["topk"] += 1
-                    if x.requires_grad and _grad_enabled():
-                        return _ret.topk(with_torch_backward(x, d, True, lambda: selection.topk(
-                            x, k, d, largest, sorted_, Policy.order)))
-                    return _ret.topk(selection.topk(x, k, d, largest, sorted_, Policy.order))
+                    result = selection.topk(x, k, d, largest, sorted_, _topk_order(Policy.order))
+                    if result is not None:
+                        _FAST["topk"] += 1
+                        if x.requires_grad and _grad_enabled():
+                            return _ret.topk(with_torch_backward(x, d, True, lambda: result))
+                        return _ret.topk(result)
+                    failure = support.TORCH_ROWS
     return failure if decide_only else _fallback("topk", failure, wrapped, args, kwargs)
 
 

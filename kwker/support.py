@@ -47,6 +47,14 @@ TORCH_RAISES = Condition("torch_raises", "torch 2.13 raises for this input (1-D 
 TIE_BITS = Condition("tie_bits", "the result is one of several equal values with different "
                      "bits (+0.0 beside -0.0, NaN payloads) that torch's unstable sort chooses "
                      "between; torch computes it")
+TORCH_ROWS = Condition("torch_rows", "topk in torch's order over 256+ short rows whose first "
+                       "rows (the kernel looks at 32) show that torch selects them faster: rows "
+                       "of at most 16 with equal values among their k + 1 best in a quarter of "
+                       "them (sorted=True, or k = 1: an eighth), each of which the emulation of "
+                       "torch's order would redo; or rows of at most 64 already in order in "
+                       "three quarters of them (sorted=False, and 64-bit rows of at most 32 "
+                       "with sorted=True), where torch's branches are all predicted; "
+                       "install(use_fast=True) turns the probe off")
 UNIQUE_DIM = Condition("unique_dim", "unique(dim=...) of a floating-point or uint64 input, or "
                        "of integer slices whose value ranges need more than 63 bits together "
                        "(Kwker sorts slices as packed 63-bit keys); torch computes it")
@@ -61,7 +69,7 @@ USE_FAST = Condition("use_fast", "install(use_fast=False): every call goes to to
 
 ALL_CONDITIONS: Tuple[Condition, ...] = (
     USE_FAST, SMALL, NATIVE, NO_TRANSFORM, ARGUMENTS, PLAIN_TENSOR, CPU_DENSE, NO_GRAD, DTYPE, DIM,
-    NONEMPTY, FLUSHED_DENORMALS, TORCH_RAISES, TIE_BITS, UNIQUE_DIM,
+    NONEMPTY, FLUSHED_DENORMALS, TORCH_RAISES, TIE_BITS, TORCH_ROWS, UNIQUE_DIM,
 )
 
 _ALL_SORTABLE = frozenset({
@@ -95,7 +103,7 @@ OPS: Dict[str, OpSupport] = {
     "sort": OpSupport(_ALL_SORTABLE, _GRAD_CHECKS + (TORCH_RAISES,)),
     "argsort": OpSupport(_ALL_SORTABLE, _GRAD_CHECKS + (TORCH_RAISES,)),
     "msort": OpSupport(_ALL_SORTABLE, _GRAD_CHECKS + (TORCH_RAISES,)),
-    "topk": OpSupport(_SELECTABLE, _GRAD_CHECKS),
+    "topk": OpSupport(_SELECTABLE, _GRAD_CHECKS + (TORCH_ROWS,)),
     "median": OpSupport(_SELECTABLE, _TENSOR_CHECKS, "with dim, and over all elements"),
     "nanmedian": OpSupport(_SELECTABLE, _TENSOR_CHECKS, "with dim, and over all elements"),
     "kthvalue": OpSupport(_SELECTABLE, _GRAD_CHECKS),
@@ -125,6 +133,10 @@ class SizeRule:
     # branch (k > 1, k * 64 > row), which Kwker emulates row by row:
     nth_min_row: int = 0      # shorter rows: torch at any size
     nth_int64: bool = False   # int64 rows: torch at any size
+    # topk in torch's order over many short rows: the kernel looks at the
+    # first rows and leaves the call to torch (TORCH_ROWS) where they show
+    # torch is faster (select_kernels.h tk_probe_prefers_torch)
+    probe_rows: bool = False
 
 
 # Measured with fresh inputs for every timed call (tools/rule_sweep.py,
@@ -188,7 +200,7 @@ SIZE_RULES: Dict[str, SizeRule] = {
     "argsort": SizeRule(768, 128, 2048, min_row=2),
     "msort": SizeRule(768, 128, 2048, min_row=2),
     "topk": SizeRule(8192, 16, 8192, min_row=2, wide_torch_rows=(2, 3, 9, 10),
-                     nth_min_row=13, nth_int64=True),
+                     nth_min_row=13, nth_int64=True, probe_rows=True),
     "median": SizeRule(1024),
     "nanmedian": SizeRule(1024),
     "kthvalue": SizeRule(1024, min_row=3),
@@ -229,6 +241,14 @@ def topk_nth_failure(row: int, k: int, torch_order: bool, dtype: torch.dtype) ->
     if row < rule.nth_min_row or (rule.nth_int64 and dtype is torch.int64):
         return SMALL
     return None
+
+
+def topk_order(order: int) -> int:
+    """The order topk's kernel is asked for: torch's with the probe of its
+    rows (kwk_topk's KWK_ORDER_TORCH_PROBE) where the size rule has it."""
+    if order == _native.ORDER_TORCH and SIZE_RULES["topk"].probe_rows:
+        return _native.ORDER_TORCH_PROBE
+    return order
 
 
 # ------------------------------------------------------------------ checks

@@ -579,8 +579,10 @@ def test_unsorted_topk_nth_branch_rule(kw, gen):
     n = 4 * rule.min_numel
     short = make_values("ties", (n // 8, 8), torch.float32, gen)
     compare("topk", short, 2, sorted=False, fast="small")
-    compare("topk", short, 2, sorted=True)
-    compare("topk", short, 1, sorted=False)
+    # (not this rule's: tied rows of 8 go to torch by the kernel's probe)
+    compare("topk", short, 2, sorted=True, fast="torch_rows")
+    compare("topk", short, 1, sorted=False, fast="torch_rows")
+    compare("topk", make_values("random", short.shape, torch.float32, gen), 2, sorted=True)
     at_bound = make_values("ties", (n // rule.nth_min_row, rule.nth_min_row), torch.bfloat16, gen)
     compare("topk", at_bound, 4, sorted=False)
     compare("topk", at_bound[:, :rule.nth_min_row - 1].contiguous(), 3, sorted=False, fast="small")
@@ -602,6 +604,46 @@ def test_unsorted_topk_nth_branch_rule(kw, gen):
     with kwker.installed(use_fast=True):
         compare("topk", short, 2, sorted=False)
         compare("topk", wide, 4, sorted=False)
+
+
+@pytest.mark.real_thresholds
+def test_topk_probe_leaves_short_rows_to_torch(kw, gen):
+    """topk in torch's order over many short rows: the kernel looks at the
+    first rows and leaves the call to torch ('torch_rows') where torch is
+    the faster: rows of <= 16 whose best keys tie (sorted=True or k = 1),
+    rows already in order (sorted=False).  Random rows, longer tied rows,
+    ties="stable" and use_fast=True run the kernel.  Every result is
+    torch's."""
+    assert support.SIZE_RULES["topk"].probe_rows
+    for dtype in (torch.int64, torch.int32, torch.int16, torch.int8, torch.uint8,
+                  torch.float64, torch.float32, torch.bfloat16, torch.float16):
+        tied = torch.randint(0, 4, (4096, 8), generator=gen).to(dtype)
+        compare("topk", tied, 2, fast="torch_rows")
+        compare("topk", tied, 1, largest=False, fast="torch_rows")
+        compare("topk", tied, 1, sorted=False, fast="torch_rows")
+        in_order = (torch.rand(4096, 16, generator=gen) * 100).sort(-1).values.to(dtype)
+        unsorted_rule = "small" if dtype is torch.int64 else "torch_rows"  # (nth_int64 first)
+        compare("topk", in_order, 4, sorted=False, fast=unsorted_rule)
+        compare("topk", in_order.flip(-1), 3, sorted=False, fast=unsorted_rule)
+        if dtype.is_floating_point:
+            compare("topk", torch.randn(4096, 16, generator=gen).to(dtype), 4)
+    rnd = torch.randn(4096, 16, generator=gen)
+    compare("topk", rnd, 4, sorted=False)
+    compare("topk", rnd.sort(-1).values, 4)  # float32 in order, sorted=True: the network
+    compare("topk", torch.randint(0, 4, (300, 32), generator=gen), 2)  # rows past 16
+    tied = torch.randint(0, 4, (4096, 8), generator=gen)
+    compare("topk", tied[:, ::2], 2, fast="torch_rows")  # strided rows are probed too
+    compare("topk", tied.t().contiguous(), 2, dim=0)  # rows along dim 0 are not
+    with kwker.installed(ties="stable"):
+        compare("topk", tied, 2, reference=_stable_topk)
+    with kwker.installed(use_fast=True):
+        compare("topk", tied, 2)
+        compare("topk", rnd.sort(-1).values, 4, sorted=False)
+
+
+def _stable_topk(x, k, largest=True, sorted=True):
+    values, indices = ORIG["sort"](x, dim=-1, descending=largest, stable=True)
+    return torch.return_types.topk((values[..., :k].contiguous(), indices[..., :k].contiguous()))
 
 
 # ------------------------------------------------------------ completeness
@@ -629,6 +671,12 @@ def _trigger(key, x, monkeypatch):
                 compare("sort", big, fast="denormals")
             finally:
                 torch.set_flush_denormal(False)
+        return call
+    if key == "torch_rows":
+        def call():
+            with monkeypatch.context() as m:
+                m.setitem(support.SIZE_RULES, "topk", support.SizeRule(0, probe_rows=True))
+                compare("topk", torch.randint(0, 4, (4096, 8)), 2, fast="torch_rows")
         return call
     if key == "use_fast":
         def call():

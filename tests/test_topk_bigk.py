@@ -149,3 +149,53 @@ def test_topk_nth_branch_stable(kw_stable, gen, dtype):
             for k in ks_for(n) + heap_ks_for(n):
                 for largest in (True, False):
                     compare("topk", x, k, largest=largest, reference=_stable_topk)
+
+
+# Rows climbing towards the selected end (ascending rows for the largest,
+# descending for the smallest: cumulative sums, sorted scores): nearly every
+# element enters the streamed heap or list select, which gives such a row to
+# the general path once it has made more insertions than a row in random
+# order would (select_kernels.h sw_heap_budget); that path selects exactly
+# and emulates torch's order only where the top k + 1 tie.
+CLIMB_DTYPES = (torch.float64, torch.int64, torch.bfloat16, torch.float16, torch.int32,
+                torch.float32, torch.uint8)
+
+
+def climbing_rows(dtype, n, gen, ties):
+    """Three rows: ascending, ascending but for a shuffled last 5%, random
+    (rows of one call taking either path); `ties`: values from a small set,
+    so that the top k + 1 hold equal keys."""
+    x = torch.randn(3, n, generator=gen, dtype=torch.float64)
+    if dtype == torch.uint8:
+        x = (x.abs() * (20 if ties else 80)).clamp(max=255)
+    elif not dtype.is_floating_point:
+        x = x * (8 if ties else 1e6)
+    elif ties:
+        x = (x * 8).round()
+    x[:2] = x[:2].sort(-1).values
+    tail = n - n // 20
+    x[1, tail:] = x[1, tail:][torch.randperm(n - tail, generator=gen)]
+    return x.to(dtype)
+
+
+@pytest.mark.parametrize("dtype", CLIMB_DTYPES, ids=str)
+@pytest.mark.parametrize("ties", (False, True), ids=("distinct", "ties"))
+def test_topk_climbing_rows(kw, gen, dtype, ties):
+    for n in (8192, 70000):
+        x = climbing_rows(dtype, n, gen, ties)
+        for k in (1, 8, 15, 20, 100):
+            compare("topk", x, k)
+            compare("topk", x.flip(-1), k, largest=False)
+            compare("topk", x[:, ::2], k)  # strided: no raw-value skip
+        compare("topk", x, 8, sorted=False)
+
+
+@pytest.mark.parametrize("dtype", (torch.float64, torch.int64, torch.bfloat16, torch.float32),
+                         ids=str)
+def test_topk_climbing_rows_stable(kw_stable, gen, dtype):
+    for ties in (False, True):
+        x = climbing_rows(dtype, 8192, gen, ties)
+        for k in (8, 15, 20, 100):
+            compare("topk", x, k, reference=_stable_topk)
+            compare("topk", x.flip(-1), k, largest=False,
+                    reference=lambda t, k, largest: _stable_topk(t, k, largest))

@@ -24,6 +24,7 @@ _topk = lib.kwk_topk_addr if lib is not None else None
 _median_dim = lib.kwk_median_dim_addr if lib is not None else None
 _median_all = lib.kwk_median_all_addr if lib is not None else None
 _kthvalue = lib.kwk_kthvalue_addr if lib is not None else None
+_DEFER = lib.KWK_DEFER if lib is not None else 1
 
 
 def _topk_block(code, es, src, values, indices, rows, k, flags, o0, o1, i0, i1):
@@ -43,7 +44,9 @@ def _reduce_block(fn, code, es, src, values, indices, rows, pre, flags, o0, o1, 
 
 
 def topk(x: torch.Tensor, k: int, dim: int, largest: bool, sorted_: bool, order: int):
-    """(values, indices) as torch.topk gives them (contiguous outputs)."""
+    """(values, indices) as torch.topk gives them (contiguous outputs), or
+    None where the kernel leaves the call to torch (torch's order over
+    short rows that torch selects faster: kwker.h kwk_topk)."""
     shape = list(x.shape)
     shape[dim] = k
     values = _empty(size=shape, dtype=x.dtype)
@@ -64,6 +67,8 @@ def topk(x: torch.Tensor, k: int, dim: int, largest: bool, sorted_: bool, order:
                                   values.data_ptr(), indices.data_ptr(), rows, k,
                                   (largest, sorted_, order)), outer, inner, numel)
     if status:
+        if status == _DEFER:
+            return None
         _native.check(status, "topk")
     return values, indices
 

@@ -17,14 +17,16 @@
  * KWK_ORDER_STABLE puts equal elements in index order (ascending index in
  * both directions).  KWK_ORDER_TORCH reproduces the order torch 2.13's CPU
  * kernels give equal elements (libstdc++ std::sort / partial_sort /
- * nth_element applied to (value, index) pairs).
+ * nth_element applied to (value, index) pairs).  KWK_ORDER_TORCH_PROBE
+ * (kwk_topk only): torch's order, and the call may return KWK_DEFER where
+ * torch would be faster (see kwk_topk).
  */
 #ifndef KWKER_H
 #define KWKER_H
 
 #include <stdint.h>
 
-#define KWK_ABI_VERSION 14
+#define KWK_ABI_VERSION 15
 
 /* Status codes (negative: the call did nothing useful; see kwk_strerror). */
 enum {
@@ -46,7 +48,7 @@ enum {
 };
 
 /* Order given to equal elements. */
-enum { KWK_ORDER_STABLE = 0, KWK_ORDER_TORCH = 1 };
+enum { KWK_ORDER_STABLE = 0, KWK_ORDER_TORCH = 1, KWK_ORDER_TORCH_PROBE = 2 };
 
 int kwk_abi_version(void);
 const char *kwk_version(void);
@@ -132,7 +134,13 @@ int kwk_sort(int dtype, const void *src,
 
 /* The k largest (largest=1) or smallest elements of each row, in order when
  * sorted=1 (with KWK_ORDER_TORCH and sorted=0 the order torch gives).
- * 0 <= k <= len; outputs have k elements a row. */
+ * 0 <= k <= len; outputs have k elements a row.  With KWK_ORDER_TORCH_PROBE
+ * (else as KWK_ORDER_TORCH), over at least 256 rows (inner == 1) of at most
+ * 64 elements, returns KWK_DEFER,
+ * nothing written, when the first rows show that torch selects such rows
+ * faster (short rows whose best keys tie, rows already in order with
+ * sorted=0; select_kernels.h tk_probe_prefers_torch): the caller then runs
+ * torch. */
 int kwk_topk(int dtype, const void *src,
              int64_t outer, int64_t len, int64_t inner,
              int64_t src_so, int64_t src_sl, int64_t src_si,

@@ -374,7 +374,8 @@ int kwk_topk(int dtype, const void *src, int64_t outer, int64_t len, int64_t inn
     st = check_rows(dtype, values ? values : (void *)indices, outer, k, inner,
                     dst_so, dst_sl, dst_si);
     if (st != KWK_OK) return st;
-    if (order != KWK_ORDER_STABLE && order != KWK_ORDER_TORCH) return KWK_E_ARG;
+    if (order != KWK_ORDER_STABLE && order != KWK_ORDER_TORCH && order != KWK_ORDER_TORCH_PROBE)
+        return KWK_E_ARG;
     if (outer == 0 || k == 0 || inner == 0) return KWK_OK;
     if (values == NULL && indices == NULL) return KWK_E_ARG;
     return kernels()->topk(dtype, src, outer, len, inner, src_so, src_sl, src_si, k,

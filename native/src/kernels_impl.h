@@ -50,7 +50,7 @@ static int impl_median_dim_any(int dtype, const void *src, int64_t outer, int64_
 }
 
 const kwk_kernel_table KWK_TABLE = {
-    KWK_TARGET_NAME, impl_sort, impl_topk, impl_median_dim_any, impl_median_all, impl_kthvalue,
+    KWK_TARGET_NAME, impl_sort, impl_topk_probed, impl_median_dim_any, impl_median_all, impl_kthvalue,
     impl_quantile, impl_median_pool2d, impl_median_pool2d_backward,
     impl_sparse_simplex, impl_sparsemax_backward, impl_entmax15_backward, impl_group_sort, impl_group_sort_backward, impl_sort_pool,
     impl_sort_pool_backward,

@@ -183,6 +183,22 @@ enum { SW_CAND_MAX = 1 << 16 };
  * block skip instead of taking the CAND path. */
 enum { SW_SKIP_STREAM_MIN = 4096 };
 
+/* The insertions a torch-order heap select (TK_HEAP_TORCH) may make in a
+ * row before it gives the row to topk_row_general: SW_HEAP_BUDGET_X times
+ * k * (2 + log2(len / k)), about the k ln(len / k) + k a row in random
+ * order makes.  A row that climbs towards the top (ascending for the
+ * largest, as a cumulative sum or sorted scores) puts nearly every element
+ * through the heap, one dependent descent each: float64 64x8192 rows, k =
+ * 8, ran at 0.5x torch's time, bfloat16 0.7x. */
+enum { SW_HEAP_BUDGET_X = 3 };
+
+static inline int64_t sw_heap_budget(int64_t len, int64_t k)
+{
+    int lg = 0;
+    for (int64_t q = len / k; q > 1; q >>= 1) ++lg;
+    return SW_HEAP_BUDGET_X * k * (2 + lg);
+}
+
 /* How a topk call handles its rows (chosen once per call). */
 enum {
     TK_CAND,        /* top m <= SW_LANES in memory; ties in torch order redone */
@@ -279,21 +295,46 @@ enum {
                         for (int64_t j = 1; j < m; ++j) tie |= h[j].key == h[j - 1].key; \
                         if (tie && heap_path) {                               \
                             /* exact partial_sort, streamed */                \
-                            sw_heap_torch_##SUF(g, out.row, out.step, len, k, flip, h, buf, beats); \
+                            sw_heap_torch_##SUF(g, out.row, out.step, len, k, flip, h, buf, beats, -1); \
                         } else {                                              \
                             emulate = tie;                                    \
                         }                                                     \
                     }                                                         \
-                } else if (mode == TK_HEAP_TORCH) {                           \
-                    sw_heap_torch_##SUF(g, out.row, out.step, len, k, flip, h, buf, beats); \
-                } else if (mode == TK_LIST) {                                 \
-                    sw_list_stable_##SUF(g, out.row, out.step, len, m, flip, h, buf, beats); \
-                    if (torch)                                                \
+                } else if (mode == TK_HEAP_TORCH || mode == TK_LIST ||        \
+                           mode == TK_HEAP_STABLE) {                          \
+                    /* streamed; a row that climbs towards the top (see    \
+                     * sw_heap_budget) goes to the general path instead,   \
+                     * which selects exactly and emulates torch's order    \
+                     * only where the top k + 1 tie */                      \
+                    const int64_t budget = sw_heap_budget(len, m);            \
+                    int done;                                                 \
+                    if (mode == TK_HEAP_TORCH)                                \
+                        done = sw_heap_torch_##SUF(g, out.row, out.step, len, k, flip, h, buf, \
+                                                   beats, budget);            \
+                    else if (mode == TK_LIST)                                 \
+                        done = sw_list_stable_##SUF(g, out.row, out.step, len, m, flip, h, buf, \
+                                                    beats, budget);           \
+                    else                                                      \
+                        done = sw_heap_stable_##SUF(g, out.row, out.step, len, m, flip, h, buf, \
+                                                    beats, budget);           \
+                    if (!done) {                                              \
+                        if (!have_ws) {                                       \
+                            if (workspace_init(&ws, len) != KWK_OK) {         \
+                                workspace_free(&ws);                          \
+                                status = KWK_E_NOMEM;                         \
+                                break;                                        \
+                            }                                                 \
+                            have_ws = 1;                                      \
+                        }                                                     \
+                        status = topk_row_general(&ws, dtype, &out, len, k, flip, \
+                                                  heap_path, sorted, order);  \
+                        if (status != KWK_OK) break;                          \
+                        continue;                                             \
+                    }                                                         \
+                    if (mode == TK_LIST && torch)                             \
                         for (int64_t j = 1; j < m; ++j)                       \
                             emulate |= h[j].key == h[j - 1].key;              \
-                } else if (mode == TK_HEAP_STABLE) {                          \
-                    sw_heap_stable_##SUF(g, out.row, out.step, len, m, flip, h, buf, beats); \
-                    sw_sort_heap_ki(h, m);                                    \
+                    if (mode == TK_HEAP_STABLE) sw_sort_heap_ki(h, m);        \
                 } else if (mode == TK_NTH) {                                  \
                     /* torch's nth_element branch with sorted=0 shows its  \
                      * introselect order: always emulated */                  \
@@ -311,7 +352,7 @@ enum {
                     if (fast) {                                               \
                         for (int64_t j = 0; j < k; ++j) emit(&out, j, (int64_t)(nw[j] & imask)); \
                     } else if (heap_path) {                                   \
-                        sw_heap_torch_##SUF(g, out.row, out.step, len, k, flip, h, buf, beats); \
+                        sw_heap_torch_##SUF(g, out.row, out.step, len, k, flip, h, buf, beats, -1); \
                         for (int64_t j = 0; j < k; ++j) emit(&out, j, h[j].idx); \
                     } else {                                                  \
                         tn_emulate_##SUF(&r, k, sorted, nw);                  \
@@ -751,6 +792,99 @@ static int impl_topk(int dtype, const void *src, int64_t outer, int64_t len,
                                   indices, dst_so, dst_sl, dst_si, largest, sorted, NULL,
                                   outer * inner);
     return topk_rows(dtype, src, outer, len, inner, src_so, src_sl, src_si, k, values, indices,
+                     dst_so, dst_sl, dst_si, largest, sorted, order);
+}
+
+/* kwk_topk with KWK_ORDER_TORCH_PROBE over many short rows first looks at
+ * TK_PROBE_ROWS of them: where torch's own selection is the quicker one,
+ * the call returns KWK_DEFER, nothing written (the caller runs torch).
+ * Two kinds of rows, measured (AMD Zen 4, one thread, 4096 rows of 8 or
+ * 16, 1024 of 64):
+ * - rows of at most TK_PROBE_TIE_LEN whose k + 1 best keys hold equal
+ *   ones (sorted=1, or k = 1): each is redone by the emulation of torch's
+ *   nth_element and sort, ~200 ns a row of 8 int64 against torch's ~55
+ *   (rows of 0..15, k = 1: 0.68x torch's time; bfloat16-rounded int32,
+ *   k = 2: 0.48x; float64 of 0..3: 0.63x).  Deferred when a quarter of the
+ *   probed rows tie (an eighth for k = 1).  Longer rows are not probed for
+ *   ties: bfloat16 logits of 4096x64, k = 8, tie in most rows and run 8x
+ *   torch's speed (rows of 64 ints of -3..3, 0.7x, stay a known gap).
+ * - rows already in order, ascending or descending, with sorted=0 and k >=
+ *   2: every row is emulated (torch's introselect order shows), and on such
+ *   rows torch's introselect runs on correctly predicted branches (4096x16
+ *   float32 0.41x, 1024x64 0.60x).  Deferred when three quarters are.
+ * The probe reads the probed rows' keys (about 1 us); a deferred call costs
+ * torch's time plus Kwker's entry (~5-10 us of Python). */
+enum { TK_PROBE_ROWS = 32, TK_PROBE_MAX_LEN = 64, TK_PROBE_TIE_LEN = 16,
+       TK_PROBE_MIN_ROWS = 8 * TK_PROBE_ROWS };
+
+static int tk_probe_prefers_torch(int dtype, const char *src, int64_t len, int64_t src_so,
+                                  int64_t src_sl, int64_t k, int largest, int sorted)
+{
+    const int64_t es = KWK_DTYPES[dtype].elem_size;
+    /* ties: sorted=1 or k = 1, rows of at most TK_PROBE_TIE_LEN; in order:
+     * sorted=0, and 64-bit keys of rows the candidate list takes whole
+     * (sw_top_small), where each element of a rising row moves the list */
+    const int ties = k < len && (sorted || k == 1) && len <= TK_PROBE_TIE_LEN;
+    const int order = k >= 2 && (!sorted || (es == 8 && len <= 2 * SW_LANES));
+    if (!ties && !order) return 0;
+    /* fewer rows for longer ones: the probe stays about 1 us */
+    const int rows = len <= TK_PROBE_TIE_LEN ? TK_PROBE_ROWS : TK_PROBE_ROWS / 2;
+    int in_order = 0, tied = 0;
+    uint64_t key[TK_PROBE_MAX_LEN], lo, hi;
+    for (int r = 0; r < rows; ++r) {
+        kwk_gather_keys(dtype, src + r * src_so * es, len, src_sl * es, 0, key, &lo, &hi);
+        if (order) {
+            int up = 1, down = 1;
+            for (int64_t j = 1; j < len; ++j) {
+                up &= key[j] >= key[j - 1];
+                down &= key[j] <= key[j - 1];
+            }
+            in_order += up | down;
+        }
+        if (ties) {
+            /* the k + 1 best keys, as the kernels take them (an equal key
+             * enters only while the list is short): a tie among them is
+             * what sends a row to the emulation */
+            uint64_t best[TK_PROBE_MAX_LEN];
+            int64_t n = 0;
+            const uint64_t flip = largest ? ~(uint64_t)0 : 0; /* best = smallest */
+            for (int64_t i = 0; i < len; ++i) {
+                const uint64_t v = key[i] ^ flip;
+                int64_t j;
+                if (n <= k) j = n++;
+                else if (v < best[k]) j = k;
+                else continue;
+                for (; j > 0 && best[j - 1] > v; --j) best[j] = best[j - 1];
+                best[j] = v;
+            }
+            int tie = 0;
+            for (int64_t j = 1; j < n; ++j) tie |= best[j] == best[j - 1];
+            tied += tie;
+        }
+    }
+    /* k = 1: a row's tie costs the emulation ~15x a tie-free row; k >= 2: ~4x */
+    const int tie_share = k == 1 ? 8 : 4;
+    return (ties && tie_share * tied >= rows) || (order && 4 * in_order >= 3 * rows);
+}
+
+/* impl_topk behind kwk_topk (the kernel table): the probe above first for
+ * KWK_ORDER_TORCH_PROBE, which is otherwise KWK_ORDER_TORCH.  (Kwker's own
+ * layers call impl_topk, which never defers.) */
+static int impl_topk_probed(int dtype, const void *src, int64_t outer, int64_t len,
+                            int64_t inner, int64_t src_so, int64_t src_sl,
+                            int64_t src_si, int64_t k, void *values, int64_t *indices,
+                            int64_t dst_so, int64_t dst_sl, int64_t dst_si,
+                            int largest, int sorted, int order)
+{
+    if (order == KWK_ORDER_TORCH_PROBE) {
+        if (inner == 1 && outer >= TK_PROBE_MIN_ROWS && len >= 2 && len <= TK_PROBE_MAX_LEN &&
+            k > 0 &&
+            tk_probe_prefers_torch(dtype, (const char *)src, len, src_so, src_sl, k, largest,
+                                   sorted))
+            return KWK_DEFER;
+        order = KWK_ORDER_TORCH;
+    }
+    return impl_topk(dtype, src, outer, len, inner, src_so, src_sl, src_si, k, values, indices,
                      dst_so, dst_sl, dst_si, largest, sorted, order);
 }
 

@@ -138,7 +138,7 @@ SW_DEFINE_GATHER(sw_gather_f64, uint64_t, sk_f64)
             hole = parent;                                                    \
             parent = (hole - 1) / 2;                                          \
         }                                                                     \
-        h[hole] = v;                                                          \
+        kv_store(h + hole, v.key, v.idx);                                     \
     }                                                                         \
     static void sw_adjust_heap_##SUF(kwk_kv *h, int64_t hole, int64_t len, kwk_kv v) \
     {                                                                         \
@@ -620,9 +620,9 @@ static inline uint64_t sw_below_u16(const uint16_t *buf, int64_t n, uint16_t thr
      * output), then unpacked into the records.  Half the bytes of a record   \
      * heap: a heap of 23592 (grace's 1% of 2.4M) fits in L2, and each        \
      * level of a descent reads one line. */                                  \
-    static void sw_heap_torch_words_##SUF(sw_gather_fn_##SUF g, const char *row, int64_t step, \
-                                          int64_t len, int64_t k, UT flip, kwk_kv *h, UT *buf, \
-                                          sw_beats_fn_##SUF beats)            \
+    static int sw_heap_torch_words_##SUF(sw_gather_fn_##SUF g, const char *row, int64_t step, \
+                                         int64_t len, int64_t k, UT flip, kwk_kv *h, UT *buf, \
+                                         sw_beats_fn_##SUF beats, int64_t budget) \
     {                                                                         \
         uint64_t *w = (uint64_t *)h; /* words j < k sit below records j */    \
         int64_t j = 0;                                                        \
@@ -636,6 +636,7 @@ static inline uint64_t sw_below_u16(const uint16_t *buf, int64_t n, uint16_t thr
         UT thr = (UT)(w[0] >> 32);                                            \
         wemu_pipe p; /* insertions in flight: the root is final between them */ \
         wemu_pipe_init(&p, w, k, 32);                                         \
+        int64_t left = budget < 0 ? INT64_MAX : budget;                       \
         while (j < len) {                                                     \
             const int64_t b = len - j < SW_BLOCK ? len - j : SW_BLOCK;        \
             uint64_t below = sw_block_##SUF(g, beats, row, step, j, b, thr, flip, buf); \
@@ -644,8 +645,10 @@ static inline uint64_t sw_below_u16(const uint16_t *buf, int64_t n, uint16_t thr
                 if (buf[i] < thr) {                                           \
                     wemu_pipe_push(&p, (uint64_t)buf[i] << 32 | (uint64_t)(j + i)); \
                     thr = (UT)(w[0] >> 32);                                   \
+                    --left;                                                   \
                 }                                                             \
             }                                                                 \
+            if (left < 0) return 0;                                           \
             j += b;                                                           \
         }                                                                     \
         wemu_pipe_drain(&p);                                                  \
@@ -657,21 +660,23 @@ static inline uint64_t sw_below_u16(const uint16_t *buf, int64_t n, uint16_t thr
             h[r].key = v >> 32;                                               \
             h[r].idx = (int64_t)(v & 0xFFFFFFFFu);                            \
         }                                                                     \
+        return 1;                                                             \
     }                                                                         \
                                                                               \
     /* std::partial_sort(first, first + k, first + len) on (key, index)       \
-     * records compared by key: h[0..k) gets torch's output.  0 < k <= len. */ \
-    static void sw_heap_torch_##SUF(sw_gather_fn_##SUF g, const char *row, int64_t step, \
-                                    int64_t len, int64_t k, UT flip, kwk_kv *h, UT *buf,  \
-                                    sw_beats_fn_##SUF beats) \
+     * records compared by key: h[0..k) gets torch's output.  0 < k <= len.  \
+     * budget >= 0: give up (return 0, h undefined) once more than that many \
+     * elements have entered the heap (see SW_HEAP_BUDGET); else 1. */        \
+    static int sw_heap_torch_##SUF(sw_gather_fn_##SUF g, const char *row, int64_t step, \
+                                   int64_t len, int64_t k, UT flip, kwk_kv *h, UT *buf,  \
+                                   sw_beats_fn_##SUF beats, int64_t budget)  \
     {                                                                         \
-        if (sizeof(UT) <= 4 && len <= ((int64_t)1 << 32)) {                   \
-            sw_heap_torch_words_##SUF(g, row, step, len, k, flip, h, buf, beats); \
-            return;                                                           \
-        }                                                                     \
+        if (sizeof(UT) <= 4 && len <= ((int64_t)1 << 32))                     \
+            return sw_heap_torch_words_##SUF(g, row, step, len, k, flip, h, buf, beats, budget); \
         int64_t j = sw_fill_##SUF(g, row, step, k, flip, h, buf);             \
         sw_make_heap_key(h, k);                                               \
         UT thr = (UT)h[0].key;                                                \
+        int64_t left = budget < 0 ? INT64_MAX : budget;                       \
         while (j < len) {                                                     \
             int64_t b = len - j < SW_BLOCK ? len - j : SW_BLOCK;              \
             uint64_t below = sw_block_##SUF(g, beats, row, step, j, b, thr, flip, buf); \
@@ -682,23 +687,27 @@ static inline uint64_t sw_below_u16(const uint16_t *buf, int64_t n, uint16_t thr
                         kwk_kv v = {buf[i], j + i};                           \
                         sw_adjust_heap_key(h, 0, k, v);                       \
                         thr = (UT)h[0].key;                                   \
+                        --left;                                               \
                     }                                                         \
                 }                                                             \
             }                                                                 \
+            if (left < 0) return 0;                                           \
             j += b;                                                           \
         }                                                                     \
         sw_sort_heap_key(h, k);                                               \
+        return 1;                                                             \
     }                                                                         \
                                                                               \
     /* The m smallest (key, index) records in order, m <= SW_LIST_MAX:        \
      * a sorted list.  0 < m <= len. */                                       \
-    static void sw_list_stable_##SUF(sw_gather_fn_##SUF g, const char *row, int64_t step, \
-                                     int64_t len, int64_t m, UT flip, kwk_kv *h, UT *buf,  \
-                                    sw_beats_fn_##SUF beats) \
+    static int sw_list_stable_##SUF(sw_gather_fn_##SUF g, const char *row, int64_t step, \
+                                    int64_t len, int64_t m, UT flip, kwk_kv *h, UT *buf,  \
+                                    sw_beats_fn_##SUF beats, int64_t budget) \
     {                                                                         \
         int64_t j = sw_fill_##SUF(g, row, step, m, flip, h, buf);             \
         sw_insertion_sort_kv(h, m);                                           \
         UT thr = (UT)h[m - 1].key;                                            \
+        int64_t left = budget < 0 ? INT64_MAX : budget;                       \
         while (j < len) {                                                     \
             int64_t b = len - j < SW_BLOCK ? len - j : SW_BLOCK;              \
             uint64_t below = sw_block_##SUF(g, beats, row, step, j, b, thr, flip, buf); \
@@ -712,25 +721,28 @@ static inline uint64_t sw_below_u16(const uint16_t *buf, int64_t n, uint16_t thr
                             h[p] = h[p - 1];                                  \
                             --p;                                              \
                         }                                                     \
-                        h[p].key = x;                                         \
-                        h[p].idx = j + i;                                     \
+                        kv_store(h + p, x, j + i);                            \
                         thr = (UT)h[m - 1].key;                               \
+                        --left;                                               \
                     }                                                         \
                 }                                                             \
             }                                                                 \
+            if (left < 0) return 0;                                           \
             j += b;                                                           \
         }                                                                     \
+        return 1;                                                             \
     }                                                                         \
                                                                               \
     /* The m smallest (key, index) records, unordered, in a heap.             \
      * 0 < m <= len. */                                                       \
-    static void sw_heap_stable_##SUF(sw_gather_fn_##SUF g, const char *row, int64_t step, \
-                                     int64_t len, int64_t m, UT flip, kwk_kv *h, UT *buf,  \
-                                    sw_beats_fn_##SUF beats) \
+    static int sw_heap_stable_##SUF(sw_gather_fn_##SUF g, const char *row, int64_t step, \
+                                    int64_t len, int64_t m, UT flip, kwk_kv *h, UT *buf,  \
+                                    sw_beats_fn_##SUF beats, int64_t budget) \
     {                                                                         \
         int64_t j = sw_fill_##SUF(g, row, step, m, flip, h, buf);             \
         sw_make_heap_ki(h, m);                                                \
         UT thr = (UT)h[0].key;                                                \
+        int64_t left = budget < 0 ? INT64_MAX : budget;                       \
         while (j < len) {                                                     \
             int64_t b = len - j < SW_BLOCK ? len - j : SW_BLOCK;              \
             uint64_t below = sw_block_##SUF(g, beats, row, step, j, b, thr, flip, buf); \
@@ -741,11 +753,14 @@ static inline uint64_t sw_below_u16(const uint16_t *buf, int64_t n, uint16_t thr
                         kwk_kv v = {buf[i], j + i};                           \
                         sw_adjust_heap_ki(h, 0, m, v);                        \
                         thr = (UT)h[0].key;                                   \
+                        --left;                                               \
                     }                                                         \
                 }                                                             \
             }                                                                 \
+            if (left < 0) return 0;                                           \
             j += b;                                                           \
         }                                                                     \
+        return 1;                                                             \
     }                                                                         \
                                                                               \
     /* Records {key, j} of a whole row, in index order. */                    \
@@ -829,17 +844,31 @@ SW_DEFINE_COMPACT_PORTABLE(uint32_t, u32)
              * entering only below its last (keys come in index order, so   \
              * an equal key stays behind: (key, index) order); sorting all  \
              * len 16-byte records took 4096 rows of 8 int64, k = 1, to    \
-             * 0.78x torch's time */                                         \
+             * 0.78x torch's time.  Keys and indices in two arrays: moving  \
+             * a record with one 16-byte load just after its two 8-byte     \
+             * stores stalled on store forwarding at every entry, and in    \
+             * rows whose keys fall (sorted rows for the largest) every     \
+             * element enters: 4096 sorted rows of 16 float64, k = 1, ran   \
+             * at 0.34x torch's time */                                      \
+            UT lk[SW_LANES];                                                  \
+            int64_t li[SW_LANES];                                             \
             int64_t c = 0;                                                    \
             for (int64_t j = 0; j < len; ++j) {                               \
                 const UT x = key[j];                                          \
                 int64_t p;                                                    \
                 if (c < m) p = c++;                                           \
-                else if (x < (UT)h[m - 1].key) p = m - 1;                     \
+                else if (x < lk[m - 1]) p = m - 1;                            \
                 else continue;                                                \
-                for (; p > 0 && (UT)h[p - 1].key > x; --p) h[p] = h[p - 1];   \
-                h[p].key = x;                                                 \
-                h[p].idx = j;                                                 \
+                for (; p > 0 && lk[p - 1] > x; --p) {                         \
+                    lk[p] = lk[p - 1];                                        \
+                    li[p] = li[p - 1];                                        \
+                }                                                             \
+                lk[p] = x;                                                    \
+                li[p] = j;                                                    \
+            }                                                                 \
+            for (int64_t i = 0; i < c; ++i) {                                 \
+                h[i].key = lk[i];                                             \
+                h[i].idx = li[i];                                             \
             }                                                                 \
             return;                                                           \
         }                                                                     \
@@ -904,7 +933,7 @@ SW_DEFINE_COMPACT_PORTABLE(uint32_t, u32)
                     h[p] = h[p - 1];                                          \
                     --p;                                                      \
                 }                                                             \
-                h[p] = (kwk_kv){x, cand[i]};                                  \
+                kv_store(h + p, x, cand[i]);                                  \
                 thr = (UT)h[m - 1].key;                                       \
             }                                                                 \
         }                                                                     \

@@ -302,7 +302,7 @@ static void tn_lane_bound_f32(const char *row, int64_t len, int largest, int L, 
     int64_t j = 0;
     const int64_t step = (int64_t)L * every;
 #if defined(__AVX512F__)
-    if (L == 64 || L == 128) {
+    if (L == 64 || L == 128 || L == 256) {
         /* 64 or 128 lanes (m up to 32) in registers: in memory they cost
          * a load and a store per vector max (DGCNN's kNN, 32x1024x1024
          * k=20, with tn_raw_f32_512: 31.7 -> 23.0 ms).  (More lanes stay
@@ -310,7 +310,9 @@ static void tn_lane_bound_f32(const char *row, int64_t len, int largest, int L, 
          * strides, which cost more on rows read from memory, 64x32768
          * k=40 0.89 -> 0.92 ms.) */
         const __m512 init = _mm512_set1_ps(largest ? -INFINITY : INFINITY);
-        if (L == 128) {
+        if (L == 256) {
+            if (largest) TN_LANE_REGS(16, _mm512_max_ps) else TN_LANE_REGS(16, _mm512_min_ps)
+        } else if (L == 128) {
             if (largest) TN_LANE_REGS(8, _mm512_max_ps) else TN_LANE_REGS(8, _mm512_min_ps)
         } else {
             if (largest) TN_LANE_REGS(4, _mm512_max_ps) else TN_LANE_REGS(4, _mm512_min_ps)
