@@ -138,7 +138,7 @@ SW_DEFINE_GATHER(sw_gather_f64, uint64_t, sk_f64)
             hole = parent;                                                    \
             parent = (hole - 1) / 2;                                          \
         }                                                                     \
-        kv_store(h + hole, v.key, v.idx);                                     \
+        h[hole] = v;                                                          \
     }                                                                         \
     static void sw_adjust_heap_##SUF(kwk_kv *h, int64_t hole, int64_t len, kwk_kv v) \
     {                                                                         \
@@ -721,7 +721,8 @@ static inline uint64_t sw_below_u16(const uint16_t *buf, int64_t n, uint16_t thr
                             h[p] = h[p - 1];                                  \
                             --p;                                              \
                         }                                                     \
-                        kv_store(h + p, x, j + i);                            \
+                        h[p].key = x;                                         \
+                        h[p].idx = j + i;                                     \
                         thr = (UT)h[m - 1].key;                               \
                         --left;                                               \
                     }                                                         \
@@ -933,7 +934,7 @@ SW_DEFINE_COMPACT_PORTABLE(uint32_t, u32)
                     h[p] = h[p - 1];                                          \
                     --p;                                                      \
                 }                                                             \
-                kv_store(h + p, x, cand[i]);                                  \
+                h[p] = (kwk_kv){x, cand[i]};                                  \
                 thr = (UT)h[m - 1].key;                                       \
             }                                                                 \
         }                                                                     \

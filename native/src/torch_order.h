@@ -29,26 +29,6 @@ typedef struct {
 
 #define KV_LESS(a, b) ((a).key < (b).key)
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
-/* *p = (key, idx) as one 16-byte store where the target has one.  Records
- * move by whole 16-byte loads and stores (heap descents, list shifts); one
- * written as two 8-byte stores and read back as a whole soon after cannot
- * be forwarded from the store buffer, and the load waits for the stores to
- * reach the cache: ~15 cycles each time (AMD Zen 4: torch-order top-8 of
- * ascending float64 rows of 8192, where every element enters the heap,
- * 94 -> NN us a row). */
-static inline void kv_store(kwk_kv *p, uint64_t key, int64_t idx)
-{
-#if defined(__SSE2__)
-    _mm_storeu_si128((__m128i *)(void *)p, _mm_set_epi64x((long long)idx, (long long)key));
-#else
-    p->key = key;
-    p->idx = idx;
-#endif
-}
-
 /* libstdc++'s _S_threshold: below it introsort leaves the range to the final
  * insertion sort. */
 enum { KWK_STD_SORT_THRESHOLD = 16 };
