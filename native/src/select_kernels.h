@@ -183,13 +183,15 @@ enum { SW_CAND_MAX = 1 << 16 };
  * block skip instead of taking the CAND path. */
 enum { SW_SKIP_STREAM_MIN = 4096 };
 
-/* The insertions a torch-order heap select (TK_HEAP_TORCH) may make in a
- * row before it gives the row to topk_row_general: SW_HEAP_BUDGET_X times
- * k * (2 + log2(len / k)), about the k ln(len / k) + k a row in random
- * order makes.  A row that climbs towards the top (ascending for the
- * largest, as a cumulative sum or sorted scores) puts nearly every element
- * through the heap, one dependent descent each: float64 64x8192 rows, k =
- * 8, ran at 0.5x torch's time, bfloat16 0.7x. */
+/* The insertions a streamed selection (TK_HEAP_TORCH, TK_LIST,
+ * TK_HEAP_STABLE) may make in a row before it gives the row to
+ * topk_row_general: SW_HEAP_BUDGET_X times k * (2 + log2(len / k)), about
+ * four times the k ln(len / k) + k a row in random order makes.  A row
+ * that climbs towards the top (ascending for the largest, as a cumulative
+ * sum or sorted scores) puts nearly every element through the heap or
+ * list, one dependent descent each: float64 64x8192 rows, k = 8, ran at
+ * 0.5x torch's time in torch's order (now 1.6x), bfloat16 0.7x (1.25x),
+ * float64 with ties="stable" 0.66-1.0x (1.7-2x). */
 enum { SW_HEAP_BUDGET_X = 3 };
 
 static inline int64_t sw_heap_budget(int64_t len, int64_t k)
