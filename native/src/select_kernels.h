@@ -177,6 +177,22 @@ static int topk_row_general(workspace *ws, int dtype, const out_row *out, int64_
     return KWK_OK;
 }
 
+/* topk_row_general with the call's workspace, set up at its first use
+ * (*have_ws); KWK_E_NOMEM, nothing kept, when that fails. */
+static int topk_row_general_ws(workspace *ws, int *have_ws, int dtype, const out_row *out,
+                               int64_t len, int64_t k, uint64_t flip, int heap_path, int sorted,
+                               int order)
+{
+    if (!*have_ws) {
+        if (workspace_init(ws, len) != KWK_OK) {
+            workspace_free(ws);
+            return KWK_E_NOMEM;
+        }
+        *have_ws = 1;
+    }
+    return topk_row_general(ws, dtype, out, len, k, flip, heap_path, sorted, order);
+}
+
 /* Rows up to this long take the in-memory path for small m. */
 enum { SW_CAND_MAX = 1 << 16 };
 /* Rows from this long (contiguous float ones) stream with the raw-value
@@ -320,16 +336,8 @@ enum {
                         done = sw_heap_stable_##SUF(g, out.row, out.step, len, m, flip, h, buf, \
                                                     beats, budget);           \
                     if (!done) {                                              \
-                        if (!have_ws) {                                       \
-                            if (workspace_init(&ws, len) != KWK_OK) {         \
-                                workspace_free(&ws);                          \
-                                status = KWK_E_NOMEM;                         \
-                                break;                                        \
-                            }                                                 \
-                            have_ws = 1;                                      \
-                        }                                                     \
-                        status = topk_row_general(&ws, dtype, &out, len, k, flip, \
-                                                  heap_path, sorted, order);  \
+                        status = topk_row_general_ws(&ws, &have_ws, dtype, &out, len, k, flip, \
+                                                     heap_path, sorted, order); \
                         if (status != KWK_OK) break;                          \
                         continue;                                             \
                     }                                                         \
@@ -362,16 +370,8 @@ enum {
                     }                                                         \
                     continue;                                                 \
                 } else if (mode == TK_GENERAL) {                              \
-                    if (!have_ws) {                                           \
-                        if (workspace_init(&ws, len) != KWK_OK) {             \
-                            workspace_free(&ws);                              \
-                            status = KWK_E_NOMEM;                             \
-                            break;                                            \
-                        }                                                     \
-                        have_ws = 1;                                          \
-                    }                                                         \
-                    status = topk_row_general(&ws, dtype, &out, len, k, flip, \
-                                              heap_path, sorted, order);      \
+                    status = topk_row_general_ws(&ws, &have_ws, dtype, &out, len, k, flip, \
+                                                 heap_path, sorted, order);   \
                     if (status != KWK_OK) break;                              \
                     continue;                                                 \
                 }                                                             \
