@@ -47,14 +47,12 @@ TORCH_RAISES = Condition("torch_raises", "torch 2.13 raises for this input (1-D 
 TIE_BITS = Condition("tie_bits", "the result is one of several equal values with different "
                      "bits (+0.0 beside -0.0, NaN payloads) that torch's unstable sort chooses "
                      "between; torch computes it")
-TORCH_ROWS = Condition("torch_rows", "topk in torch's order over 256+ short rows whose first "
-                       "rows (the kernel looks at 32) show that torch selects them faster: rows "
-                       "of at most 16 with equal values among their k + 1 best in a quarter of "
-                       "them (sorted=True, or k = 1: an eighth), each of which the emulation of "
-                       "torch's order would redo; or rows of at most 64 already in order in "
-                       "three quarters of them (sorted=False, and 64-bit rows of at most 32 "
-                       "with sorted=True), where torch's branches are all predicted; "
-                       "install(use_fast=True) turns the probe off")
+TORCH_ROWS = Condition("torch_rows", "topk in torch's order over many short rows whose first "
+                       "rows, read by the kernel, show that torch selects them faster: short "
+                       "rows whose best values tie (each would be redone by the emulation of "
+                       "torch's order), or rows already in order with sorted=False (torch's "
+                       "branches all predicted); the bounds are tk_probe_prefers_torch's in "
+                       "native/src/select_kernels.h; install(use_fast=True) turns the probe off")
 UNIQUE_DIM = Condition("unique_dim", "unique(dim=...) of a floating-point or uint64 input, or "
                        "of integer slices whose value ranges need more than 63 bits together "
                        "(Kwker sorts slices as packed 63-bit keys); torch computes it")
