@@ -591,7 +591,8 @@ def test_unsorted_topk_nth_branch_rule(kw, gen):
     compare("topk", rows, 4, -1, True, False, method=True)
     wide = make_values("ties", (n // 64, 64), torch.int64, gen)
     compare("topk", wide, 4, sorted=False, fast="small")
-    compare("topk", wide, 4, sorted=True)
+    # (not this rule's: tied integer rows go to torch by the kernel's probe)
+    compare("topk", wide, 4, sorted=True, fast="torch_rows")
     compare("topk", wide.double(), 4, sorted=False)
     compare("topk", wide, 1, sorted=False)
     with kwker.installed(ties="stable"):
@@ -630,7 +631,10 @@ def test_topk_probe_leaves_short_rows_to_torch(kw, gen):
     rnd = torch.randn(4096, 16, generator=gen)
     compare("topk", rnd, 4, sorted=False)
     compare("topk", rnd.sort(-1).values, 4)  # float32 in order, sorted=True: the network
-    compare("topk", torch.randint(0, 4, (300, 32), generator=gen), 2)  # rows past 16
+    past_16 = torch.randint(0, 4, (300, 32), generator=gen)
+    compare("topk", past_16, 2, fast="torch_rows")  # integer rows to 64 are probed for ties
+    compare("topk", past_16.float(), 2)  # float rows past 16 are not
+    compare("topk", past_16, 1)  # nor k = 1 past 16
     tied = torch.randint(0, 4, (4096, 8), generator=gen)
     compare("topk", tied[:, ::2], 2, fast="torch_rows")  # strided rows are probed too
     compare("topk", tied.t().contiguous(), 2, dim=0)  # rows along dim 0 are not

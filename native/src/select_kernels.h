@@ -807,9 +807,11 @@ static int impl_topk(int dtype, const void *src, int64_t outer, int64_t len,
  *   nth_element and sort, ~200 ns a row of 8 int64 against torch's ~55
  *   (rows of 0..15, k = 1: 0.68x torch's time; bfloat16-rounded int32,
  *   k = 2: 0.48x; float64 of 0..3: 0.63x).  Deferred when a quarter of the
- *   probed rows tie (an eighth for k = 1).  Longer rows are not probed for
- *   ties: bfloat16 logits of 4096x64, k = 8, tie in most rows and run 8x
- *   torch's speed (rows of 64 ints of -3..3, 0.7x, stay a known gap).
+ *   probed rows tie (an eighth for k = 1).  Longer rows (to 64) are probed
+ *   for ties only when their keys are integers, sorted=1 and k >= 2
+ *   (1024x64 int64 / int32 of a few values: 0.46-0.74x -> 0.89-0.96x):
+ *   bfloat16 logits of 4096x64, k = 8, tie in most rows too, and run 8x
+ *   torch's speed.
  * - rows already in order, ascending or descending, with sorted=0 and k >=
  *   2: every row is emulated (torch's introselect order shows), and on such
  *   rows torch's introselect runs on correctly predicted branches (4096x16
@@ -823,10 +825,12 @@ static int tk_probe_prefers_torch(int dtype, const char *src, int64_t len, int64
                                   int64_t src_sl, int64_t k, int largest, int sorted)
 {
     const int64_t es = KWK_DTYPES[dtype].elem_size;
-    /* ties: sorted=1 or k = 1, rows of at most TK_PROBE_TIE_LEN; in order:
+    /* ties: sorted=1 or k = 1, rows of at most TK_PROBE_TIE_LEN (integer
+     * keys with sorted=1 and k >= 2: rows of at most 64); in order:
      * sorted=0, and 64-bit keys of rows the candidate list takes whole
      * (sw_top_small), where each element of a rising row moves the list */
-    const int ties = k < len && (sorted || k == 1) && len <= TK_PROBE_TIE_LEN;
+    const int ties = k < len && (sorted || k == 1) &&
+                     (len <= TK_PROBE_TIE_LEN || (!KWK_DTYPES[dtype].is_float && sorted && k >= 2));
     const int order = k >= 2 && (!sorted || (es == 8 && len <= 2 * SW_LANES));
     if (!ties && !order) return 0;
     /* fewer rows for longer ones: the probe stays about 1 us */
