@@ -565,7 +565,8 @@ static const char *fz_break(int bad, int op, fz_args *a, int es, uint64_t pick)
     case FZ_BAD_INNER: a->inner = -1 - (int64_t)(pick % 5); return "inner < 0";
     case FZ_BAD_ORDER:
         if (op == FZ_OP_MEDIAN_DIM || op == FZ_OP_MEDIAN_ALL) break;
-        a->order = pick & 1 ? 2 : -1;
+        /* (kwk_topk also takes KWK_ORDER_TORCH_PROBE, 2) */
+        a->order = pick & 1 ? (op == FZ_OP_TOPK ? 3 : 2) : -1;
         return "order";
     case FZ_BAD_K_LOW:
         if (op == FZ_OP_TOPK) { a->k = pick & 1 ? -1 : INT64_MIN; return "k < 0"; }

@@ -9,6 +9,8 @@
  * multiset otherwise; values carry the bits of the element indexed
  * (bfloat16 NaN as 0x7FC0, as torch returns them).  Every call: status OK,
  * the source unchanged, nothing written outside the output elements.
+ * ORDER_TORCH_PROBE (torch's order with the probe of short rows): as
+ * ORDER_TORCH, or KWK_DEFER with nothing written.
  */
 #include "fuzz_common.h"
 
@@ -89,10 +91,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fz_fill(&r, dt, src.buf, src.bytes);
     fz_output(&vals, nout, es, dst_lay);
     fz_output(&inds, nout, 8, dst_lay);
+    /* a valid call's pick byte is free: its top bit asks for the probe */
+    const int call_order = !reject && order == KWK_ORDER_TORCH && (pick & 0x80)
+                               ? KWK_ORDER_TORCH_PROBE : order;
     fz_args a = {dt, src.base, outer, len, inner, src.s[0], src.s[1], src.s[2], k,
                  outs != FZ_INDICES ? vals.base : NULL,
                  outs != FZ_VALUES ? (int64_t *)inds.base : NULL,
-                 vals.s[0], vals.s[1], vals.s[2], order};
+                 vals.s[0], vals.s[1], vals.s[2], call_order};
     const char *broken = reject ? fz_break(bad, FZ_OP_TOPK, &a, es, pick) : NULL;
     fz_record("topk", broken, &a, order, largest, sorted, reject);
 
@@ -102,6 +107,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     fz_check_source(&src, before);
     if (reject) {
         if (st >= 0) FZ_FAIL("an invalid call (%s) returned %d", broken, st);
+        fz_check_untouched(&vals, "values");
+        fz_check_untouched(&inds, "indices");
+    } else if (st == KWK_DEFER && call_order == KWK_ORDER_TORCH_PROBE) {
         fz_check_untouched(&vals, "values");
         fz_check_untouched(&inds, "indices");
     } else {
