@@ -666,7 +666,8 @@ static inline uint64_t sw_below_u16(const uint16_t *buf, int64_t n, uint16_t thr
     /* std::partial_sort(first, first + k, first + len) on (key, index)       \
      * records compared by key: h[0..k) gets torch's output.  0 < k <= len.  \
      * budget >= 0: give up (return 0, h undefined) once more than that many \
-     * elements have entered the heap (see SW_HEAP_BUDGET); else 1. */        \
+     * elements have entered the heap (select_kernels.h sw_heap_budget);     \
+     * else 1. */                                                            \
     static int sw_heap_torch_##SUF(sw_gather_fn_##SUF g, const char *row, int64_t step, \
                                    int64_t len, int64_t k, UT flip, kwk_kv *h, UT *buf,  \
                                    sw_beats_fn_##SUF beats, int64_t budget)  \
