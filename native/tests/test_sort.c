@@ -370,8 +370,11 @@ static void check_case(int dt, int kind, int64_t n)
 /* several rows in one call, strided source and output (inner = 2; inner
  * = 1024 / es + 5: rows along a non-last dim staged, their positions 1 KB
  * apart or more, sort_kernels.h row_stage, with a partial stage and
- * batches straddling the outer slices) */
-static void check_strided(int dt, int64_t n, int64_t inner)
+ * batches straddling the outer slices; inner = 8 and 13: 4- and 8-byte
+ * rows through the row-major stage, whole and partial).  tout: the
+ * outputs laid out with each row contiguous (dst_si = n), so not
+ * adjacent: the input alone is staged. */
+static void check_strided_out(int dt, int64_t n, int64_t inner, int tout)
 {
     const int es = ES[dt];
     const int64_t outer = 3, total = outer * n * inner;
@@ -381,7 +384,8 @@ static void check_strided(int dt, int64_t n, int64_t inner)
     unsigned char *row = malloc((size_t)(n ? n : 1) * es);
     fill(dt, K_FEW, total, x);
     for (int order = 0; order < 2; ++order) {
-        if (kwk_sort(dt, x, outer, n, inner, n * inner, inner, 1, v, ix, n * inner, inner, 1, 1, order) != KWK_OK) {
+        const int64_t dsl = tout ? 1 : inner, dsi = tout ? n : 1;
+        if (kwk_sort(dt, x, outer, n, inner, n * inner, inner, 1, v, ix, n * inner, dsl, dsi, 1, order) != KWK_OK) {
             fail("strided status", dt, K_FEW, n, 1, order);
             continue;
         }
@@ -390,8 +394,8 @@ static void check_strided(int dt, int64_t n, int64_t inner)
                 for (int64_t j = 0; j < n; ++j) memcpy(row + j * es, x + ((o * n + j) * inner + i) * es, (size_t)es);
                 kwk_sort(dt, row, 1, n, 1, n, 1, 1, v1, i1, n, 1, 1, 1, order);
                 for (int64_t j = 0; j < n; ++j)
-                    if (ix[(o * n + j) * inner + i] != i1[j] ||
-                        memcmp(v + ((o * n + j) * inner + i) * es, v1 + j * es, (size_t)es)) {
+                    if (ix[o * n * inner + j * dsl + i * dsi] != i1[j] ||
+                        memcmp(v + (o * n * inner + j * dsl + i * dsi) * es, v1 + j * es, (size_t)es)) {
                         fail("strided", dt, K_FEW, n, 1, order);
                         o = outer; i = inner;
                         break;
@@ -400,6 +404,8 @@ static void check_strided(int dt, int64_t n, int64_t inner)
     }
     free(x); free(v); free(v1); free(ix); free(i1); free(row);
 }
+
+static void check_strided(int dt, int64_t n, int64_t inner) { check_strided_out(dt, n, inner, 0); }
 
 /* The sorting networks of short_sort_network.h: each pair inside the row
  * and in order, and every row of 0s and 1s sorted (the 0-1 principle: a
@@ -603,6 +609,11 @@ int main(int argc, char **argv)
             use_target(ti);
             for (int64_t n = 0; n < 300; n += 17) check_strided(dt, n, 2);
             for (int64_t n = 2; n < 800; n += n < 64 ? 31 : 233) check_strided(dt, n, 1024 / ES[dt] + 5);
+            for (int64_t n = 17; n < 1200; n += n < 64 ? 23 : 377)
+                for (int tout = 0; tout < 2; ++tout) {
+                    check_strided_out(dt, n, 8, tout);
+                    check_strided_out(dt, n, 13, tout);
+                }
             for (int64_t n = 1; n <= 17; ++n)
                 for (int kind = 0; kind < NKINDS; ++kind) check_short_rows(dt, kind, n);
         }
