@@ -10,6 +10,7 @@
 #define KWK_KERNELS_H
 
 #include "../include/kwker.h"
+#include "net_pairs.h"
 
 typedef struct {
     const char *name;
@@ -99,6 +100,15 @@ void kwk_run_parts(void (*part)(void *ctx, int p), void *ctx, int parts);
 enum { KWK_WS_CACHE_MAX = 4 << 20 };
 void *kwk_ws_take(size_t bytes, size_t *cap);
 void kwk_ws_give(void *p, size_t cap);
+
+/* The comparators of row_network.h's kwk_net_pairs(n) (n <= 1024) through
+ * the calling thread's cache (dispatch.c): kwk_net_take returns them (their
+ * count in *npairs), the cached ones when the thread's last network was
+ * for n, else computed (NULL: no memory); kwk_net_give keeps them for the
+ * thread's next call (or frees them).  The comparators are what
+ * kwk_net_pairs writes, never modified by a caller. */
+kwk_net_pair *kwk_net_take(int n, int *npairs);
+void kwk_net_give(kwk_net_pair *pairs, int n, int npairs);
 
 /* Add n to a kwk_counter (dispatch.c; relaxed atomic, once per call). */
 void kwk_count(int which, int64_t n);

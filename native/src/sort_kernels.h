@@ -1938,13 +1938,8 @@ static int64_t sort_rows_batched(const sort_call *c, const sort_layout *g, int64
 {
     if (batch_rows_are_permutations(c, g, ws)) return 0;
     const int64_t len = c->len;
-    kwk_net_pair *pairs = (kwk_net_pair *)malloc(KWK_BATCH_MAX_PAIRS * sizeof(kwk_net_pair));
     kwk_batch_slot *slots = (kwk_batch_slot *)aligned_alloc(32, (size_t)len * sizeof(kwk_batch_slot));
-    if (!pairs || !slots) {
-        free(pairs);
-        free(slots);
-        return 0; /* the one-row path needs less */
-    }
+    if (!slots) return 0; /* the one-row path needs less */
     if (c->torch_ties && !c->no_indices && len > KWK_TIE_EMU_ALWAYS_MAX) {
         /* the one-row path's tie predictor on the first rows: most of them
          * sure to tie (padding, masked or repeated extreme values) -> no
@@ -1957,12 +1952,16 @@ static int64_t sort_rows_batched(const sort_call *c, const sort_layout *g, int64
             expected += sr.packed && tie_expected(ws->words, len, &sr, ws->tmp);
         }
         if (2 * expected >= KWK_BATCH_LANES) {
-            free(pairs);
             free(slots);
             return 0;
         }
     }
-    const int npairs = kwk_net_pairs((int)len, pairs);
+    int npairs;
+    kwk_net_pair *pairs = kwk_net_take((int)len, &npairs);
+    if (!pairs) {
+        free(slots);
+        return 0;
+    }
     int64_t r0 = 0, tie_rows = 0;
     int stop = 0;
 #if defined(KWK_HAVE_BATCH16)
@@ -2005,7 +2004,7 @@ static int64_t sort_rows_batched(const sort_call *c, const sort_layout *g, int64
         }
     }
     row_stage_free(&st, g, len);
-    free(pairs);
+    kwk_net_give(pairs, (int)len, npairs);
     free(slots);
     return r0;
 }
