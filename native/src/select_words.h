@@ -796,6 +796,14 @@ SW_DEFINE_STREAM(uint64_t, u64)
         return c;                                                             \
     }
 #if defined(__AVX2__)
+/* One bit a 16-bit lane of a compare result, in lane order (pack to bytes,
+ * then movemask; no pext: microcoded on AMD before Zen 3). */
+static inline unsigned sw_mask16(__m256i cmp)
+{
+    return (unsigned)_mm_movemask_epi8(_mm_packs_epi16(_mm256_castsi256_si128(cmp),
+                                                       _mm256_extracti128_si256(cmp, 1)));
+}
+
 /* The lanes' compare masks, one bit a key, then a loop over the set bits:
  * the threshold leaves a dozen candidates or so in a row of hundreds, and
  * the portable loop's store and count chain cost a cycle or two a key
@@ -828,7 +836,7 @@ static int64_t sw_compact_le_u16(const uint16_t *key, int64_t len, uint16_t t, i
     int64_t c = 0, j = 0;
     for (; j + 16 <= len; j += 16) {
         const __m256i v = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(const void *)(key + j)), sign);
-        const unsigned gt = _pext_u32((unsigned)_mm256_movemask_epi8(_mm256_cmpgt_epi16(v, tt)), 0x55555555u);
+        const unsigned gt = sw_mask16(_mm256_cmpgt_epi16(v, tt));
         SW_COMPACT_BITS(j, ~gt & 0xFFFFu);
     }
     for (; j < len; ++j) {
@@ -1104,10 +1112,99 @@ static inline int64_t sw_sample_size(int64_t m)
         *below_out = below;                                                   \
         return c;                                                             \
     }
-SW_DEFINE_BRACKET0_PORTABLE(uint8_t, u8)
-SW_DEFINE_BRACKET0_PORTABLE(uint16_t, u16)
-SW_DEFINE_BRACKET0_PORTABLE(uint64_t, u64)
 #if defined(__AVX2__)
+/* 8-, 16- and 64-bit keys: the in-bracket and >= lo compares a vector at a
+ * time, the keys inside copied by a loop over the mask's bits (a bracket
+ * holds a small share of the set); the portable loop's store and count
+ * chain was most of a median's time (int16 / uint8 64 x 1000: the rank
+ * select's first pass). */
+#define SW_BRACKET_BITS(J, MASK)                                              \
+    do {                                                                      \
+        for (unsigned m_ = (MASK); m_; m_ &= m_ - 1) {                        \
+            const int64_t at_ = (J) + __builtin_ctz(m_);                      \
+            nk[c] = k[at_];                                                   \
+            ni[c++] = at_;                                                    \
+        }                                                                     \
+    } while (0)
+
+static int64_t sw_bracket0_u8(const uint8_t *k, int64_t m, uint8_t lo, uint8_t span, uint8_t *nk,
+                              int64_t *ni, int64_t *below_out)
+{
+    int64_t below = 0, c = 0, j = 0;
+    const __m256i vlo = _mm256_set1_epi8((char)lo), vspan = _mm256_set1_epi8((char)span);
+    for (; j + 32 <= m; j += 32) {
+        const __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(k + j));
+        const __m256i d = _mm256_sub_epi8(v, vlo);
+        const unsigned in = (unsigned)_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_max_epu8(d, vspan), vspan));
+        const unsigned ge = (unsigned)_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_max_epu8(v, vlo), v));
+        below += 32 - __builtin_popcount(ge);
+        SW_BRACKET_BITS(j, in);
+    }
+    for (; j < m; ++j) {
+        const uint8_t x = k[j];
+        nk[c] = x;
+        ni[c] = j;
+        below += x < lo;
+        c += (uint8_t)(x - lo) <= span;
+    }
+    *below_out = below;
+    return c;
+}
+
+static int64_t sw_bracket0_u16(const uint16_t *k, int64_t m, uint16_t lo, uint16_t span, uint16_t *nk,
+                               int64_t *ni, int64_t *below_out)
+{
+    int64_t below = 0, c = 0, j = 0;
+    const __m256i vlo = _mm256_set1_epi16((short)lo), vspan = _mm256_set1_epi16((short)span);
+    for (; j + 16 <= m; j += 16) {
+        const __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(k + j));
+        const __m256i d = _mm256_sub_epi16(v, vlo);
+        const unsigned in = sw_mask16(_mm256_cmpeq_epi16(_mm256_max_epu16(d, vspan), vspan));
+        const unsigned ge = sw_mask16(_mm256_cmpeq_epi16(_mm256_max_epu16(v, vlo), v));
+        below += 16 - __builtin_popcount(ge);
+        SW_BRACKET_BITS(j, in);
+    }
+    for (; j < m; ++j) {
+        const uint16_t x = k[j];
+        nk[c] = x;
+        ni[c] = j;
+        below += x < lo;
+        c += (uint16_t)(x - lo) <= span;
+    }
+    *below_out = below;
+    return c;
+}
+
+static int64_t sw_bracket0_u64(const uint64_t *k, int64_t m, uint64_t lo, uint64_t span, uint64_t *nk,
+                               int64_t *ni, int64_t *below_out)
+{
+    int64_t below = 0, c = 0, j = 0;
+    /* unsigned compares as signed ones of sign-flipped words */
+    const __m256i sign = _mm256_set1_epi64x((long long)0x8000000000000000ull);
+    const __m256i vlo = _mm256_set1_epi64x((long long)lo);
+    const __m256i slo = _mm256_xor_si256(vlo, sign);
+    const __m256i sspan = _mm256_set1_epi64x((long long)(span ^ 0x8000000000000000ull));
+    for (; j + 4 <= m; j += 4) {
+        const __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(k + j));
+        const __m256i d = _mm256_xor_si256(_mm256_sub_epi64(v, vlo), sign);
+        const unsigned out = (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(d, sspan)));
+        const unsigned lt = (unsigned)_mm256_movemask_pd(
+            _mm256_castsi256_pd(_mm256_cmpgt_epi64(slo, _mm256_xor_si256(v, sign))));
+        below += __builtin_popcount(lt);
+        SW_BRACKET_BITS(j, ~out & 15u);
+    }
+    for (; j < m; ++j) {
+        const uint64_t x = k[j];
+        nk[c] = x;
+        ni[c] = j;
+        below += x < lo;
+        c += (uint64_t)(x - lo) <= span;
+    }
+    *below_out = below;
+    return c;
+}
+#undef SW_BRACKET_BITS
+
 /* The same for 32-bit keys, eight at a time: the keys in [lo, lo + span]
  * and their indices packed to the front by one permutation (a compress),
  * the count below lo by a compare.  It stores whole vectors: nk and ni need
@@ -1148,7 +1245,10 @@ static int64_t sw_bracket0_u32(const uint32_t *k, int64_t m, uint32_t lo, uint32
     return c;
 }
 #else
+SW_DEFINE_BRACKET0_PORTABLE(uint8_t, u8)
+SW_DEFINE_BRACKET0_PORTABLE(uint16_t, u16)
 SW_DEFINE_BRACKET0_PORTABLE(uint32_t, u32)
+SW_DEFINE_BRACKET0_PORTABLE(uint64_t, u64)
 #endif
 
 /* Rearrange a[0..n) so a[k] is the k-th smallest key, with no larger key
@@ -1217,8 +1317,103 @@ enum { SW_RANK_NOT_TAKEN = -2, SW_SELECT_MAX = 1 << 12 };
         (void)key, (void)n, (void)r, (void)s;                                 \
         return SW_RANK_NOT_TAKEN;                                             \
     }
-SW_RANK_SELECT_NONE(uint8_t, u8)
-SW_RANK_SELECT_NONE(uint16_t, u16)
+
+/* 8- and 16-bit keys: rank r by counting.  A histogram of the keys (of
+ * their high bytes for 16-bit keys, then of the low bytes of the keys in
+ * rank r's bucket) gives the key v at rank r and the number below it; the
+ * index is then the (r - #below)-th key equal to v, in index order.  Two
+ * or three passes and no sample: the sampled bracket's sample rank (ns^2
+ * compares) was most of a short row's time.  Measured (torch.median(x, -1)
+ * of 65536 elements, fresh inputs, us, sampled bracket (its first pass
+ * vectorised) -> counting, min of 3 alternating runs, AMD Zen 4): uint8
+ * rows of 256 / 1000 / 4096 / 16384 / 65536 186 -> 62, 98 -> 36, 66 -> 31,
+ * 60 -> 30, 37 -> 31; int16 206 -> 135, 103 -> 83, but 69 -> 75, 58 -> 72,
+ * 40 -> 73 (bfloat16 alike): three scalar passes lose to the bracket's
+ * vector passes on long rows, so 16-bit rows count up to SW_HIST_MAX_U16. */
+enum { SW_HIST_MIN = 64, SW_HIST_MAX_U16 = 2048 };
+
+/* Four histograms (independent increments), summed into h[0]. */
+#define SW_HISTOGRAM(h, n, BIN)                                               \
+    do {                                                                      \
+        memset(h, 0, sizeof h);                                               \
+        int64_t j_ = 0;                                                       \
+        for (; j_ + 4 <= (n); j_ += 4) {                                      \
+            ++h[0][BIN(j_)];                                                  \
+            ++h[1][BIN(j_ + 1)];                                              \
+            ++h[2][BIN(j_ + 2)];                                              \
+            ++h[3][BIN(j_ + 3)];                                              \
+        }                                                                     \
+        for (; j_ < (n); ++j_) ++h[0][BIN(j_)];                               \
+        for (int b_ = 0; b_ < 256; ++b_) h[0][b_] += h[1][b_] + h[2][b_] + h[3][b_]; \
+    } while (0)
+
+/* The bin holding rank *r of a histogram (*r then a rank within it). */
+static inline int sw_hist_bin(const uint32_t *h, int64_t *r)
+{
+    int b = 0;
+    for (; b < 255 && *r >= (int64_t)h[b]; ++b) *r -= h[b];
+    return b;
+}
+
+#define SW_DEFINE_NTH_EQUAL(UT, SUF)                                          \
+    /* The index of the t-th (from 0) key equal to v in key[0..n): blocks  \
+     * of 64 counted (a vector loop) until the block holding it, which is    \
+     * scanned (a frequent v costs no mispredicted branch a key). */        \
+    static int64_t sw_nth_equal_##SUF(const UT *key, int64_t n, UT v, int64_t t) \
+    {                                                                         \
+        int64_t j = 0;                                                        \
+        for (; j + 64 <= n; j += 64) {                                        \
+            int c = 0;                                                        \
+            for (int q = 0; q < 64; ++q) c += key[j + q] == v;                \
+            if (t < c) break;                                                 \
+            t -= c;                                                           \
+        }                                                                     \
+        for (; j < n; ++j)                                                    \
+            if (key[j] == v && t-- == 0) return j;                            \
+        return -1;                                                            \
+    }
+SW_DEFINE_NTH_EQUAL(uint8_t, u8)
+SW_DEFINE_NTH_EQUAL(uint16_t, u16)
+
+static inline int64_t sw_rank_select_u8(const uint8_t *key, int64_t n, int64_t r, sw_rank_scratch *s)
+{
+    (void)s;
+    if (n < SW_HIST_MIN || n > (int64_t)UINT32_MAX) return SW_RANK_NOT_TAKEN;
+    uint32_t h[4][256];
+#define SW_BIN8(j) key[j]
+    SW_HISTOGRAM(h, n, SW_BIN8);
+#undef SW_BIN8
+    const int v = sw_hist_bin(h[0], &r);
+    return sw_nth_equal_u8(key, n, (uint8_t)v, r);
+}
+
+static inline int64_t sw_rank_select_u16(const uint16_t *key, int64_t n, int64_t r, sw_rank_scratch *s)
+{
+    (void)s;
+    if (n < SW_HIST_MIN || n > SW_HIST_MAX_U16) return SW_RANK_NOT_TAKEN;
+    uint32_t h[4][256];
+#define SW_BIN_HI(j) (key[j] >> 8)
+    SW_HISTOGRAM(h, n, SW_BIN_HI);
+#undef SW_BIN_HI
+    const int hi = sw_hist_bin(h[0], &r);
+    /* the low bytes of the keys in bucket hi, the others counted in a
+     * spare bin (no branch: bucket hi can hold any share of the keys) */
+    uint32_t lo[4][257];
+    memset(lo, 0, sizeof lo);
+    int64_t j = 0;
+#define SW_LOW_BIN(j) ((key[j] >> 8) == hi ? key[j] & 0xFF : 256)
+    for (; j + 4 <= n; j += 4) {
+        ++lo[0][SW_LOW_BIN(j)];
+        ++lo[1][SW_LOW_BIN(j + 1)];
+        ++lo[2][SW_LOW_BIN(j + 2)];
+        ++lo[3][SW_LOW_BIN(j + 3)];
+    }
+    for (; j < n; ++j) ++lo[0][SW_LOW_BIN(j)];
+#undef SW_LOW_BIN
+    for (int b = 0; b < 256; ++b) lo[0][b] += lo[1][b] + lo[2][b] + lo[3][b];
+    const int b = sw_hist_bin(lo[0], &r);
+    return sw_nth_equal_u16(key, n, (uint16_t)(hi << 8 | b), r);
+}
 #if defined(KWK_HAVE_SIMD_QSORT) && (defined(__AVX512F__) || defined(__AVX2__))
 /* The index of the t-th (from 0) key equal to v, a vector of keys at a
  * time (one by one, a frequent v - a row of 43% zeros - cost a
