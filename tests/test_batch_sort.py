@@ -203,8 +203,11 @@ def test_batch_sort_staged_columns(kw, gen, dtype):
     stage at the end of each outer slice and batches straddling two slices, rows
     too long for the network (the one-row path, staged one row at a time),
     rows with ties redone inside a stage (torch order), rows long enough to
-    narrow the stage (64 KB / len bytes), values only, indices only, and
-    out= tensors that are themselves strided."""
+    narrow the stage (64 KB / len bytes), values only, indices only; and
+    out= tensors that are themselves strided, which install() hands to
+    torch (the fallback must keep the caller's tensors; outputs laid out
+    apart from the input's rows are checked natively, test_sort.c
+    check_strided_out)."""
     # inner sizes putting positions >= 1 KB apart (STAGE_MIN_STRIDE) for every dtype
     for shape in ((2, 33, 1100), (1, 64, 1064), (1, 200, 1030), (1, 577, 1040), (1, 700, 1030)):
         x = make_values("random", shape, dtype, gen)
