@@ -1112,12 +1112,16 @@ static inline int64_t sw_sample_size(int64_t m)
         *below_out = below;                                                   \
         return c;                                                             \
     }
+SW_DEFINE_BRACKET0_PORTABLE(uint8_t, u8)
+SW_DEFINE_BRACKET0_PORTABLE(uint64_t, u64)
 #if defined(__AVX2__)
-/* 8-, 16- and 64-bit keys: the in-bracket and >= lo compares a vector at a
- * time, the keys inside copied by a loop over the mask's bits (a bracket
- * holds a small share of the set); the portable loop's store and count
- * chain was most of a median's time (int16 / uint8 64 x 1000: the rank
- * select's first pass). */
+/* 16-bit keys: the in-bracket and >= lo compares a vector at a time, the
+ * keys inside copied by a loop over the mask's bits (a bracket holds a
+ * small share of the set); the portable loop's store and count chain was
+ * most of a long row's median (bfloat16 4 x 65536 261 -> 156 us).  Not for
+ * 64-bit keys: four lanes a compare measured slower than the portable loop
+ * (AVX2 target, float64 / int64 rows of 8192..30000 0.68-0.80x), and 8-bit
+ * keys are counted (sw_rank_select_u8) wherever the bracket would run. */
 #define SW_BRACKET_BITS(J, MASK)                                              \
     do {                                                                      \
         for (unsigned m_ = (MASK); m_; m_ &= m_ - 1) {                        \
@@ -1126,30 +1130,6 @@ static inline int64_t sw_sample_size(int64_t m)
             ni[c++] = at_;                                                    \
         }                                                                     \
     } while (0)
-
-static int64_t sw_bracket0_u8(const uint8_t *k, int64_t m, uint8_t lo, uint8_t span, uint8_t *nk,
-                              int64_t *ni, int64_t *below_out)
-{
-    int64_t below = 0, c = 0, j = 0;
-    const __m256i vlo = _mm256_set1_epi8((char)lo), vspan = _mm256_set1_epi8((char)span);
-    for (; j + 32 <= m; j += 32) {
-        const __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(k + j));
-        const __m256i d = _mm256_sub_epi8(v, vlo);
-        const unsigned in = (unsigned)_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_max_epu8(d, vspan), vspan));
-        const unsigned ge = (unsigned)_mm256_movemask_epi8(_mm256_cmpeq_epi8(_mm256_max_epu8(v, vlo), v));
-        below += 32 - __builtin_popcount(ge);
-        SW_BRACKET_BITS(j, in);
-    }
-    for (; j < m; ++j) {
-        const uint8_t x = k[j];
-        nk[c] = x;
-        ni[c] = j;
-        below += x < lo;
-        c += (uint8_t)(x - lo) <= span;
-    }
-    *below_out = below;
-    return c;
-}
 
 static int64_t sw_bracket0_u16(const uint16_t *k, int64_t m, uint16_t lo, uint16_t span, uint16_t *nk,
                                int64_t *ni, int64_t *below_out)
@@ -1175,34 +1155,6 @@ static int64_t sw_bracket0_u16(const uint16_t *k, int64_t m, uint16_t lo, uint16
     return c;
 }
 
-static int64_t sw_bracket0_u64(const uint64_t *k, int64_t m, uint64_t lo, uint64_t span, uint64_t *nk,
-                               int64_t *ni, int64_t *below_out)
-{
-    int64_t below = 0, c = 0, j = 0;
-    /* unsigned compares as signed ones of sign-flipped words */
-    const __m256i sign = _mm256_set1_epi64x((long long)0x8000000000000000ull);
-    const __m256i vlo = _mm256_set1_epi64x((long long)lo);
-    const __m256i slo = _mm256_xor_si256(vlo, sign);
-    const __m256i sspan = _mm256_set1_epi64x((long long)(span ^ 0x8000000000000000ull));
-    for (; j + 4 <= m; j += 4) {
-        const __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(k + j));
-        const __m256i d = _mm256_xor_si256(_mm256_sub_epi64(v, vlo), sign);
-        const unsigned out = (unsigned)_mm256_movemask_pd(_mm256_castsi256_pd(_mm256_cmpgt_epi64(d, sspan)));
-        const unsigned lt = (unsigned)_mm256_movemask_pd(
-            _mm256_castsi256_pd(_mm256_cmpgt_epi64(slo, _mm256_xor_si256(v, sign))));
-        below += __builtin_popcount(lt);
-        SW_BRACKET_BITS(j, ~out & 15u);
-    }
-    for (; j < m; ++j) {
-        const uint64_t x = k[j];
-        nk[c] = x;
-        ni[c] = j;
-        below += x < lo;
-        c += (uint64_t)(x - lo) <= span;
-    }
-    *below_out = below;
-    return c;
-}
 #undef SW_BRACKET_BITS
 
 /* The same for 32-bit keys, eight at a time: the keys in [lo, lo + span]
@@ -1245,10 +1197,8 @@ static int64_t sw_bracket0_u32(const uint32_t *k, int64_t m, uint32_t lo, uint32
     return c;
 }
 #else
-SW_DEFINE_BRACKET0_PORTABLE(uint8_t, u8)
 SW_DEFINE_BRACKET0_PORTABLE(uint16_t, u16)
 SW_DEFINE_BRACKET0_PORTABLE(uint32_t, u32)
-SW_DEFINE_BRACKET0_PORTABLE(uint64_t, u64)
 #endif
 
 /* Rearrange a[0..n) so a[k] is the k-th smallest key, with no larger key
@@ -1332,7 +1282,8 @@ enum { SW_RANK_NOT_TAKEN = -2, SW_SELECT_MAX = 1 << 12 };
  * vector passes on long rows, so 16-bit rows count up to SW_HIST_MAX_U16. */
 enum { SW_HIST_MIN = 64, SW_HIST_MAX_U16 = 2048 };
 
-/* Four histograms (independent increments), summed into h[0]. */
+/* Four histograms h[4][256 or more] (independent increments), bins
+ * 0..255 summed into h[0]. */
 #define SW_HISTOGRAM(h, n, BIN)                                               \
     do {                                                                      \
         memset(h, 0, sizeof h);                                               \
@@ -1397,20 +1348,11 @@ static inline int64_t sw_rank_select_u16(const uint16_t *key, int64_t n, int64_t
 #undef SW_BIN_HI
     const int hi = sw_hist_bin(h[0], &r);
     /* the low bytes of the keys in bucket hi, the others counted in a
-     * spare bin (no branch: bucket hi can hold any share of the keys) */
+     * spare bin 256 (no branch: bucket hi can hold any share of the keys) */
     uint32_t lo[4][257];
-    memset(lo, 0, sizeof lo);
-    int64_t j = 0;
 #define SW_LOW_BIN(j) ((key[j] >> 8) == hi ? key[j] & 0xFF : 256)
-    for (; j + 4 <= n; j += 4) {
-        ++lo[0][SW_LOW_BIN(j)];
-        ++lo[1][SW_LOW_BIN(j + 1)];
-        ++lo[2][SW_LOW_BIN(j + 2)];
-        ++lo[3][SW_LOW_BIN(j + 3)];
-    }
-    for (; j < n; ++j) ++lo[0][SW_LOW_BIN(j)];
+    SW_HISTOGRAM(lo, n, SW_LOW_BIN);
 #undef SW_LOW_BIN
-    for (int b = 0; b < 256; ++b) lo[0][b] += lo[1][b] + lo[2][b] + lo[3][b];
     const int b = sw_hist_bin(lo[0], &r);
     return sw_nth_equal_u16(key, n, (uint16_t)(hi << 8 | b), r);
 }
