@@ -8,6 +8,8 @@ checks that the input was not touched, and that the fast path actually ran
 import pytest
 import torch
 
+from kwker import _native
+
 from kwker_testing import (FLOAT_DTYPES, LAYOUTS, ORIG, SELECT_DTYPES, SORT_DTYPES, VALUE_KINDS,
                       _nan_payloads, assert_same, bits, compare, layout, make_values)
 
@@ -139,6 +141,49 @@ def test_sort_around_radix_switch(kw, gen, dtype):
         compare("argsort", x, descending=True)
         compare("sort", layout(x, "step", 0))
     compare("sort", make_values("ties", (2, 32768), dtype, gen))
+
+
+def _small_range_values(dtype, n, span, end, gen):
+    """n integers of `dtype` spanning `span` values from the dtype's least
+    value (end "low"), around zero ("mid") or up to its largest ("high")."""
+    r = torch.randint(0, span, (n,), generator=gen, dtype=torch.int64)
+    if dtype is torch.uint64:  # built as int64 bits (2^64 - span wraps to -span)
+        base = {"low": 0, "mid": 1000, "high": -span}[end]
+        return (r + base).view(torch.uint64)
+    info = torch.iinfo(dtype)
+    base = {"low": info.min, "mid": -100 if info.min < 0 else 100, "high": info.max - span + 1}[end]
+    return (r + base).to(dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.int32, torch.int64, torch.uint32, torch.uint64], ids=str)
+def test_sort_small_key_range(kw, gen, target, dtype):
+    """Stable sorts of long integer rows whose keys span at most 256 values
+    are counted (sort_kernels.h sort_small_range_row): spans of 1, 2, 200 and
+    256 take it, 257 does not; keys at both ends of the dtype's range and
+    around zero; rows around KWK_SMALL_RANGE_MIN_LEN (16384), with 0..3
+    elements past the four quarters; descending, argsort (no values) and
+    outputs with a stride (sorting along dim 0)."""
+    rows = lambda: _native.lib.kwk_counter(12)  # KWK_COUNT_SMALL_RANGE_SORT_ROWS
+    for n, span, end in [(16384, 200, "mid"), (16387, 256, "high"), (16385, 1, "low"),
+                         (16386, 2, "high"), (16383, 200, "mid"), (16384, 257, "low")]:
+        x = _small_range_values(dtype, n, span, end, gen)
+        taken = n >= 16384 and span <= 256
+        before = rows()
+        compare("sort", x, stable=True)
+        compare("sort", x, descending=True, stable=True)
+        compare("argsort", x, stable=True)
+        two = torch.stack([x, x[torch.arange(n - 1, -1, -1)]], 1)  # along dim 0: outputs 2 apart
+        compare("sort", two, dim=0, stable=True)
+        assert rows() - before == (5 if taken else 0), (n, span, end)
+    # rows of a matrix, and the default stable=False where torch's own sort is
+    # stable (1-D ascending integers from 32768: its radix sort) - not for the
+    # unsigned ones, which torch refuses there
+    compare("sort", _small_range_values(dtype, 2 * 20001, 100, "mid", gen).reshape(2, 20001),
+            stable=True)
+    if dtype in (torch.int32, torch.int64):
+        before = rows()
+        compare("sort", _small_range_values(dtype, 40001, 128, "low", gen))
+        assert rows() - before == 1
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bfloat16], ids=str)

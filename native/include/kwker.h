@@ -81,7 +81,9 @@ enum {
                                          (kthvalue, median; kth_pick.h) */
     KWK_COUNT_KTH_BRACKET_SECOND = 10, /* of those, rows the first bracket missed */
     KWK_COUNT_KTH_BRACKET_EXACT = 11,  /* of those, rows the second missed too */
-    KWK_NUM_COUNTERS = 12
+    KWK_COUNT_SMALL_RANGE_SORT_ROWS = 12, /* stable sort rows of integer keys spanning
+                                             few values, counted (sort_kernels.h) */
+    KWK_NUM_COUNTERS = 13
 };
 int64_t kwk_counter(int which);
 
