@@ -664,11 +664,17 @@ static int words_drop_merge(uint64_t *w, uint64_t *tmp, int64_t n, int ibits, in
      * together never more than the words read, so they do not meet */
     uint64_t *drop = tmp + n;
     const int64_t dmax = n / KWK_DROP_RATIO;
-    int64_t k = 0, d = 0;
-    for (int64_t i = 0; i < n; ++i) {
+    int64_t k = 1, d = 0;
+    /* the last kept word in a register: compared against tmp[k - 1], each
+     * word waited on the store of the one before (pyg_temporal's 157474
+     * nearly sorted timestamps, us, min of 3 alternating runs: 425 -> 391;
+     * a galloping merge of the few dropped words measured slower than
+     * words_merge's vector merge, 0.86x) */
+    uint64_t last = tmp[0] = w[0]; /* (n >= KWK_ADAPT_MIN_N) */
+    for (int64_t i = 1; i < n; ++i) {
         const uint64_t e = w[i];
-        if (k == 0 || e > tmp[k - 1]) {
-            tmp[k++] = e;
+        if (e > last) {
+            tmp[k++] = last = e;
             continue;
         }
         /* the j last kept words above e, if at most KWK_DROP_BACK and
@@ -678,7 +684,7 @@ static int words_drop_merge(uint64_t *w, uint64_t *tmp, int64_t n, int ibits, in
         while (j <= KWK_DROP_BACK && j < k && tmp[k - 1 - j] > e) ++j;
         if (j <= KWK_DROP_BACK) {
             for (int t = 0; t < j; ++t) *--drop = tmp[--k];
-            tmp[k++] = e;
+            tmp[k++] = last = e;
             d += j;
         } else {
             *--drop = e;
