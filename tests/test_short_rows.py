@@ -2,7 +2,9 @@
 rows of 2..16 and topk of rows up to 256 with k <= 8 run eight rows at once
 (native/src/short_rows.h); topk of contiguous rows of 256..4095 with k <= 8
 runs from a threshold, row by row (native/src/topk_threshold.h; on
-AVX-512 from 128 for keys other than float32's).
+AVX-512 from 128 for keys other than float32's); k = 1 of contiguous rows
+in one pass (topk_top1.h), and so k = 2 or 3 of float32 rows, k = 2 of
+bfloat16 ones (topk_few.h).
 Differential tests against torch 2.13, values bit for bit and indices
 (torch's order of equal values included), on both native targets, with
 native row counters proving which kernel served the call (and, for topk,
@@ -23,6 +25,8 @@ THRESHOLD_TIES = 5    # KWK_COUNT_THRESHOLD_TOPK_TIES
 THRESHOLD_REDONE = 6  # KWK_COUNT_THRESHOLD_TOPK_REDONE
 STABLE_BY_THRESHOLD = 7  # KWK_COUNT_SHORT_TOPK_STABLE_BY_THRESHOLD
 TOP1 = 8           # KWK_COUNT_TOP1_ROWS
+FEW = 13           # KWK_COUNT_FEW_TOPK_ROWS
+FEW_BACK = 14      # KWK_COUNT_FEW_TOPK_TIES: of those, rows handed back
 
 SORT_MAX = 16      # SR_SORT_MAX
 TOPK_MAX_LEN = 256  # SR_TOPK_MAX_LEN
@@ -37,6 +41,12 @@ TOP1_MIN_LEN = {"avx512": 64, "avx2": 128}  # T1_MIN_LEN (topk_top1.h)
 # T1_MAX_LEN, T1_MAX_LEN_BF16, T1_MAX_LEN_I64, T1_MAX_LEN_F64
 TOP1_MAX_LEN = {torch.float32: 8192, torch.bfloat16: 4096, torch.int64: 2**31 - 1,
                 torch.uint64: 2**31 - 1, torch.float64: 4095}
+# topk_few.h's lengths (TF_MIN_LEN_K2, TF_MIN_LEN_K3, TF_MAX_LEN,
+# TF_MIN_LEN_BF16, TF_MAX_LEN_BF16) by target, dtype and k
+FEW_LENS = {"avx512": {(torch.float32, 2): (96, 4096), (torch.float32, 3): (160, 4096),
+                       (torch.bfloat16, 2): (128, 2048)},
+            "avx2": {(torch.float32, 2): (96, 2048), (torch.float32, 3): (256, 2048),
+                     (torch.bfloat16, 2): (384, 1024)}}
 ROWS = 19          # two full groups of eight and a tail of three
 # keys of at most 32 bits take the kernel; 64-bit ones the per-row path
 NARROW = {d for d in SORT_DTYPES if d not in (torch.int64, torch.uint64, torch.float64)}
@@ -44,13 +54,13 @@ KINDS = ("random", "ties", "bf16ties", "equal", "nan", "special")
 
 
 def counters():
-    return [lib.kwk_counter(i) for i in range(9)]
+    return [lib.kwk_counter(i) for i in range(15)]
 
 
 def counted(fn):
     """fn()'s rows served by the kernels of this file, by counter: [sort,
     topk, redone, -, threshold topk, its ties, its redone, stable by
-    threshold, top-1]."""
+    threshold, top-1, -, -, -, -, few, its handed back]."""
     before = counters()
     fn()
     return [a - b for a, b in zip(counters(), before)]
@@ -61,13 +71,16 @@ def sort_takes_kernel(dtype, n, rows):
 
 
 def topk_kernel(dtype, n, k, rows, sorted_=True, contiguous=True):
-    """The counter of the kernel that takes a topk call (TOP1,
+    """The counter of the kernel that takes a topk call (TOP1, FEW,
     THRESHOLD_TOPK or SHORT_TOPK), or None for the per-row path."""
     lo = TOP1_MIN_LEN.get(_native.target())  # (none on the portable target)
     if lo is not None and k == 1 and contiguous and lo <= n <= TOP1_MAX_LEN.get(dtype, 0):
         return TOP1
     if order_is_torch() and not sorted_ and k * 64 > n and k > 1:
         return None  # torch's nth_element leaves introselect order
+    few = FEW_LENS.get(_native.target(), {}).get((dtype, k))
+    if few and contiguous and few[0] <= n <= few[1]:
+        return FEW
     if dtype not in NARROW or not 1 <= k <= TOPK_MAX_K:
         return None
     avx512 = _native.target() == "avx512"
@@ -152,9 +165,10 @@ def _topk_all(x, n, dtype, rows, dim=-1):
                 got = counted(lambda: compare("topk", x, k, dim=dim, largest=largest,
                                               sorted=sorted_))
                 kernel = topk_kernel(dtype, n, k, rows, sorted_, x.stride(dim) == 1)
-                for counter in (SHORT_TOPK, THRESHOLD_TOPK, TOP1):
+                for counter in (SHORT_TOPK, THRESHOLD_TOPK, TOP1, FEW):
                     expect = rows if counter == kernel else 0
                     assert got[counter] == expect, (n, k, largest, sorted_, got)
+                assert got[FEW_BACK] <= got[FEW]
                 assert got[TOPK_REDONE] <= got[SHORT_TOPK]
                 assert got[STABLE_BY_THRESHOLD] <= got[TOPK_REDONE]
                 if order_is_torch():
@@ -219,6 +233,85 @@ def test_top1_kernel_every_target(kw, gen, name, dtype):
             for largest in (True, False):
                 got = counted(lambda: compare("topk", x, 1, largest=largest))
                 assert got[TOP1] == (3 if name != "portable" else 0), got
+    finally:
+        _native.set_target("auto")
+
+
+def _distinct_rows(rows, n, dtype, gen):
+    """rows x n values, distinct within each row, exact in `dtype`: a
+    permutation of -n/2.. (bfloat16 rows of more than 256: of n consecutive
+    positive bit patterns from 2^-7)."""
+    perm = ORIG["argsort"](torch.rand(rows, n, generator=gen), dim=-1)
+    if dtype is torch.bfloat16 and n > 256:
+        return (perm + 0x3C00).to(torch.int16).view(torch.bfloat16)
+    return (perm - n // 2).to(dtype)
+
+
+@pytest.mark.parametrize("dtype", (torch.float32, torch.bfloat16), ids=str)
+@pytest.mark.parametrize("name", _cpu_targets())
+def test_few_kernel_every_target(kw, gen, name, dtype):
+    """topk k = 2, 3 of contiguous float32 rows, k = 2 of bfloat16 ones
+    (topk_few.h) on every target: lengths around its bounds and the vector
+    widths (the last vector read overlapping), both directions, sorted or
+    not.  Tie-free rows are answered; rows with a NaN (either sign,
+    anywhere, the overlapped tail included), a tie among the k + 1 best, or
+    -0.0 beside +0.0 among them are handed back; the best keys sharing a
+    vector lane take the kernel's second pass."""
+    _native.set_target(name)
+    try:
+        lens = FEW_LENS.get(name, {})
+        for k in (2, 3):
+            bounds = lens.get((dtype, k))
+            if bounds is None and (dtype, 2) not in lens:
+                bounds = (96, 128)  # (a target without the kernel: nothing taken)
+            if bounds is None:
+                continue
+            lo, hi = bounds
+            for n in sorted({lo - 1, lo, lo + 1, lo + 7, lo + 15, 200, 257, 1000, hi - 1, hi,
+                             hi + 1}):
+                x = _distinct_rows(8, n, dtype, gen)
+                taken = topk_kernel(dtype, n, k, 8) == FEW
+                for largest in (True, False):
+                    for sorted_ in (True, False):
+                        got = counted(lambda: compare("topk", x, k, largest=largest,
+                                                      sorted=sorted_))
+                        want = topk_kernel(dtype, n, k, 8, sorted_) == FEW
+                        assert got[FEW] == (8 if want else 0), (n, k, got)
+                        assert got[FEW_BACK] == 0, (n, k, got)
+                if not taken:
+                    continue
+                y = x.clone()
+                top = ORIG["topk"](x, k + 1, dim=-1).indices
+                bottom = ORIG["topk"](x, k + 1, dim=-1, largest=False).indices
+                y[0, n - 1] = float("nan")               # in the overlapped tail
+                y[1, 5] = -float("nan")                  # a negative NaN
+                y[2, top[2, k]] = y[2, top[2, k - 1]]    # the k-th and (k+1)-th tie
+                y[3, top[3, 1]] = y[3, top[3, 0]]        # the best two tie
+                y[4, :] = -1 - y[4, :].abs()             # all negative but two zeros:
+                y[4, 3], y[4, n - 2] = -0.0, 0.0         #   -0.0 == +0.0, the best two
+                y[5, top[5, 0]] = float("inf")           # +inf, alone: answered
+                y[5, bottom[5, 0]] = -float("inf")
+                y[6, :] = y[6, 0]                        # all equal
+                # the best two in one lane (16 apart: lane 0 on AVX-512 and AVX2)
+                y[7, :] = -y[7, :].abs() - 2
+                y[7, 0], y[7, 16] = 100, 90
+                y[7, 32] = 80 if k == 3 else y[7, 32]
+                for largest in (True, False):
+                    got = counted(lambda: compare("topk", y, k, largest=largest))
+                    assert got[FEW] == 8, (n, k, got)
+                    # largest: rows 0-4 and 6 back (row 2 ties at the (k+1)-th);
+                    # smallest: the NaN rows, the all-equal row and the
+                    # zeros (row 4's smallest are distinct: back only if tied)
+                    if largest:
+                        assert got[FEW_BACK] == 6, (n, k, got)
+                    else:
+                        assert got[FEW_BACK] >= 3, (n, k, got)
+        if dtype is torch.bfloat16 and (dtype, 2) in lens:
+            # longer bfloat16 rows: randn rounded (ties now and then)
+            for n in (lens[(dtype, 2)][1], 1000):
+                x = torch.randn(16, n, generator=gen).to(dtype)
+                got = counted(lambda: compare("topk", x, 2))
+                assert got[FEW] == 16, got
     finally:
         _native.set_target("auto")
 
@@ -310,20 +403,24 @@ def _router_rows(n, dtype, gen):
     return x
 
 
-ROUTER_CASES = ((128, 8), (64, 6), (16, 2), (200, 4))
+ROUTER_CASES = ((128, 8), (64, 6), (16, 2), (200, 4), (128, 2), (256, 3))
 ROUTER_DTYPES = (torch.float32, torch.bfloat16, torch.int32, torch.int16)
 
 
 @pytest.mark.parametrize("dtype", ROUTER_DTYPES, ids=str)
 def test_topk_tied_rows_torch_order(kw, gen, target, dtype):
-    """In torch order the eight-rows kernel's tied rows are emulated, never
-    answered by the threshold kernel's stable ranking."""
+    """In torch order the eight-rows kernel's tied rows (and those topk_few.h
+    hands back) are emulated, never answered by the threshold kernel's
+    stable ranking."""
     for n, k in ROUTER_CASES:
         x = _router_rows(n, dtype, gen)
         for largest in (True, False):
             got = counted(lambda: compare("topk", x, k, largest=largest))
-            if topk_kernel(dtype, n, k, 64) == THRESHOLD_TOPK:  # emulated on the spot
+            kernel = topk_kernel(dtype, n, k, 64)
+            if kernel == THRESHOLD_TOPK:  # emulated on the spot
                 assert got[THRESHOLD_TOPK] == 64 and got[THRESHOLD_TIES] >= 2, got
+            elif kernel == FEW:  # handed back, emulated
+                assert got[FEW] == 64 and got[FEW_BACK] >= 2, got
             else:
                 assert got[SHORT_TOPK] == 64 and got[TOPK_REDONE] >= 2, got
             assert got[STABLE_BY_THRESHOLD] == 0, got
@@ -332,7 +429,8 @@ def test_topk_tied_rows_torch_order(kw, gen, target, dtype):
 @pytest.mark.parametrize("dtype", ROUTER_DTYPES, ids=str)
 def test_topk_tied_rows_stable_by_threshold(kw_stable, gen, target, dtype):
     """With ties="stable" the eight-rows kernel's tied contiguous rows of >=
-    16 are answered by the threshold kernel's ranking of (key, position);
+    16 (and those topk_few.h hands back) are answered by the threshold
+    kernel's ranking of (key, position);
     strided rows go to the per-row kernel.  Checked against a stable
     sort."""
     from test_exactness import _is_stable_topk
@@ -343,9 +441,13 @@ def test_topk_tied_rows_stable_by_threshold(kw_stable, gen, target, dtype):
                 before = counters()
                 got = torch.topk(x, k, -1, largest, sorted_)
                 c = [a - b for a, b in zip(counters(), before)]
-                if topk_kernel(dtype, n, k, 64, sorted_) == THRESHOLD_TOPK:
+                kernel = topk_kernel(dtype, n, k, 64, sorted_)
+                if kernel == THRESHOLD_TOPK:
                     # the threshold kernel itself ranks (key, position)
                     assert c[THRESHOLD_TOPK] == 64 and c[THRESHOLD_TIES] == 0, c
+                elif kernel == FEW:  # rows handed back ranked by the threshold's
+                    assert c[FEW] == 64, c
+                    assert 0 < c[STABLE_BY_THRESHOLD] <= c[FEW_BACK], c
                 else:
                     assert c[SHORT_TOPK] == 64, c
                     assert 0 < c[STABLE_BY_THRESHOLD] <= c[TOPK_REDONE], c

@@ -83,7 +83,11 @@ enum {
     KWK_COUNT_KTH_BRACKET_EXACT = 11,  /* of those, rows the second missed too */
     KWK_COUNT_SMALL_RANGE_SORT_ROWS = 12, /* stable sort rows of integer keys spanning
                                              few values, counted (sort_kernels.h) */
-    KWK_NUM_COUNTERS = 13
+    KWK_COUNT_FEW_TOPK_ROWS = 13,   /* topk k = 2, 3 rows through the one-pass kernel
+                                       (topk_few.h) */
+    KWK_COUNT_FEW_TOPK_TIES = 14,   /* of those, rows handed back (a tie or a NaN
+                                       among the k + 1 best) and redone */
+    KWK_NUM_COUNTERS = 15
 };
 int64_t kwk_counter(int which);
 

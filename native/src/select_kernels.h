@@ -10,6 +10,7 @@
 #include "short_rows.h"
 #include "topk_threshold.h"
 #include "topk_nth.h"
+#include "topk_few.h"
 #include "topk_top1.h"
 
 /* ---------------------------------------------------------------- topk */
@@ -566,13 +567,57 @@ static int topk_stable_by_threshold(int dtype, const void *src, int64_t len, int
     return KWK_OK;
 }
 
-/* Short rows, small k: contiguous rows of TT_MIN_LEN..TT_MAX_LEN elements
- * one by one from a threshold (topk_threshold.h), shorter or strided ones
- * eight rows at a time (short_rows.h).  The rows a kernel hands back (the
- * eight-rows one: a tie among their first k + 1 keys; the threshold one:
- * too many candidates) are redone one by one: in torch order straight by
- * the emulation of torch's selection (the per-row kernel would first
- * select again, then find the same tie); in stable order by the per-row
+/* topk of the rows tf_applies to (topk_few.h), arguments and outputs as
+ * tt_topk's; a row with a NaN or a tie among its k + 1 best is handed back
+ * for redo (its outputs may hold anything). */
+static int topk_few(int dtype, const void *src, int64_t outer, int64_t len, int64_t inner,
+                    int64_t src_so, int64_t src_si, int64_t k, void *values, int64_t *indices,
+                    int64_t dst_so, int64_t dst_sl, int64_t dst_si, int largest, int64_t *redo,
+                    int64_t *nredo)
+{
+    *nredo = 0;
+#if defined(__AVX2__)
+    const int es = KWK_DTYPES[dtype].elem_size;
+    int64_t at[TF_MAX_K];
+    for (int64_t o = 0; o < outer; ++o)
+        for (int64_t i = 0; i < inner; ++i) {
+            const char *row = (const char *)src + (o * src_so + i * src_si) * es;
+            if (!tf_row(dtype, row, len, (int)k, largest, at)) {
+                redo[(*nredo)++] = o * inner + i;
+                continue;
+            }
+            /* (no NaN among them: bfloat16 values need no canonical NaN) */
+            const int64_t d = o * dst_so + i * dst_si;
+            if (values) {
+                char *v = (char *)values + d * es;
+                if (es == 4)
+                    for (int64_t p = 0; p < k; ++p) memcpy(v + p * dst_sl * 4, row + at[p] * 4, 4);
+                else
+                    for (int64_t p = 0; p < k; ++p) memcpy(v + p * dst_sl * 2, row + at[p] * 2, 2);
+            }
+            if (indices)
+                for (int64_t p = 0; p < k; ++p) indices[d + p * dst_sl] = at[p];
+        }
+    kwk_count(KWK_COUNT_FEW_TOPK_ROWS, outer * inner);
+    kwk_count(KWK_COUNT_FEW_TOPK_TIES, *nredo);
+#else
+    (void)dtype, (void)src, (void)outer, (void)len, (void)inner, (void)src_so, (void)src_si;
+    (void)k, (void)values, (void)indices, (void)dst_so, (void)dst_sl, (void)dst_si;
+    (void)largest, (void)redo;
+#endif
+    return KWK_OK;
+}
+
+/* Short rows, small k: k = 2 or 3 of contiguous float32 rows (k = 2 of
+ * bfloat16 ones) of tf_applies' lengths in one pass each (topk_few.h);
+ * other contiguous rows of TT_MIN_LEN..TT_MAX_LEN elements one by one from
+ * a threshold (topk_threshold.h), shorter or strided ones eight rows at a
+ * time (short_rows.h).  The rows a kernel hands back (the eight-rows one
+ * and the one-pass one: a tie among their first k + 1 keys, or for the
+ * latter a NaN; the threshold one: too many candidates) are redone one by
+ * one: in torch order straight by the emulation of torch's selection (the
+ * per-row kernel would first select again, then find the same tie); in
+ * stable order by the threshold kernel's ranking, else the per-row
  * kernel. */
 static int topk_short_rows(int dtype, const void *src, int64_t outer, int64_t len,
                            int64_t inner, int64_t src_so, int64_t src_sl, int64_t src_si,
@@ -582,7 +627,10 @@ static int topk_short_rows(int dtype, const void *src, int64_t outer, int64_t le
     const int64_t rows = outer * inner;
     int64_t *redo = (int64_t *)malloc((size_t)rows * sizeof(int64_t)), nredo = 0;
     if (!redo) return KWK_E_NOMEM;
-    int status = tt_topk_applies(dtype, len, k, src_sl, sorted, order)
+    int status = tf_applies(dtype, len, k, src_sl, sorted, order)
+        ? topk_few(dtype, src, outer, len, inner, src_so, src_si, k, values, indices, dst_so,
+                   dst_sl, dst_si, largest, redo, &nredo)
+        : tt_topk_applies(dtype, len, k, src_sl, sorted, order)
         ? tt_topk(dtype, src, outer, len, inner, src_so, src_si, k, values, indices, dst_so,
                   dst_sl, dst_si, largest, sorted, order, redo, &nredo)
         : sr_topk(dtype, src, outer, len, inner, src_so, src_sl, src_si, k, values, indices,
@@ -782,7 +830,8 @@ static int impl_topk(int dtype, const void *src, int64_t outer, int64_t len,
     if (t1_applies(dtype, len, k, src_sl))
         return topk_top1_rows(dtype, src, outer, len, inner, src_so, src_si, values, indices,
                               dst_so, dst_si, largest);
-    if (tt_topk_applies(dtype, len, k, src_sl, sorted, order) ||
+    if (tf_applies(dtype, len, k, src_sl, sorted, order) ||
+        tt_topk_applies(dtype, len, k, src_sl, sorted, order) ||
         sr_topk_applies(dtype, outer * inner, len, k, sorted, order))
         return topk_short_rows(dtype, src, outer, len, inner, src_so, src_sl, src_si, k, values,
                                indices, dst_so, dst_sl, dst_si, largest, sorted, order);
