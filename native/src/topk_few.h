@@ -310,28 +310,30 @@ static int tf_row(int dtype, const char *row, int64_t n, int k, int largest, int
 #endif /* __AVX2__ */
 
 /* Where it was measured faster than the kernels before it (sr_topk's
- * columns to 256, tt_row's threshold from there; 2^19-element inputs of
- * randn rows, ns a row, one thread, Intel Xeon with AVX-512 at 2.6 GHz):
- *   AVX-512, float32, k = 2: x96 30.0 -> 28.3, x128 37.5 -> 32.7, x256
- *     75.4 -> 49.0, x1024 213 -> 142, x4096 614 -> 505; but x64 22.5 -> 26.5,
- *     x8192 988 -> 1038.
- *   k = 3: x160 53.1 -> 51.0, x256 77.0 -> 64.3, x1024 212 -> 183, x4096 716
- *     -> 658; but x128 45.1 -> 45.5, x64 27.9 -> 37.6, x8192 1083 -> 1333.
- *   k = 4 lost everywhere (x256 78 -> 89): TF_MAX_K is 3.
- *   bfloat16 (rows with ties: bf16-rounded randn), k = 2: x128 55.7 -> 40.7,
- *     x1024 222 -> 193, x2048 356 -> 323; but x4096 564 -> 652; k = 3 lost
- *     or tied (x256 101 -> 105).
- *   AVX2, float32, k = 2: x96 33.6 -> 29.4, x256 81.2 -> 60.1, x2048 585 ->
- *     413; but x4096 609 -> 782.  k = 3: x256 109 -> 82, x2048 571 -> 523;
- *     x192 66 -> 66, x128 47 -> 50.
- *   AVX2, bfloat16, k = 2: x384 142 -> 108, x1024 308 -> 256; x256 76 -> 79,
- *     x2048 532 -> 486 (noise), x128 41 -> 45. */
+ * columns to 256, tt_row's threshold from there; Intel Xeon, 2.6 GHz,
+ * native, one thread, 2^19-element inputs of randn rows, ns a row, min of
+ * 5 interleaved runs, "cold": 8 inputs cycled, "hot": one):
+ *   AVX-512, float32, k = 2, cold: x96 34.0 -> 31.4, x128 41.3 -> 36.3,
+ *     x256 74.9 -> 54.7, x1024 236 -> 164, x4096 824 -> 598; x64 alike
+ *     (hot 22.2 -> 26.5 in a single run), x8192 alike (hot 988 -> 1038).
+ *     Hot: x128 37.4 -> 32.5, x256 72.8 -> 47.4, x1024 210 -> 139.
+ *   k = 3, cold: x160 62.2 -> 55.9, x256 90.0 -> 75.7, x1024 260 -> 208,
+ *     x4096 998 -> 742; x128 alike; hot x64 27.9 -> 37.6, x8192 1083 -> 1333.
+ *   k = 4 lost everywhere (hot x256 78 -> 89): TF_MAX_K is 3.
+ *   bfloat16 (bf16-rounded randn: rows with ties), k = 2, cold: x128 58.3
+ *     -> 43.4, x256 80.1 -> 64.0, x1024 229 -> 191, x2048 375 -> 338; x4096
+ *     alike (hot 564 -> 652); k = 3 lost or tied (hot x256 101 -> 105).
+ *   AVX2, float32, k = 2, cold: x96 36.9 -> 30.8, x256 96.4 -> 64.3, x2048
+ *     580 -> 416; hot x4096 609 -> 782.  k = 3, cold: x256 118 -> 86, x2048
+ *     640 -> 558; x192 and below alike or slower (hot x128 47 -> 50).
+ *   AVX2, bfloat16, k = 2, cold: x384 152 -> 140, x512 189 -> 169, but
+ *     x1024 324 -> 352 (hot 308 -> 256), x256 alike. */
 #if defined(__AVX512F__)
 enum { TF_MIN_LEN_K2 = 96, TF_MIN_LEN_K3 = 160, TF_MAX_LEN = 4096,
        TF_MIN_LEN_BF16 = 128, TF_MAX_LEN_BF16 = 2048 };
 #else
 enum { TF_MIN_LEN_K2 = 96, TF_MIN_LEN_K3 = 256, TF_MAX_LEN = 2048,
-       TF_MIN_LEN_BF16 = 384, TF_MAX_LEN_BF16 = 1024 };
+       TF_MIN_LEN_BF16 = 384, TF_MAX_LEN_BF16 = 512 };
 #endif
 
 /* Whether topk_few_rows takes the call: k = 2..TF_MAX_K of contiguous
