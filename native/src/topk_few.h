@@ -160,7 +160,8 @@ static inline tf_v tf_take_above(tf_v head, tf_v x, tf_v b, tf_v pos)
 }
 static inline unsigned tf_equal(tf_v v, int32_t x)
 {
-    return (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(v, _mm256_set1_epi32(x))));
+    return (unsigned)_mm256_movemask_ps(
+        _mm256_castsi256_ps(_mm256_cmpeq_epi32(v, _mm256_set1_epi32(x))));
 }
 static inline int32_t tf_lane(tf_v v, unsigned lanes)
 {
@@ -242,7 +243,7 @@ static inline __attribute__((always_inline)) int tf_answer(const tf_v *best, tf_
 /* tf_row_<SUF>_<L>(row, n, k, at): the positions of the row's k best
  * values (the largest: L = 1) into at[0..k), best first; 0 for a row with
  * a NaN or a tie among its k + 1 best.
- * One instance per dtype and direction, K a constant in each of its three
+ * One instance per dtype and direction, K a constant in each of its two
  * cases. */
 #define TF_DEFINE_ROW(SUF, L)                                                 \
     static inline __attribute__((always_inline)) int tf_row_k_##SUF##_##L(  \
@@ -260,7 +261,7 @@ static inline __attribute__((always_inline)) int tf_answer(const tf_v *best, tf_
                 x = tf_keys(tf_vec_##SUF(row, n - TF_W), !L);                 \
                 low = tf_min(low, x);                                         \
                 x = tf_drop_below(x, (int)(i - (n - TF_W)));                  \
-                pos = tf_add(tf_iota(), tf_set1((int32_t)(n - TF_W)));                   \
+                pos = tf_add(tf_iota(), tf_set1((int32_t)(n - TF_W)));        \
             } else                                                            \
                 break;                                                        \
             head = tf_take_above(head, x, best[0], pos);                      \
@@ -281,7 +282,7 @@ static inline __attribute__((always_inline)) int tf_answer(const tf_v *best, tf_
         for (int64_t i = 0; i < n; i += TF_W) {                               \
             const int64_t s = i + TF_W <= n ? i : n - TF_W;                   \
             const tf_v x = tf_drop_below(tf_keys(tf_vec_##SUF(row, s), !L), (int)(i - s)); \
-            const tf_v ps = tf_add(tf_iota(), tf_set1((int32_t)s));                    \
+            const tf_v ps = tf_add(tf_iota(), tf_set1((int32_t)s));           \
             for (int p = 0; p < K - 1; ++p)                                   \
                 if (at[p] < 0) where[p] = tf_take_equal(where[p], x, g[p], ps); \
         }                                                                     \
