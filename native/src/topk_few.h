@@ -42,6 +42,7 @@
 #include <string.h>
 
 #include "kwker.h" /* KWK_ORDER_TORCH, dtype codes */
+#include "topk_top1.h" /* t1_vec_<SUF>: T1_W elements' bits as 32-bit lanes */
 #if defined(__AVX2__)
 #include <immintrin.h>
 #endif
@@ -53,23 +54,11 @@ enum { TF_KEY_INF = 0x7F800000, TF_KEY_MINUS_INF = (int32_t)0x807FFFFF };
 
 #if defined(__AVX2__)
 #if defined(__AVX512F__)
-enum { TF_W = 16 };
+enum { TF_W = T1_W }; /* 16: t1_vec_<SUF>'s lanes */
 typedef __m512i tf_v;
-static inline tf_v tf_vec_f32(const char *row, int64_t at)
-{
-    return _mm512_loadu_si512((const void *)(row + 4 * at));
-}
-static inline tf_v tf_vec_bf16(const char *row, int64_t at)
-{
-    return _mm512_slli_epi32(
-        _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(row + 2 * at))),
-        16);
-}
 #define tf_max(a, b) _mm512_max_epi32(a, b)
 #define tf_min(a, b) _mm512_min_epi32(a, b)
 #define tf_set1(x) _mm512_set1_epi32((int)(x))
-#define tf_store(p, v) _mm512_storeu_si512((void *)(p), v)
-#define tf_load(p) _mm512_loadu_si512((const void *)(p))
 /* The keys of x's floats, ~ those when `flip` (a constant in each caller:
  * the compiler makes one ternary logic operation of the xors). */
 static inline tf_v tf_keys(tf_v x, int flip)
@@ -112,23 +101,11 @@ static inline int32_t tf_lane(tf_v v, unsigned lanes)
 }
 static inline int32_t tf_hmin(tf_v v) { return _mm512_reduce_min_epi32(v); }
 #else
-enum { TF_W = 8 };
+enum { TF_W = T1_W }; /* 8 */
 typedef __m256i tf_v;
-static inline tf_v tf_vec_f32(const char *row, int64_t at)
-{
-    return _mm256_loadu_si256((const __m256i *)(const void *)(row + 4 * at));
-}
-static inline tf_v tf_vec_bf16(const char *row, int64_t at)
-{
-    return _mm256_slli_epi32(
-        _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)(row + 2 * at))),
-        16);
-}
 #define tf_max(a, b) _mm256_max_epi32(a, b)
 #define tf_min(a, b) _mm256_min_epi32(a, b)
 #define tf_set1(x) _mm256_set1_epi32((int)(x))
-#define tf_store(p, v) _mm256_storeu_si256((__m256i *)(void *)(p), v)
-#define tf_load(p) _mm256_loadu_si256((const __m256i *)(const void *)(p))
 static inline tf_v tf_keys(tf_v x, int flip)
 {
     const tf_v k = _mm256_xor_si256(
@@ -255,10 +232,10 @@ static inline __attribute__((always_inline)) int tf_answer(const tf_v *best, tf_
         for (int64_t i = 0;; i += TF_W) {                                     \
             tf_v x;                                                           \
             if (i + TF_W <= n) {                                              \
-                x = tf_keys(tf_vec_##SUF(row, i), !L);                        \
+                x = tf_keys(t1_vec_##SUF(row, i), !L);                        \
                 low = tf_min(low, x);                                         \
             } else if (i < n) { /* the last W, lanes before i seen */         \
-                x = tf_keys(tf_vec_##SUF(row, n - TF_W), !L);                 \
+                x = tf_keys(t1_vec_##SUF(row, n - TF_W), !L);                 \
                 low = tf_min(low, x);                                         \
                 x = tf_drop_below(x, (int)(i - (n - TF_W)));                  \
                 pos = tf_add(tf_iota(), tf_set1((int32_t)(n - TF_W)));        \
@@ -281,7 +258,7 @@ static inline __attribute__((always_inline)) int tf_answer(const tf_v *best, tf_
         for (int p = 0; p < K - 1; ++p) where[p] = tf_set1(-1);               \
         for (int64_t i = 0; i < n; i += TF_W) {                               \
             const int64_t s = i + TF_W <= n ? i : n - TF_W;                   \
-            const tf_v x = tf_drop_below(tf_keys(tf_vec_##SUF(row, s), !L), (int)(i - s)); \
+            const tf_v x = tf_drop_below(tf_keys(t1_vec_##SUF(row, s), !L), (int)(i - s)); \
             const tf_v ps = tf_add(tf_iota(), tf_set1((int32_t)s));           \
             for (int p = 0; p < K - 1; ++p)                                   \
                 if (at[p] < 0) where[p] = tf_take_equal(where[p], x, g[p], ps); \
