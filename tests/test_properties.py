@@ -137,6 +137,40 @@ def test_topk_property(kw, xd, data):
 
 
 @PROFILE
+@given(st.data())
+def test_topk_few_property(kw, data):
+    """topk k = 2, 3 of rows the one-pass kernel takes (topk_few.h: float32
+    and bfloat16, 96..4100 long, contiguous): randn rows (the value pools
+    above tie nearly every row) with a few elements set at random places to
+    NaN of either sign, +-0.0, +-inf, a copy of the row's best, or a new
+    best (which may share a vector lane with the old one), and half the
+    time -0.0 and +0.0 as the best two of the first row, so that the
+    one-pass answer, the hand-back and the second pass all occur."""
+    dtype = data.draw(st.sampled_from([torch.float32, torch.bfloat16]))
+    rows = data.draw(st.integers(1, 5))
+    n = data.draw(st.integers(96, 4100))
+    g = torch.Generator().manual_seed(data.draw(st.integers(0, 2 ** 31 - 1)))
+    x = torch.randn(rows, n, generator=g).to(dtype)
+    largest = data.draw(st.booleans())
+    if data.draw(st.booleans()):  # -0.0 and +0.0 the best two of row 0: a tie
+        x[0] = -(x[0].abs() + 1) if largest else x[0].abs() + 1
+        i, j = data.draw(st.lists(st.integers(0, n - 1), min_size=2, max_size=2, unique=True))
+        x[0, i], x[0, j] = -0.0, 0.0
+    for _ in range(data.draw(st.integers(0, 4))):
+        r, j = data.draw(st.integers(0, rows - 1)), data.draw(st.integers(0, n - 1))
+        how = data.draw(st.sampled_from(["special", "copy_best", "new_best"]))
+        if how == "special":
+            x[r, j] = data.draw(st.sampled_from(
+                [float("nan"), -float("nan"), 0.0, -0.0, float("inf"), -float("inf")]))
+        elif how == "copy_best":
+            x[r, j] = x[r].max() if largest else x[r].min()
+        else:
+            x[r, j] = 50.0 if largest else -50.0
+    k = data.draw(st.sampled_from([2, 3]))
+    compare("topk", x, k, -1, largest, data.draw(st.booleans()))
+
+
+@PROFILE
 @given(inputs(SELECT_DTYPES), st.data())
 def test_median_property(kw, xd, data):
     x, dim = xd
