@@ -588,15 +588,11 @@ static int topk_few(int dtype, const void *src, int64_t outer, int64_t len, int6
             }
             /* (no NaN among them: bfloat16 values need no canonical NaN) */
             const int64_t d = o * dst_so + i * dst_si;
-            if (values) {
-                char *v = (char *)values + d * es;
-                if (es == 4)
-                    for (int64_t p = 0; p < k; ++p) memcpy(v + p * dst_sl * 4, row + at[p] * 4, 4);
-                else
-                    for (int64_t p = 0; p < k; ++p) memcpy(v + p * dst_sl * 2, row + at[p] * 2, 2);
+            for (int64_t p = 0; p < k; ++p) {
+                if (values)
+                    kwk_copy_elem((char *)values + (d + p * dst_sl) * es, row + at[p] * es, es);
+                if (indices) indices[d + p * dst_sl] = at[p];
             }
-            if (indices)
-                for (int64_t p = 0; p < k; ++p) indices[d + p * dst_sl] = at[p];
         }
     kwk_count(KWK_COUNT_FEW_TOPK_ROWS, outer * inner);
     kwk_count(KWK_COUNT_FEW_TOPK_TIES, *nredo);

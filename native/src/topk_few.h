@@ -38,8 +38,6 @@
 #define KWK_TOPK_FEW_H
 
 #include <stdint.h>
-#include <stdlib.h>
-#include <string.h>
 
 #include "kwker.h" /* KWK_ORDER_TORCH, dtype codes */
 #include "topk_top1.h" /* t1_vec_<SUF>: T1_W elements' bits as 32-bit lanes */
