@@ -20,12 +20,19 @@
  *   0.62, 0.65, 0.77); whole sorts of 1M keys u64 7.6 -> 6.3, u32 3.6 ->
  *   3.0 (numpy 6.4, 3.3).
  * - Ranges of up to twice that are two such sorts and a merge of the two
- *   (qs*_sort_base, qs*_merge2): a partition of so few keys cost as much
- *   as a network.  Measured (native, blocks of n random keys, ns/key,
- *   alternating runs): u64 n=256 3.03 -> 2.25, 512 3.54 -> 3.24, 2048
- *   4.19 -> 3.95, 16384 5.23 -> 4.93 (129: 2.72 -> 2.81); u32 n=512 1.76
- *   -> 1.34, 2048 2.16 -> 1.87, 16384 2.54 -> 2.33.  (One network of 32
- *   vectors instead cost 700 ns whatever the range's length: spills.)
+ *   (qs*_sort_base): a partition of so few keys cost as much as a network.
+ *   Measured on AMD Zen 4 with the merge then used (qs*_merge2: a block of
+ *   L at a time from whichever run comes next; native, blocks of n random
+ *   keys, ns/key, alternating runs): u64 n=256 3.03 -> 2.25, 512 3.54 ->
+ *   3.24, 2048 4.19 -> 3.95, 16384 5.23 -> 4.93 (129: 2.72 -> 2.81); u32
+ *   n=512 1.76 -> 1.34, 2048 2.16 -> 1.87, 16384 2.54 -> 2.33.  (One
+ *   network of 32 vectors instead cost 700 ns whatever the range's length:
+ *   spills.)  The merge is now one bitonic merge of the two runs' 2 *
+ *   QS_BASE_VECS vectors (qs*_sort_pair: throughput where merge2 waits on
+ *   each block's choice; Intel Xeon, AVX-512, native, random keys in rows
+ *   of n, ns/key, merge2 -> bitonic, min of 7: u32 512 1.19 -> 1.06, 1000
+ *   1.53 -> 1.42, 4096 1.79 -> 1.69, 65536 2.36 -> 2.25; u64 256 2.20 ->
+ *   1.97, 512 2.90 -> 2.76, 1000 3.22 -> 3.05, 4096 3.84 -> 3.65).
  * - Larger ranges are partitioned around the median of one vector of
  *   samples: QS_UNROLL vectors are held back from each end, then QS_UNROLL
  *   vectors at a time are read from whichever end has less free room and
@@ -45,6 +52,7 @@
 
 #if defined(__AVX512F__)
 #include <immintrin.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include "qsort_drivers.h"
 
@@ -59,6 +67,26 @@
 enum { QS_BASE_VECS = 16, QS_UNROLL = 4 };
 
 #define QS_INLINE static inline __attribute__((always_inline))
+
+/* How the partition stores a vector's lanes (qs*_cstore): Intel's cores
+ * run a compress to memory well, and there it beat a compress in a
+ * register and a masked store (native, random keys, ns/key, register ->
+ * memory, min of 7: u32 4096 1.87 -> 1.77, 65536 2.50 -> 2.27, 1M 3.23 ->
+ * 2.82; u64 4096 3.95 -> 3.66, 65536 5.23 -> 4.67, 1M 6.72 -> 5.96); AMD's
+ * Zen 4 runs the memory form as microcode (qs*_cstore).  Asked once
+ * (relaxed atomics: racing first calls store the same answer); tests set
+ * it (1 memory, 0 register) to check both. */
+static _Atomic int qs_compress_memory_form = -1;
+static inline int qs_compress_to_memory(void)
+{
+    int v = atomic_load_explicit(&qs_compress_memory_form, memory_order_relaxed);
+    if (v < 0) {
+        __builtin_cpu_init();
+        v = __builtin_cpu_is("intel") != 0;
+        atomic_store_explicit(&qs_compress_memory_form, v, memory_order_relaxed);
+    }
+    return v;
+}
 
 /* ---- per-type primitives: 8 x u64 and 16 x u32 lanes ------------------ */
 
@@ -122,10 +150,15 @@ QS_INLINE __m512i qs32_rev(__m512i v)
      * AMD's Zen 4 runs that form as microcode (its optimisation guide says  \
      * to avoid it): values-only sort of 1M float32 there 34.6 -> 4.05 ms.   \
      * Merge masking (v as the source): Zen 5's zero-masking compress has a  \
-     * false dependency (LLVM #206849); alike on Zen 4 */                    \
-    QS_INLINE void qs##S##_cstore(T *p, uint32_t m, __m512i v)                \
+     * false dependency (LLVM #206849); alike on Zen 4.  Intel's cores run  \
+     * the memory form well (mem: qs_compress_to_memory) */                 \
+    QS_INLINE void qs##S##_cstore(T *p, uint32_t m, __m512i v, const int mem) \
     {                                                                         \
         const MASK k = (MASK)m; /* the vector's lanes only (callers pass ~m) */ \
+        if (mem) {                                                            \
+            _mm512_mask_compressstoreu_epi##W(p, k, v);                       \
+            return;                                                           \
+        }                                                                     \
         const uint32_t low = (uint32_t)((1ull << __builtin_popcount(k)) - 1); \
         _mm512_mask_storeu_epi##W(p, (MASK)low, _mm512_mask_compress_epi##W(v, k, v)); \
     }                                                                         \
@@ -498,24 +531,70 @@ QS_INLINE void qs32_to_rows(const __m512i *v, __m512i *o, const int NV)
             }                                                                 \
         }                                                                     \
     }                                                                         \
+    /* Half-cleaners across the vectors of v[0..NV) (a bitonic run of      \
+     * NV * L keys), then merge_vec in each: the run ascending */            \
+    QS_INLINE void qs##S##_merge_run(__m512i *v, const int NV)                \
+    {                                                                         \
+        QS_UNROLL_LOOP                                                        \
+        for (int h = NV / 2; h >= 1; h /= 2)                                  \
+            QS_UNROLL_LOOP                                                    \
+            for (int i = 0; i < NV; ++i)                                      \
+                if ((i & h) == 0) {                                           \
+                    const __m512i lo = qs##S##_min(v[i], v[i + h]);           \
+                    v[i + h] = qs##S##_max(v[i], v[i + h]);                   \
+                    v[i] = lo;                                                \
+                }                                                             \
+        QS_UNROLL_LOOP                                                        \
+        for (int i = 0; i < NV; ++i) v[i] = qs##S##_merge_vec(v[i]);          \
+    }                                                                         \
+    /* a[0..n), NV * L < n <= 2 * NV * L (NV = QS_BASE_VECS): the first NV   \
+     * vectors and the rest each sorted by the network, then one bitonic     \
+     * merge of the 2 * NV vectors (the rest read padded with TMAX): the     \
+     * flip step (first run's vector i against the second's NV - 1 - i,     \
+     * reversed) leaves two bitonic halves, the low one stored back while   \
+     * the high one is merged in registers. */                                \
+    static void qs##S##_sort_pair(T *a, int64_t n)                            \
+    {                                                                         \
+        enum { NV = QS_BASE_VECS };                                           \
+        T lo[NV * L], hb[NV * L];                                             \
+        const int64_t nb = n - NV * L;                                        \
+        qs##S##_sort_net(a, lo, NV * L);                                      \
+        qs##S##_sort_net(a + NV * L, hb, nb);                                 \
+        const __m512i top = qs##S##_set1(TMAX);                               \
+        __m512i v[NV];                                                        \
+        QS_UNROLL_LOOP                                                        \
+        for (int i = 0; i < NV; ++i) {                                        \
+            const int j = NV - 1 - i;                                         \
+            const int64_t c = nb - (int64_t)j * L;                            \
+            const __m512i b = c >= L ? qs##S##_load(hb + j * L)               \
+                              : c > 0 ? qs##S##_mload(hb + j * L, (uint32_t)((1u << c) - 1), top) \
+                                      : top;                                  \
+            const __m512i x = qs##S##_load(lo + i * L), y = qs##S##_rev(b);   \
+            v[i] = qs##S##_max(x, y);                                         \
+            qs##S##_store(lo + i * L, qs##S##_min(x, y));                     \
+        }                                                                     \
+        qs##S##_merge_run(v, NV);                                             \
+        QS_UNROLL_LOOP                                                        \
+        for (int i = 0; i < NV; ++i) {                                        \
+            const int64_t c = nb - (int64_t)i * L;                            \
+            if (c >= L) qs##S##_store(a + NV * L + i * L, v[i]);              \
+            else if (c > 0) qs##S##_mstore(a + NV * L + i * L, (uint32_t)((1u << c) - 1), v[i]); \
+        }                                                                     \
+        QS_UNROLL_LOOP                                                        \
+        for (int i = 0; i < NV; ++i) v[i] = qs##S##_load(lo + i * L);         \
+        qs##S##_merge_run(v, NV);                                             \
+        QS_UNROLL_LOOP                                                        \
+        for (int i = 0; i < NV; ++i) qs##S##_store(a + i * L, v[i]);          \
+    }                                                                         \
     /* Sort a[0..n), n <= 2 * QS_BASE_VECS * L: by the network, or, past    \
-     * its QS_BASE_VECS vectors, as two parts each sorted by it (the first   \
-     * of 8 or 16 vectors, whichever leaves the second at most 16) and       \
-     * merged (qs*_merge2) into a copy.  A partition there, the quicksort's  \
-     * step, cost about what the whole network does (native, blocks of n    \
-     * random u64, ns/key: 129 2.76, 256 3.14 against 1.67 at 128). */       \
+     * its QS_BASE_VECS vectors, by two networks and a bitonic merge          \
+     * (sort_pair).  A partition there, the quicksort's step, cost about     \
+     * what the whole network does (native, blocks of n random u64, ns/key: \
+     * 129 2.76, 256 3.14 against 1.67 at 128). */                           \
     static void qs##S##_sort_base(T *a, int64_t n)                            \
     {                                                                         \
-        if (n <= QS_BASE_VECS * L) {                                          \
-            qs##S##_sort_net(a, a, n);                                        \
-            return;                                                           \
-        }                                                                     \
-        const int64_t h = n <= (QS_BASE_VECS + QS_BASE_VECS / 2) * L ? (QS_BASE_VECS / 2) * L \
-                                                                      : QS_BASE_VECS * L; \
-        T tmp[2 * QS_BASE_VECS * L];                                          \
-        qs##S##_sort_net(a, tmp, h);                                          \
-        qs##S##_sort_net(a + h, tmp + h, n - h);                              \
-        qs##S##_merge2(tmp, h, tmp + h, n - h, a);                            \
+        if (n <= QS_BASE_VECS * L) qs##S##_sort_net(a, a, n);                 \
+        else qs##S##_sort_pair(a, n);                                         \
     }                                                                         \
     static void qs##S##_sift(T *a, int64_t root, int64_t n)                   \
     {                                                                         \
@@ -552,28 +631,29 @@ QS_INLINE void qs32_to_rows(const __m512i *v, __m512i *o, const int NV)
     }                                                                         \
     /* write one vector's lanes m to a[*ls..), the others to a[..*rs)      \
      * (compress stores: exactly the lanes' count, into room already read) */ \
-    QS_INLINE void qs##S##_put(T *a, __m512i v, uint32_t m, int64_t *ls, int64_t *rs) \
+    QS_INLINE void qs##S##_put(T *a, __m512i v, uint32_t m, int64_t *ls, int64_t *rs, \
+                               const int mem)                                 \
     {                                                                         \
         const int c = __builtin_popcount(m);                                  \
-        qs##S##_cstore(a + *ls, m, v);                                        \
-        qs##S##_cstore(a + *rs - (L - c), ~m, v);                             \
+        qs##S##_cstore(a + *ls, m, v, mem);                                   \
+        qs##S##_cstore(a + *rs - (L - c), ~m, v, mem);                        \
         *ls += c;                                                             \
         *rs -= L - c;                                                         \
     }                                                                         \
     /* the same for a partial vector: mm = the lanes that hold keys */      \
     QS_INLINE void qs##S##_put_exact(T *a, __m512i v, uint32_t m, uint32_t mm, \
-                                     int64_t *ls, int64_t *rs)                 \
+                                     int64_t *ls, int64_t *rs, const int mem)  \
     {                                                                         \
         m &= mm;                                                              \
         const uint32_t g = ~m & mm;                                           \
-        qs##S##_cstore(a + *ls, m, v);                                        \
+        qs##S##_cstore(a + *ls, m, v, mem);                                   \
         *ls += __builtin_popcount(m);                                         \
         *rs -= __builtin_popcount(g);                                         \
-        qs##S##_cstore(a + *rs, g, v);                                        \
+        qs##S##_cstore(a + *rs, g, v, mem);                                   \
     }                                                                         \
     /* partition a[0..n), n >= 2 * QS_UNROLL * L: returns k with a[0..k)      \
-     * the keys <= p (< p when strict) */                                     \
-    static int64_t qs##S##_partition(T *a, int64_t n, T p, int strict)        \
+     * the keys <= p (< p when strict); mem: how lanes are stored (cstore) */ \
+    QS_INLINE int64_t qs##S##_partition_as(T *a, int64_t n, T p, int strict, const int mem) \
     {                                                                         \
         enum { U = QS_UNROLL };                                               \
         const __m512i pv = qs##S##_set1(p);                                   \
@@ -598,7 +678,7 @@ QS_INLINE void qs32_to_rows(const __m512i *v, __m512i *o, const int NV)
             QS_UNROLL_LOOP                                                    \
             for (int i = 0; i < U; ++i) {                                     \
                 const uint32_t m = strict ? qs##S##_lt(v[i], pv) : qs##S##_le(v[i], pv); \
-                qs##S##_put(a, v[i], m, &ls, &rs);                            \
+                qs##S##_put(a, v[i], m, &ls, &rs, mem);                            \
             }                                                                 \
         }                                                                     \
         /* fewer than U vectors left unread: read them all, then [ls, rs)   \
@@ -614,14 +694,27 @@ QS_INLINE void qs32_to_rows(const __m512i *v, __m512i *o, const int NV)
         QS_UNROLL_LOOP                                                        \
         for (int i = 0; i < U; ++i) {                                         \
             const uint32_t m = strict ? qs##S##_lt(v[i], pv) : qs##S##_le(v[i], pv); \
-            qs##S##_put_exact(a, v[i], m, vm[i], &ls, &rs);                   \
+            qs##S##_put_exact(a, v[i], m, vm[i], &ls, &rs, mem);                   \
         }                                                                     \
         QS_UNROLL_LOOP                                                        \
         for (int i = 0; i < 2 * U; ++i) {                                     \
             const uint32_t m = strict ? qs##S##_lt(keep[i], pv) : qs##S##_le(keep[i], pv); \
-            qs##S##_put_exact(a, keep[i], m, (uint32_t)((1ull << L) - 1), &ls, &rs); \
+            qs##S##_put_exact(a, keep[i], m, (uint32_t)((1ull << L) - 1), &ls, &rs, mem); \
         }                                                                     \
         return ls;                                                            \
+    }                                                                         \
+    static int64_t qs##S##_partition_mem(T *a, int64_t n, T p, int strict)    \
+    {                                                                         \
+        return qs##S##_partition_as(a, n, p, strict, 1);                      \
+    }                                                                         \
+    static int64_t qs##S##_partition_reg(T *a, int64_t n, T p, int strict)    \
+    {                                                                         \
+        return qs##S##_partition_as(a, n, p, strict, 0);                      \
+    }                                                                         \
+    static int64_t qs##S##_partition(T *a, int64_t n, T p, int strict)        \
+    {                                                                         \
+        return qs_compress_to_memory() ? qs##S##_partition_mem(a, n, p, strict) \
+                                       : qs##S##_partition_reg(a, n, p, strict); \
     }                                                                         \
     /* One partition step of a[0..n): k with [0, k) <= p < [k, n) (0 < k < n: \
      * p itself went left), or 0 when p, the pivot, is the largest key: then  \
