@@ -135,6 +135,8 @@ def test_values_only_zero_signs_and_one_nan(kw, gen, dtype):
             "pos_zeros": torch.where(where < 0.2, zero_pos, base),
             "both_zeros": torch.where(where < 0.1, zero_neg, torch.where(where < 0.2, zero_pos, base)),
             "neg_zeros_one_nan": torch.where(where > 0.9, nan, torch.where(where < 0.2, zero_neg, base)),
+            # a NaN with the sign bit set: its key sorts below -inf's (values_sort.h's range check)
+            "pos_zeros_negative_nan": torch.where(where > 0.95, -nan, torch.where(where < 0.2, zero_pos, base)),
             "both_zeros_one_nan": torch.where(where > 0.9, nan, torch.where(
                 where < 0.1, zero_neg, torch.where(where < 0.2, zero_pos, base))),
         }
