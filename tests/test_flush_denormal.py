@@ -164,3 +164,25 @@ def test_topk_layers_follow_their_references_while_flushing(flushing, gen, dtype
     assert_same(reference_topk.topk_activation(x, 9, relu=False),
                 kwker.nn.topk_layers.topk_activation(x, 9, relu=False))
     assert_same(reference_topk.top_k_filter(x, 9), kwker.nn.topk_layers.top_k_filter(x, 9))
+
+
+def test_native_values_sort_keeps_every_value_while_flushing(gen):
+    """The native values-only sort compares float64 rows as floats only
+    while subnormals are read as they are (values_sort.h:
+    vs_row_f64_native); flushed, a subnormal would equal zero there and a
+    min/max pair could return one of them twice.  The kernel, called below
+    the Python layer's own step-aside, must keep the keys' order (every bit
+    pattern kept, subnormals apart from zeros) with flushing on."""
+    from kwker.ops import sorting
+    x = subnormal_mix((3, 3000), torch.float64, gen, nan=False)
+    x = torch.where(x == 0, torch.zeros((), dtype=torch.float64), x)  # one zero sign: the float path's rows
+    x[:, ::5] *= 1e300  # spread keys over more than 40 bits
+    expected = sorting.sort(x, 1, False, 0, want_indices=False)[0]  # not flushing: the bit order
+    if not torch.set_flush_denormal(True):
+        pytest.skip("this CPU cannot flush subnormals")
+    try:
+        got = sorting.sort(x, 1, False, 0, want_indices=False)[0]
+    finally:
+        torch.set_flush_denormal(False)
+    assert_same(torch.sort(x, -1).values, expected)
+    assert_same(expected, got)

@@ -8,8 +8,9 @@
  * its own; the partial sorts (simd_qsort_*_first: the m smallest to the
  * front, in order, the rest a permutation of the others) for several m
  * per row; the selections (simd_select_*: the key of rank r, the row left
- * a permutation) for several r per row.  Red zones before and after each
- * row are checked.  Each version
+ * a permutation) for several r per row; the float64 sort of the floats
+ * themselves (simd_qsort_64f) on the same kinds.  Red zones before and
+ * after each row are checked.  Each version
  * runs where the CPU has its instructions (skipped otherwise).
  *
  *   gcc -O2 -std=c11 -D_GNU_SOURCE -o /tmp/test_simd_qsort native/tests/test_simd_qsort.c
@@ -236,6 +237,41 @@ static void check_select(const version *ver, int kind, int64_t n)
     for (size_t i = 0; i < sizeof rs / sizeof rs[0]; ++i) check_m(ver, kind, n, 3, rs[i]);
 }
 
+/* simd_qsort_64f (float64 rows sorted as floats: values_sort.h) on
+ * doubles made from the same kinds of keys by an order-preserving map into
+ * the finite doubles, subnormals and both signs included, -0.0 folded into
+ * +0.0 (the sort's preconditions: no NaN, one zero sign), against qsort
+ * with the floats' compare; red zones around the row. */
+static double f64_of(uint64_t u)
+{
+    uint64_t k = (1ull << 52) + (u >> 1); /* between -inf's key and +inf's */
+    if (k == 0x7FFFFFFFFFFFFFFFull) k = 0x8000000000000000ull; /* -0.0 -> +0.0 */
+    const uint64_t b = (k >> 63) ? k ^ (1ull << 63) : ~k;
+    double d;
+    memcpy(&d, &b, 8);
+    return d;
+}
+static int cmpf64(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+static void check_f64(int kind, int64_t n)
+{
+    double *buf = malloc((size_t)(n + 2 * RED) * 8), *ref = malloc((size_t)n * 8 + 8);
+    const uint64_t c = rnd();
+    for (int i = 0; i < RED; ++i) buf[i] = buf[RED + n + i] = -12345.0;
+    for (int64_t i = 0; i < n; ++i) ref[i] = buf[RED + i] = f64_of(key_of(kind, i, n, c));
+    simd_qsort_64f(buf + RED, n);
+    qsort(ref, (size_t)n, 8, cmpf64);
+    int bad = memcmp(buf + RED, ref, (size_t)n * 8) != 0;
+    for (int i = 0; i < RED; ++i) bad |= buf[i] != -12345.0 || buf[RED + n + i] != -12345.0;
+    ++checks;
+    if (bad && failures++ < 10) printf("FAIL 64f %s n=%ld\n", KIND_NAMES[kind], (long)n);
+    free(buf);
+    free(ref);
+}
+
 int main(int argc, char **argv)
 {
     const int step = argc > 1 ? atoi(argv[1]) : 1;
@@ -270,6 +306,18 @@ int main(int argc, char **argv)
             for (int kind = 0; kind < NKINDS; ++kind) check_select(ver, kind, n);
         for (int kind = 0; kind < NKINDS; ++kind) check_select(ver, kind, big ? 100003 : 10007);
         printf("%s%s: %ld checks\n", ver->name, form, checks - before);
+    }
+    for (int form = 0; avx512 && form < 2; ++form) {
+        qs_compress_memory_form = form;
+        const long before = checks;
+        for (int64_t n = 0; n <= 2100; n += (n < 600 ? 1 : step))
+            for (int kind = 0; kind < NKINDS; ++kind) check_f64(kind, n);
+        static const int64_t SIZES[] = {4095, 4097, 65536, 1 << 20};
+        for (size_t s = 0; s < sizeof SIZES / sizeof SIZES[0]; ++s)
+            if (big || SIZES[s] < 20000)
+                for (int kind = 0; kind < NKINDS; ++kind) check_f64(kind, SIZES[s]);
+        printf("avx512 float64%s: %ld checks\n", form ? ", compress to memory" : ", compress in a register",
+               checks - before);
     }
     printf("simd_qsort: %ld checks, %ld failures\n%s\n", checks, failures, failures ? "FAILED" : "ok");
     return failures != 0;
