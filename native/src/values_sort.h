@@ -57,10 +57,29 @@ static inline int vs_contig32_takes(int dtype)
  * 8.0-9.8 vs 3.9-5.1, 1M: 9.9-13.7 vs 6.4-7.0, 16M: 17.2-23.1 vs 7.5-10.0:
  * no length where the radix sort won; nor for AVX2 (simd_qsort_avx2.h). */
 enum { VS_QSORT_MIN_BITS = 16 };
+/* Whether keys of `bits` bits (at most VS_QSORT_MIN_BITS) take the radix
+ * sort.  On AVX-512 only rows long against the 2^bits buckets do: the
+ * quicksort's short rows beat the histograms (native, n keys of `bits`
+ * random bits, ns/key, radix vs quicksort, min of 7: 8 bits 256 7.27 vs
+ * 0.86, 2048 1.67 vs 1.58, 4096 1.04 vs 1.72; 9 bits 4096 1.73 vs 1.86,
+ * 16384 0.80 vs 2.12; 12 bits 16384 2.58 vs 2.01, 65536 1.21 vs 2.38;
+ * 16 bits 256 2.39 vs 0.86, 262144 3.50 vs 2.62; 4 bits 512 0.97 vs 1.03,
+ * 2048 0.48 vs 1.60). */
+static inline int vs_radix_pays(int64_t n, int bits)
+{
+#if defined(__AVX512F__)
+    if (bits > VS_QSORT_MIN_BITS) return 0;
+    const int64_t need = (int64_t)16 << bits;
+    return n >= (need > 512 ? need : 512);
+#else
+    (void)n;
+    return bits <= VS_QSORT_MIN_BITS;
+#endif
+}
 static void vs_sort_u32(uint32_t *a, uint32_t *tmp, int64_t n, uint32_t lo, int bits)
 {
 #if defined(KWK_HAVE_SIMD_QSORT)
-    if (bits > VS_QSORT_MIN_BITS) {
+    if (!vs_radix_pays(n, bits)) {
         simd_qsort_32(a, n);
         return;
     }
@@ -249,7 +268,7 @@ static void vs_hminmax64(__m256i lo, __m256i hi, int64_t *klo, int64_t *khi)
  * touched (128256 float32 keys, native: 8.1 -> 6.2 ns/element). */
 static void vs_sort_u32_biased(uint32_t *a, uint32_t *tmp, int64_t n, uint32_t lo, int bits)
 {
-    if (bits > VS_QSORT_MIN_BITS) {
+    if (!vs_radix_pays(n, bits)) {
         simd_qsort_32_biased(a, n);
         return;
     }
@@ -624,10 +643,29 @@ static int vs_row_h16_contig(const uint16_t *src, int64_t n, uint16_t *dst, int 
  * values only, int32 of full range, ns/el before -> after, min of 9: 64x1000
  * 4.5-7.0 -> 5.0-5.5, 64x4096 8.8 -> 6.2, 1M 12.9 -> 11.9; uint32 alike;
  * rows of 48..512, batched before, see vs_contig32_takes). */
+#if defined(__AVX512F__)
+/* int32 / int64 ascending rows up to these lengths go from the row to dst
+ * through one of simd_qsort.h's in-register networks (vs_row_b32_contig,
+ * vs_row_b64_contig), no passes (A/B through install(), msort, Intel
+ * AVX-512: int32 of full range 4096x48 1.40x, 4096x64 1.42x, 2048x128
+ * 1.19x, 1024x256 1.09x; int64 4096x20 1.41-1.50x).  Longer int64 rows
+ * keep the range pass: those spanning 32 bits or less (token ids) sort as
+ * 32-bit offsets, faster than the 64-bit network from 48 (0.73-0.82x). */
+enum { VS_NET32_MAX_N = QS_BASE_VECS * 16, VS_NET64_MAX_N = 32 };
+#endif
 static int vs_row_b32_contig(const uint32_t *src, int64_t n, uint32_t *dst, int descending,
                              uint32_t top, uint32_t *key, uint32_t *tmp)
 {
     const uint32_t bias = top ^ (descending ? 0xFFFFFFFFu : 0u);
+#if defined(__AVX512F__)
+    /* int32 ascending rows of one network: the values are the keys, sorted
+     * from the row straight into dst (the network loads every vector
+     * before it stores), no passes */
+    if (bias == 0 && n <= VS_NET32_MAX_N) {
+        qs32s_sort_net((const int32_t *)(const void *)src, (int32_t *)(void *)dst, n);
+        return 1;
+    }
+#endif
     const __m256i bv = _mm256_set1_epi32((int)bias);
     uint32_t *kd = (uint32_t *)vs_key_home(src, dst, n * 4, key);
     __m256i lo = _mm256_set1_epi32(INT32_MAX), hi = _mm256_set1_epi32(INT32_MIN);
@@ -743,6 +781,12 @@ static int vs_row_b64_contig(int dtype, const uint64_t *src, int64_t n, uint64_t
     const uint64_t sign = 0x8000000000000000ull, low63 = ~sign, flip = descending ? ~(uint64_t)0 : 0;
     /* integers: key ^ bias; floats: (canonical bits ^ negative-mask & low63) ^ flip */
     const uint64_t bias = (dtype == KWK_UINT64 ? sign : 0) ^ flip;
+#if defined(__AVX512F__)
+    if (dtype == KWK_INT64 && bias == 0 && n <= VS_NET64_MAX_N) { /* as vs_row_b32_contig's */
+        qs64s_sort_net((const int64_t *)(const void *)src, (int64_t *)(void *)dst, n);
+        return 1;
+    }
+#endif
     const __m256i zero = _mm256_setzero_si256(), lowv = _mm256_set1_epi64x((long long)low63);
     const __m256i bv = _mm256_set1_epi64x((long long)bias), signv = _mm256_set1_epi64x((long long)sign);
     const __m256i inf = _mm256_set1_epi64x(0x7FF0000000000000ll);
