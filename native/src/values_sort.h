@@ -349,7 +349,9 @@ static int vs_row_f64_native(const uint64_t *src, int64_t n, uint64_t *dst, uint
  *    and such a row goes to the indexed sort (0; src is untouched).
  * Otherwise every key is one bit pattern of the row and maps back to it:
  * 9 operations a vector in the two passes against the careful one's 17
- * (rows of 1000: the passes took a sixth of the sort). */
+ * (float32 64x1000: the passes took a tenth of the sort; A/B through
+ * install(), msort, Intel AVX-512: 4096x64 1.08x, 512x256 1.10x, 64x1000
+ * 1.07x, 64x4096 / 4x65536 1.04x, 1M alike). */
 static int vs_row_f32_fast(const uint32_t *src, int64_t n, uint32_t *dst, int descending,
                            uint32_t *key, uint32_t *tmp)
 {
