@@ -588,7 +588,8 @@ QS_INLINE void qs32_to_rows(const __m512i *v, __m512i *o, const int NV)
         }                                                                     \
     }                                                                         \
     /* Half-cleaners across the vectors of v[0..NV) (a bitonic run of      \
-     * NV * L keys), then merge_vec in each: the run ascending */            \
+     * NV * L keys), then merge_vec in each: the run ascending (sort_cols    \
+     * writes its own copy of the loop out: QS_UNROLL_LOOP's note) */       \
     QS_INLINE void qs##S##_merge_run(__m512i *v, const int NV)                \
     {                                                                         \
         QS_UNROLL_LOOP                                                        \
