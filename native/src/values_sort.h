@@ -536,6 +536,49 @@ static __m256i vs_h16_bits_vec(__m256i k, __m256i zbits, __m256i nbits)
     b = _mm256_blendv_epi8(b, zbits, _mm256_cmpeq_epi16(k, sign));
     return _mm256_blendv_epi8(b, nbits, _mm256_cmpeq_epi16(k, ones));
 }
+#if defined(__AVX512F__)
+/* float16 / bfloat16 rows of one 32-bit network (n <= VS_H16_NET_MAX_N):
+ * each key made and widened to 32 bits in one pass into tmp, sorted there
+ * by simd_qsort.h's network, narrowed back to bits into dst: three passes
+ * where vs_row_h16_contig makes six (keys, range, offsets, widen, sort,
+ * narrow) for a sort the network does whatever the keys' span.  A row
+ * holding both zero signs or a NaN is left to vs_row_h16_contig (-1); with
+ * one zero sign and no NaN each key is one bit pattern of the row, so no
+ * canonical zero is needed. */
+enum { VS_H16_NET_MAX_N = QS_BASE_VECS * 16 };
+static int vs_row_h16_net(const uint16_t *src, int64_t n, uint16_t *dst, int descending, uint32_t *tmp,
+                          uint16_t inf)
+{
+    const __m512i zero = _mm512_setzero_si512(), sign = _mm512_set1_epi32(0x8000);
+    const __m512i absm = _mm512_set1_epi32(0x7FFF), infv = _mm512_set1_epi32(inf);
+    const __m512i flip = _mm512_set1_epi32(descending ? 0xFFFF : 0);
+    __mmask16 pz = 0, nz = 0;
+    for (int64_t j = 0; j < n; j += 16) {
+        const int64_t left = n - j;
+        const __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+        const __m512i b = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(m, src + j));
+        if (_mm512_cmpgt_epi32_mask(_mm512_and_si512(b, absm), infv)) return -1; /* a NaN: rare */
+        pz |= _mm512_mask_cmpeq_epi32_mask(m, b, zero);
+        nz |= _mm512_cmpeq_epi32_mask(b, sign);
+        /* key = b ^ (negative ? 0xFFFF : 0x8000), ^ 0xFFFF descending: 0 .. 0xFFFF */
+        const __m512i neg = _mm512_srai_epi32(_mm512_slli_epi32(b, 16), 31);
+        const __m512i k = _mm512_xor_si512(b, _mm512_xor_si512(_mm512_or_si512(_mm512_and_si512(neg, absm), sign), flip));
+        _mm512_mask_storeu_epi32(tmp + j, m, k);
+    }
+    if (pz && nz) return -1;
+    qs32s_sort_net((const int32_t *)(const void *)tmp, (int32_t *)(void *)tmp, n);
+    for (int64_t j = 0; j < n; j += 16) {
+        const int64_t left = n - j;
+        const __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+        const __m512i k = _mm512_xor_si512(_mm512_maskz_loadu_epi32(m, tmp + j), flip);
+        /* bit 15 set: a non-negative float, b = k ^ 0x8000; else b = k ^ 0xFFFF */
+        const __m512i pos = _mm512_srai_epi32(_mm512_slli_epi32(k, 16), 31);
+        const __m512i b = _mm512_xor_si512(k, _mm512_or_si512(_mm512_andnot_si512(pos, absm), sign));
+        _mm256_mask_storeu_epi16(dst + j, m, _mm512_cvtepi32_epi16(b));
+    }
+    return 1;
+}
+#endif
 static int vs_row_h16_contig(const uint16_t *src, int64_t n, uint16_t *dst, int descending,
                              uint16_t *key, uint32_t *tmp, uint16_t inf)
 {
@@ -945,9 +988,16 @@ static int vs_sort_values(int dtype, const char *row, int64_t step, int64_t n, c
 #if defined(__AVX2__)
     case KWK_FLOAT16:
     case KWK_BFLOAT16:
-        if (step == 2 && dstep == 2)
+        if (step == 2 && dstep == 2) {
+#if defined(__AVX512F__)
+            if (n <= VS_H16_NET_MAX_N &&
+                vs_row_h16_net((const uint16_t *)(const void *)row, n, (uint16_t *)(void *)dst, descending, tmp,
+                               dtype == KWK_FLOAT16 ? 0x7C00u : 0x7F80u) > 0)
+                return 1;
+#endif
             return vs_row_h16_contig((const uint16_t *)(const void *)row, n, (uint16_t *)(void *)dst,
                                      descending, key, tmp, dtype == KWK_FLOAT16 ? 0x7C00u : 0x7F80u);
+        }
         return dtype == KWK_FLOAT16 ? vs_row_f16(row, step, n, dst, dstep, descending, key, tmp)
                                     : vs_row_bf16(row, step, n, dst, dstep, descending, key, tmp);
 #else
