@@ -27,10 +27,29 @@ enum { VS_MIN_LEN = 256 };
  * indexed batch vs bare keys, min of 5 interleaved runs: 24 4.2 vs 5.7,
  * 32 4.0 vs 3.8, 48 3.2 vs 2.2, 64 3.3 vs 1.7-2.6, 96 4.1 vs 3.0, 160 4.8
  * vs 3.5, 255 6.7 vs 3.7). */
-#if defined(KWK_HAVE_SIMD_QSORT)
+#if defined(KWK_HAVE_SIMD_QSORT) && defined(__AVX512F__)
+/* AVX-512: from 17, where vs_row_32_net and vs_row_b32_contig's direct
+ * network take the short rows (A/B through install(), msort of x.t(),
+ * 4096 rows of n against the batch network's (key, index) pairs: int32
+ * n = 17 1.23x, 20 1.39x, 31 2.43x, 47 2.19x; descending 1.06x, 1.21x,
+ * 1.90x, 1.80x; uint32 1.17x .. 2.33x; float32 0.93x, 1.04x, 1.78x,
+ * 1.74x) */
+enum { VS_F32_MIN_LEN = 17 };
+#elif defined(KWK_HAVE_SIMD_QSORT)
 enum { VS_F32_MIN_LEN = 48 };
 #else
 enum { VS_F32_MIN_LEN = VS_MIN_LEN };
+#endif
+
+#if defined(__AVX512F__)
+/* int32 / int64 ascending rows up to these lengths go from the row to dst
+ * through one of simd_qsort.h's in-register networks (vs_row_b32_contig,
+ * vs_row_b64_contig), no passes (A/B through install(), msort, Intel
+ * AVX-512: int32 of full range 4096x48 1.40x, 4096x64 1.42x, 2048x128
+ * 1.19x, 1024x256 1.09x; int64 4096x20 1.41-1.50x).  Longer int64 rows
+ * keep the range pass: those spanning 32 bits or less (token ids) sort as
+ * 32-bit offsets, faster than the 64-bit network from 48 (0.73-0.82x). */
+enum { VS_NET32_MAX_N = QS_BASE_VECS * 16, VS_NET64_MAX_N = 32 };
 #endif
 
 /* The 4-byte dtypes whose contiguous rows take the bare-key sort from
@@ -398,6 +417,56 @@ static int vs_row_f32_fast(const uint32_t *src, int64_t n, uint32_t *dst, int de
     }
     return 1;
 }
+/* 32-bit rows of one network (n <= VS_NET32_MAX_N): the keys (a float's
+ * as vs_row_f32_fast makes them, an integer's x ^ bias as
+ * vs_row_b32_contig's) into a buffer of whole vectors, the lanes
+ * past the row INT32_MAX, so that no masked store is read back (a masked
+ * store cannot be forwarded to the load after it: rows of 17..31 cost
+ * what rows of 64 did), sorted there by the network, mapped back into
+ * dst.  -1 for a float row with a NaN or both zero signs (the careful
+ * pass decides). */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+/* buf's lanes past the row are written too (INT32_MAX) before the network
+ * reads the first nv, which GCC cannot see through the masked loads */
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+static int vs_row_32_net(const uint32_t *src, int64_t n, uint32_t *dst, int is_float, uint32_t bias)
+{
+    enum { NB = VS_NET32_MAX_N };
+    int32_t buf[NB];
+    const __m512i absm = _mm512_set1_epi32(0x7FFFFFFF), inf = _mm512_set1_epi32(0x7F800000);
+    const __m512i zero = _mm512_setzero_si512(), sign = _mm512_set1_epi32((int)0x80000000u);
+    const __m512i bv = _mm512_set1_epi32((int)bias), pad = _mm512_set1_epi32(INT32_MAX);
+    /* an integer key: x ^ bias; a float's: the bits with the low 31 flipped when negative, ^ bias */
+    const __m512i fm = is_float ? absm : zero;
+    __mmask16 pz = 0, nz = 0;
+    for (int64_t j = 0; j < n; j += 16) {
+        const int64_t left = n - j;
+        const __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+        const __m512i b = _mm512_maskz_loadu_epi32(m, src + j);
+        if (is_float) {
+            if (_mm512_cmpgt_epi32_mask(_mm512_and_si512(b, absm), inf)) return -1; /* a NaN: rare */
+            pz |= _mm512_mask_cmpeq_epi32_mask(m, b, zero);
+            nz |= _mm512_cmpeq_epi32_mask(b, sign);
+        }
+        const __m512i k = _mm512_xor_si512(_mm512_ternarylogic_epi32(b, _mm512_srai_epi32(b, 31), fm, 0x78), bv);
+        _mm512_storeu_si512((void *)(buf + j), _mm512_mask_mov_epi32(pad, m, k));
+    }
+    if (pz && nz) return -1;
+    const int64_t nv = (n + 15) & ~(int64_t)15;
+    qs32s_sort_net(buf, buf, nv);
+    for (int64_t j = 0; j < n; j += 16) {
+        const int64_t left = n - j;
+        const __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+        const __m512i c = _mm512_xor_si512(_mm512_loadu_si512((const void *)(buf + j)), bv);
+        _mm512_mask_storeu_epi32(dst + j, m, _mm512_ternarylogic_epi32(c, _mm512_srai_epi32(c, 31), fm, 0x78));
+    }
+    return 1;
+}
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 /* The same in sixteen lanes, masks in mask registers (the range and
  * mapping passes were a tenth of a values-only float32 sort; A/B, native,
  * rows of 300 .. 1M: 1.02-1.05x). */
@@ -449,7 +518,8 @@ static int vs_row_f32_careful(const uint32_t *src, int64_t n, uint32_t *dst, int
 static int vs_row_f32_contig(const uint32_t *src, int64_t n, uint32_t *dst, int descending,
                              uint32_t *key, uint32_t *tmp)
 {
-    const int r = vs_row_f32_fast(src, n, dst, descending, key, tmp);
+    const int r = n <= VS_NET32_MAX_N ? vs_row_32_net(src, n, dst, 1, descending ? 0xFFFFFFFFu : 0u)
+                                      : vs_row_f32_fast(src, n, dst, descending, key, tmp);
     return r >= 0 ? r : vs_row_f32_careful(src, n, dst, descending, key, tmp);
 }
 #else
@@ -566,14 +636,18 @@ static int vs_row_h16_net(const uint16_t *src, int64_t n, uint16_t *dst, int des
         /* key = b ^ (negative ? 0xFFFF : 0x8000), ^ 0xFFFF descending: 0 .. 0xFFFF */
         const __m512i neg = _mm512_srai_epi32(_mm512_slli_epi32(b, 16), 31);
         const __m512i k = _mm512_xor_si512(b, _mm512_xor_si512(_mm512_or_si512(_mm512_and_si512(neg, absm), sign), flip));
-        _mm512_mask_storeu_epi32(tmp + j, m, k);
+        /* whole vectors, the lanes past the row INT32_MAX (they sort last
+         * and are never stored): a masked store read back by the network's
+         * loads cannot be forwarded (vs_row_32_net) */
+        _mm512_storeu_si512((void *)(tmp + j), _mm512_mask_mov_epi32(_mm512_set1_epi32(INT32_MAX), m, k));
     }
     if (pz && nz) return -1;
-    qs32s_sort_net((const int32_t *)(const void *)tmp, (int32_t *)(void *)tmp, n);
+    const int64_t nv = (n + 15) & ~(int64_t)15; /* tmp holds 2n >= nv keys (n >= 16) */
+    qs32s_sort_net((const int32_t *)(const void *)tmp, (int32_t *)(void *)tmp, nv);
     for (int64_t j = 0; j < n; j += 16) {
         const int64_t left = n - j;
         const __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
-        const __m512i k = _mm512_xor_si512(_mm512_maskz_loadu_epi32(m, tmp + j), flip);
+        const __m512i k = _mm512_xor_si512(_mm512_loadu_si512((const void *)(tmp + j)), flip);
         /* bit 15 set: a non-negative float, b = k ^ 0x8000; else b = k ^ 0xFFFF */
         const __m512i pos = _mm512_srai_epi32(_mm512_slli_epi32(k, 16), 31);
         const __m512i b = _mm512_xor_si512(k, _mm512_or_si512(_mm512_andnot_si512(pos, absm), sign));
@@ -691,16 +765,6 @@ static int vs_row_h16_contig(const uint16_t *src, int64_t n, uint16_t *dst, int 
  * values only, int32 of full range, ns/el before -> after, min of 9: 64x1000
  * 4.5-7.0 -> 5.0-5.5, 64x4096 8.8 -> 6.2, 1M 12.9 -> 11.9; uint32 alike;
  * rows of 48..512, batched before, see vs_contig32_takes). */
-#if defined(__AVX512F__)
-/* int32 / int64 ascending rows up to these lengths go from the row to dst
- * through one of simd_qsort.h's in-register networks (vs_row_b32_contig,
- * vs_row_b64_contig), no passes (A/B through install(), msort, Intel
- * AVX-512: int32 of full range 4096x48 1.40x, 4096x64 1.42x, 2048x128
- * 1.19x, 1024x256 1.09x; int64 4096x20 1.41-1.50x).  Longer int64 rows
- * keep the range pass: those spanning 32 bits or less (token ids) sort as
- * 32-bit offsets, faster than the 64-bit network from 48 (0.73-0.82x). */
-enum { VS_NET32_MAX_N = QS_BASE_VECS * 16, VS_NET64_MAX_N = 32 };
-#endif
 static int vs_row_b32_contig(const uint32_t *src, int64_t n, uint32_t *dst, int descending,
                              uint32_t top, uint32_t *key, uint32_t *tmp)
 {
@@ -713,6 +777,11 @@ static int vs_row_b32_contig(const uint32_t *src, int64_t n, uint32_t *dst, int 
         qs32s_sort_net((const int32_t *)(const void *)src, (int32_t *)(void *)dst, n);
         return 1;
     }
+    if (top != 0 && !descending && n <= VS_NET32_MAX_N) { /* uint32 ascending: the unsigned network */
+        qs32_sort_net(src, dst, n);
+        return 1;
+    }
+    if (n <= VS_NET32_MAX_N) return vs_row_32_net(src, n, dst, 0, bias); /* descending */
 #endif
     const __m256i bv = _mm256_set1_epi32((int)bias);
     uint32_t *kd = (uint32_t *)vs_key_home(src, dst, n * 4, key);
@@ -965,7 +1034,15 @@ static int vs_row_b64_contig(int dtype, const uint64_t *src, int64_t n, uint64_t
  * 16 or fewer go to the short-row kernels before this) */
 enum { VS_H16_MIN_LEN = VS_H16_NET_MIN_LEN };
 #else
+#if defined(__AVX512F__)
+/* from 17 where vs_row_h16_net takes the short rows (A/B through
+ * install(), msort of x.t(), bfloat16, 4096 rows of 20 / 24 / 31: 1.27x,
+ * 1.57x, 2.17x against the batch network's (key, index) pairs; rows of
+ * 16 or fewer go to the short-row kernels before this) */
+enum { VS_H16_MIN_LEN = VS_H16_NET_MIN_LEN };
+#else
 enum { VS_H16_MIN_LEN = 32 };
+#endif
 #endif
 
 /* Whether a values-only row of this dtype and length (src_sl: its
