@@ -327,8 +327,17 @@ static void vs_note_nans32(const uint32_t *p, unsigned mask, uint32_t *nan_bits,
  * latency), so it keeps its keys. */
 static int vs_row_f64_native(const uint64_t *src, int64_t n, uint64_t *dst, uint64_t *key)
 {
+    /* Rows of 17..63: one network, sorted in buf, a whole-vector copy of
+     * the row padded with +inf (never stored), as vs_row_32_net: the
+     * masked store of the row's last vector into kd could not be
+     * forwarded to the network's load (A/B through install(), msort, 4096
+     * rows of 17 / 20 / 31 / 47: 1.35x, 1.35x, 1.30x, 1.05x; from 64
+     * alike).  Longer rows are copied to kd and sorted there. */
+    const int short_row = n < 64;
+    double buf[64];
     double *kd = (double *)vs_key_home(src, dst, n * 8, key);
     const __m512i zero = _mm512_setzero_si512(), sign = _mm512_set1_epi64(INT64_MIN);
+    const __m512d pad = _mm512_set1_pd(INFINITY);
     __m512d lo = _mm512_set1_pd(INFINITY), hi = _mm512_set1_pd(-INFINITY);
     __mmask8 nan = 0, pz = 0, nz = 0;
     for (int64_t j = 0; j < n; j += 8) {
@@ -341,24 +350,12 @@ static int vs_row_f64_native(const uint64_t *src, int64_t n, uint64_t *dst, uint
         nz |= _mm512_cmpeq_epi64_mask(b, sign);
         lo = _mm512_mask_min_pd(lo, m, lo, f);
         hi = _mm512_mask_max_pd(hi, m, hi, f);
-        _mm512_mask_storeu_epi64(kd + j, m, b);
+        if (short_row) _mm512_storeu_pd(buf + j, _mm512_mask_mov_pd(pad, m, f));
+        else _mm512_mask_storeu_epi64(kd + j, m, b);
     }
     if (nan || (pz && nz)) return 0;
-    if (n < 64) {
-        /* one network: sorted from a buffer of whole vectors padded with
-         * +inf (never stored), as vs_row_32_net, since the masked store of
-         * the row's last vector cannot be forwarded to the network's load
-         * (A/B through install(), msort, 4096 rows of 17 / 20 / 31 / 47:
-         * 1.35x, 1.35x, 1.30x, 1.05x; from 64 alike) */
-        double buf[64];
-        const __m512d pad = _mm512_set1_pd(INFINITY);
-        for (int64_t j = 0; j < n; j += 8) {
-            const int64_t left = n - j;
-            const __mmask8 m = left >= 8 ? (__mmask8)0xFF : (__mmask8)((1u << left) - 1);
-            _mm512_storeu_pd(buf + j, _mm512_mask_mov_pd(pad, m, _mm512_maskz_loadu_pd(m, src + j)));
-        }
-        const int64_t nv = (n + 7) & ~(int64_t)7;
-        qs64f_sort_net(buf, buf, nv);
+    if (short_row) {
+        qs64f_sort_net(buf, buf, (n + 7) & ~(int64_t)7);
         memcpy(dst, buf, (size_t)n * 8);
         return 1;
     }
