@@ -41,6 +41,7 @@ TOP1_MIN_LEN = {"avx512": 64, "avx2": 128}  # T1_MIN_LEN (topk_top1.h)
 # T1_MAX_LEN, T1_MAX_LEN_BF16, T1_MAX_LEN_I64, T1_MAX_LEN_F64
 TOP1_MAX_LEN = {torch.float32: 8192, torch.bfloat16: 4096, torch.int64: 2**31 - 1,
                 torch.uint64: 2**31 - 1, torch.float64: 4095}
+TOP1_MAX_LEN_BF16_AVX512 = 2**20  # bfloat16's bound on AVX-512 (the two-pass scan)
 # topk_few.h's lengths (TF_MIN_LEN_K2, TF_MIN_LEN_K3, TF_MAX_LEN,
 # TF_MIN_LEN_BF16, TF_MAX_LEN_BF16) by target, dtype and k
 FEW_LENS = {"avx512": {(torch.float32, 2): (96, 4096), (torch.float32, 3): (160, 4096),
@@ -74,7 +75,10 @@ def topk_kernel(dtype, n, k, rows, sorted_=True, contiguous=True):
     """The counter of the kernel that takes a topk call (TOP1, FEW,
     THRESHOLD_TOPK or SHORT_TOPK), or None for the per-row path."""
     lo = TOP1_MIN_LEN.get(_native.target())  # (none on the portable target)
-    if lo is not None and k == 1 and contiguous and lo <= n <= TOP1_MAX_LEN.get(dtype, 0):
+    hi = TOP1_MAX_LEN.get(dtype, 0)
+    if dtype == torch.bfloat16 and _native.target() == "avx512":
+        hi = TOP1_MAX_LEN_BF16_AVX512
+    if lo is not None and k == 1 and contiguous and lo <= n <= hi:
         return TOP1
     if order_is_torch() and not sorted_ and k * 64 > n and k > 1:
         return None  # torch's nth_element leaves introselect order
@@ -211,8 +215,8 @@ def test_top1_kernel_every_target(kw, gen, name, dtype):
     both zeros, infinities, rows all NaN, both directions; int64's extremes."""
     _native.set_target(name)
     try:
-        for n in (64, 65, 71, 72, 79, 80, 81, 127, 128, 129, 135, 136, 137, 1000, 4096, 4097,
-                  8191, 8192, 8193):
+        for n in (64, 65, 71, 72, 79, 80, 81, 127, 128, 129, 135, 136, 137, 639, 640, 641, 655,
+                  656, 1000, 4096, 4097, 8191, 8192, 8193):
             for kind in KINDS + ("nan",):
                 if kind == "nan" and not dtype.is_floating_point:
                     continue
@@ -235,6 +239,57 @@ def test_top1_kernel_every_target(kw, gen, name, dtype):
                 assert got[TOP1] == (3 if name != "portable" else 0), got
     finally:
         _native.set_target("auto")
+
+
+@pytest.mark.parametrize("dtype", (torch.float32, torch.bfloat16), ids=str)
+def test_top1_two_pass_zeros_and_nans(kw, gen, dtype):
+    """topk_top1.h's two-pass scan (AVX-512, rows from 640) keys +0.0 and
+    -0.0 apart and NaNs of either sign outside the infinities.  Rows whose
+    best is a zero (the first zero of either sign is torch's answer: every
+    other element below (largest) or above (smallest) zero, zeros of both
+    signs in either order, at several offsets within a vector); NaNs of
+    either sign (the largest whatever its sign; the smallest is then the
+    least of the rest); rows all NaN (of either sign, of two payloads), or
+    all NaN but one element; the best
+    in the row's last, overlapping vector, tied with an earlier one.  The
+    rows of 64..200 check the one-pass scan on the same inputs."""
+    nan = float("nan")
+    for n in (64, 200, 640, 641, 1000, 9000):
+        for largest in (True, False):
+            sign = -1.0 if largest else 1.0
+            for first, second in ((-0.0, 0.0), (0.0, -0.0)):
+                for at in (0, 5, 15, 16, 31, n - 17, n - 2):
+                    x = ((torch.rand(10, n, generator=gen) + 0.5) * sign).to(dtype)
+                    x[0, at] = first
+                    x[0, at + 1:] = torch.where(torch.rand(n - at - 1, generator=gen) < 0.3,
+                                                torch.tensor(second), x[0, at + 1:].float()).to(dtype)
+                    x[1, at] = first
+                    x[1, -1] = second
+                    x[2, at] = -nan  # a negative NaN
+                    x[3, -1] = 100.0 * -sign  # the best in the overlapping last vector
+                    x[3, n - 20] = 100.0 * -sign  # ... and a tie before it
+                    x[4] = nan
+                    x[5] = -nan
+                    x[5, at] = 7.0
+                    x[6, at:] = nan  # NaNs after the best, then before it
+                    x[7, :at + 1] = -nan
+                    x[8] = -nan
+                    x[9] = nan  # NaNs of two payloads, the larger bits first
+                    bits = x[9].view(torch.int16 if dtype == torch.bfloat16 else torch.int32)
+                    bits[:at + 1] += 1
+                    compare("topk", x, 1, largest=largest)
+
+
+def test_top1_bfloat16_long_rows(kw, gen):
+    """bfloat16 rows up to 2^20 take the two-pass scan on AVX-512 (the
+    per-row kernel beyond): around the bound, vocabulary-sized rows with
+    ties (bfloat16 logits repeat values), a NaN late in the row."""
+    for n in (32000, 2**20, 2**20 + 1):
+        x = make_values("bf16ties", (2, n), torch.bfloat16, gen)
+        x[1, n - 3] = float("nan")
+        for largest in (True, False):
+            got = counted(lambda: compare("topk", x, 1, largest=largest))
+            assert got[TOP1] == (2 if topk_kernel(torch.bfloat16, n, 1, 2) == TOP1 else 0), got
 
 
 def _distinct_rows(rows, n, dtype, gen):

@@ -169,6 +169,91 @@ T1_DEFINE_ROW(bf16)
 #undef T1_DEFINE_ROW
 #undef T1_LANES_SCAN
 
+/* AVX-512, float32 and bfloat16: two cheaper passes first.  Pass one
+ * keeps each lane's largest and smallest of the bijective keys k = x ^
+ * (x < 0 ? 0x7FFFFFFF : 0) (two instructions a vector, compared signed;
+ * the scan above makes keys.h's exact keys, eight, and tracks positions),
+ * pass two (the row in L1 by then) finds the first element whose bits are
+ * those of the best key, stopping there.  The bijective keys differ from
+ * torch's order in two places, both seen in pass one's range: a NaN (its
+ * key above +inf's or below -inf's; to torch every NaN is equal and the
+ * largest: the answer is the first NaN; for the smallest, pass one takes
+ * the least key from -inf's up) and a best key that is a zero
+ * (+0.0 and -0.0 have different keys but are equal to torch: pass two
+ * then looks for the first zero of either sign).  (The exact scan is not
+ * called from here: a second call of it cost the shorter rows' loop its
+ * inlining, float32 4096x64 0.85x.)
+ * Rows from T1_TWO_PASS_MIN_LEN: shorter ones lost to the per-row cost
+ * of the reductions and of pass two's unpredictable exit.  Measured (A/B,
+ * one thread, random rows, us, one exact pass -> two): float32 512x768
+ * 60.4 -> 50.7, 256x1000 43.0 -> 30.5, 256x2048 81.2 -> 66.5, bfloat16
+ * 512x768 57.2 -> 46.0, 256x1000 38.9 -> 31.9, 256x2048 68.8 -> 53.4;
+ * 1024x512 alike; 4096x64 / 128 / 256 0.66x / 0.78x / 0.87x (a one-pass
+ * version of these keys that tracks positions, six instructions a
+ * vector, still lost there: 0.82-0.97x on float32). */
+#if defined(__AVX512F__)
+/* The first position from 0 whose vector lanes' bits v satisfy PRED(v)
+ * (a __mmask16), returned from the enclosing function; the last vector
+ * overlaps the one before.  Some position must satisfy it. */
+#define T1_FIRST(SUF, PRED)                                                   \
+    for (int64_t i = 0;; i += T1_W) {                                         \
+        const int64_t at_ = i + T1_W <= n ? i : n - T1_W;                     \
+        const __m512i v_ = t1_vec_##SUF(row, at_);                            \
+        const __mmask16 e_ = PRED(v_);                                        \
+        if (e_) return at_ + __builtin_ctz((unsigned)e_);                     \
+    }
+#define T1_IS_NAN(v) _mm512_cmpgt_epu32_mask(_mm512_and_si512(v, c), inf)
+#define T1_IS_ZERO(v) _mm512_testn_epi32_mask(v, c)
+#define T1_IS_BEST(v) _mm512_cmpeq_epi32_mask(v, b)
+#define T1_KEY(v) _mm512_ternarylogic_epi32(v, _mm512_srai_epi32(v, 31), c, 0x78)
+#define T1_DEFINE_FAST(SUF)                                                   \
+    static int64_t t1_fast_##SUF(const char *row, int64_t n, int largest)     \
+    {                                                                         \
+        const __m512i c = _mm512_set1_epi32(0x7FFFFFFF);                      \
+        const __m512i inf = _mm512_set1_epi32(T1_KEY_INF);                    \
+        const __m512i minus_inf = _mm512_set1_epi32(T1_KEY_MINUS_INF);        \
+        __m512i mx = _mm512_set1_epi32(INT32_MIN), mn = _mm512_set1_epi32(INT32_MAX); \
+        int32_t m;                                                            \
+        if (largest) {                                                        \
+            for (int64_t i = 0;; i += T1_W) {                                 \
+                /* the last vector overlaps the one before: max / min do not care */ \
+                const int64_t at = i + T1_W <= n ? i : n - T1_W;              \
+                const __m512i k = T1_KEY(t1_vec_##SUF(row, at));              \
+                mx = _mm512_max_epi32(mx, k);                                 \
+                mn = _mm512_min_epi32(mn, k);                                 \
+                if (at + T1_W >= n) break;                                    \
+            }                                                                 \
+            m = _mm512_reduce_max_epi32(mx);                                  \
+            if (m > T1_KEY_INF || _mm512_reduce_min_epi32(mn) < T1_KEY_MINUS_INF) \
+                T1_FIRST(SUF, T1_IS_NAN) /* a NaN: the largest, its first */  \
+        } else {                                                              \
+            /* the smallest key from -inf's up: a NaN's key lies above +inf's \
+             * or below -inf's, and only an all-NaN row has none other */     \
+            for (int64_t i = 0;; i += T1_W) {                                 \
+                const int64_t at = i + T1_W <= n ? i : n - T1_W;              \
+                const __m512i k = T1_KEY(t1_vec_##SUF(row, at));              \
+                mn = _mm512_mask_min_epi32(mn, _mm512_cmpge_epi32_mask(k, minus_inf), mn, k); \
+                if (at + T1_W >= n) break;                                    \
+            }                                                                 \
+            m = _mm512_reduce_min_epi32(mn);                                  \
+            if (m > T1_KEY_INF) return 0; /* all NaN: equal, the first */     \
+        }                                                                     \
+        if (m == 0 || m == -1) T1_FIRST(SUF, T1_IS_ZERO) /* either sign's */  \
+        const __m512i b = _mm512_set1_epi32((int)((uint32_t)m ^ (m < 0 ? 0x7FFFFFFFu : 0u))); \
+        T1_FIRST(SUF, T1_IS_BEST)                                             \
+    }
+enum { T1_KEY_INF = 0x7F800000, T1_KEY_MINUS_INF = (int32_t)0x807FFFFF };
+enum { T1_TWO_PASS_MIN_LEN = 640 };
+T1_DEFINE_FAST(f32)
+T1_DEFINE_FAST(bf16)
+#undef T1_DEFINE_FAST
+#undef T1_FIRST
+#undef T1_IS_NAN
+#undef T1_IS_ZERO
+#undef T1_IS_BEST
+#undef T1_KEY
+#endif
+
 /* 64-bit keys (int64, uint64, float64): the same scan in 64-bit lanes,
  * keys made per dtype (KEYV on a vector of raw bits, KEY on one).
  * t1_row64_<SUF>(row, n, largest) as t1_row_<SUF>.  Their rows went to the
@@ -278,15 +363,25 @@ enum { T1_MIN_LEN = 128 };
 #endif
 /* bfloat16 rows from 8192 measured 0.92x (the per-row kernel's block skip
  * reads half the bytes there); to 4096: 4096x64 197 -> 53 us, 4096x256
- * 238 -> 150, 256x1000 51 -> 38, 64x4096 1.07x. */
+ * 238 -> 150, 256x1000 51 -> 38, 64x4096 1.07x.  On AVX-512 the two-pass
+ * scan (t1_fast_bf16) beats the block skip up to rows of 2^20 (A/B, us,
+ * per-row kernel -> two passes: 128x8192 135 -> 106, 32x32000 122 -> 101,
+ * 8x128256 117 -> 107, 4x262144 121 -> 95, 1x1M 119 -> 103; 1x8M, whose
+ * second pass reads from memory again, 894 -> 1114).  float32 rows past
+ * 8192 measured alike or slower in two passes (0.86-0.97x) and stay with
+ * the block skip. */
 /* 64-bit keys: integer rows at every length (the per-row kernel skips no
  * blocks of them); float64 rows below SW_SKIP_STREAM_MIN, from where the
  * per-row kernel's raw-value block skip wins (A/B, us: int64 4096x64 385 ->
  * 67, 4096x256 869 -> 318, 64x4096 138 -> 54, 1x1M 851 -> 314; float64
  * 4096x64 414 -> 102, 256x1000 153 -> 74, 128x3000 230 -> 112, but 64x4096
  * 60 -> 78, 4x65536 56 -> 75). */
-enum { T1_MAX_LEN = 8192, T1_MAX_LEN_BF16 = 4096, T1_MAX_LEN_I64 = INT32_MAX,
-       T1_MAX_LEN_F64 = 4095 };
+#if defined(__AVX512F__)
+enum { T1_MAX_LEN_BF16 = 1 << 20 };
+#else
+enum { T1_MAX_LEN_BF16 = 4096 };
+#endif
+enum { T1_MAX_LEN = 8192, T1_MAX_LEN_I64 = INT32_MAX, T1_MAX_LEN_F64 = 4095 };
 
 /* Whether topk_top1_rows takes the call: k = 1 of contiguous float32,
  * bfloat16 or 64-bit rows from T1_MIN_LEN (the heap branch of torch's
