@@ -150,6 +150,37 @@ def test_sort_whisper_and_groupsort_shapes(kw, gen):
         compare("sort", x.to(torch.bfloat16), dim=-1, descending=True)
 
 
+@pytest.mark.parametrize("dtype", (torch.bfloat16, torch.float16, torch.int16, torch.uint16),
+                         ids=str)
+def test_sort_16bit_rows_through_the_network(kw, gen, target, dtype):
+    """16-bit rows of 2..16 go through short_sort_network.h widened to
+    32-bit lanes (AVX2 and AVX-512 targets): rows back to back (a call
+    whose row count is a multiple of eight, so the last row's last vector
+    is stored through a copy; rows with gaps between them, read eight
+    elements at a time up to the call's last row) and columns (a sort along
+    dim 0, eight neighbouring rows per load), both directions, stable or
+    not, ties, NaN of either sign, both zeros, infinities, extremes."""
+    for n in (2, 3, 4, 5, 7, 8, 9, 13, 15, 16):
+        for kind in KINDS:
+            x = make_values(kind, (64, n), dtype, gen)
+            if dtype.is_floating_point:
+                x[3, 0] = -float("nan")
+                x[5, -1] = -0.0
+                x[5, 0] = 0.0
+                x[6] = float("inf")
+            wide = make_values(kind, (64, n + 5), dtype, gen)[:, 2:n + 2]  # gaps between rows
+            cols = x.t().contiguous()  # n rows of 64: the network's column layout
+            for descending in (False, True):
+                for t in (x, wide):
+                    got = counted(lambda: compare("sort", t, dim=-1, descending=descending))
+                    assert got[SHORT_SORT] == 64, (n, kind, got)
+                    compare("sort", t, dim=-1, descending=descending, stable=True)
+                    compare("argsort", t, dim=-1, descending=descending)
+                got = counted(lambda: compare("sort", cols, dim=0, descending=descending))
+                assert got[SHORT_SORT] == 64, (n, kind, got)
+                compare("sort", cols, dim=0, descending=descending, stable=True)
+
+
 def test_sort_few_rows_take_per_row_kernel(kw, gen):
     """Fewer than eight rows: the per-row kernel (same answers)."""
     x = make_values("ties", (MIN_ROWS - 1, 8), torch.float32, gen)

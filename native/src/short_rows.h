@@ -422,12 +422,23 @@ static int sr_sort(int dtype, const void *src, int64_t outer, int64_t len, int64
     const uint32_t flip = descending ? (uint32_t)kwk_width_mask(KWK_DTYPES[dtype].key_bits) : 0;
     const int n = (int)len;
     kwk_count(KWK_COUNT_SHORT_SORT_ROWS, outer * inner);
+    if (outer == 1 && inner > 1 && src_sl == 1 && dst_sl == 1) {
+        /* rows of contiguous elements src_si / dst_si apart (the sort dim
+         * the first, of stride 1, as in torch.msort(x.t()), whose outputs
+         * torch lays out like its input): the same rows indexed by outer */
+        outer = inner;
+        src_so = src_si;
+        dst_so = dst_si;
+        inner = 1;
+        src_si = dst_si = 0;
+    }
 #if defined(KWK_HAVE_SORT_NETWORK)
-    /* 32-bit elements in layouts read and written by whole vectors: the
-     * network (short_sort_network.h); what it leaves (fewer than eight
-     * rows) continues below */
-    if (sn_applies(dtype, len, inner, src_sl, src_si, dst_so, dst_sl, dst_si)) {
-        if (inner == 1) {
+    /* 32- and 16-bit elements in layouts read and written by whole
+     * vectors: the network (short_sort_network.h); what it leaves (fewer
+     * than eight rows) continues below */
+    const int sn_mode = sn_applies(dtype, len, inner, src_sl, src_si, dst_so, dst_sl, dst_si);
+    if (sn_mode != SN_NONE) {
+        if (sn_mode == SN_ROWS) {
             const int64_t done = sn_sort_rows(dtype, src, outer, n, src_so, values, indices,
                                               descending);
             if (done == outer) return KWK_OK;
