@@ -227,6 +227,40 @@ static inline int sr_keys8_f32(int32_t *col, int64_t n, uint32_t x)
 #define SR_KEYS8_F32(DTYPE, col, n, x) 0
 #endif
 
+/* The keys of sixteen 16-bit elements (select_words.h's sk_<SUF>: sk_f16
+ * and sk_bf16 are keys.h's KWK_FLOAT_KEY), lane by lane. */
+#if defined(__AVX2__)
+static inline __m256i sr_keys16(int dtype, __m256i b)
+{
+    if (dtype == KWK_UINT16) return b;
+    const __m256i sign = _mm256_set1_epi16((short)0x8000);
+    if (dtype == KWK_INT16) return _mm256_xor_si256(b, sign);
+    const __m256i a = _mm256_andnot_si256(sign, b);
+    const __m256i v = _mm256_andnot_si256(_mm256_cmpeq_epi16(a, _mm256_setzero_si256()), b); /* -0 -> +0 */
+    const __m256i k = _mm256_xor_si256(v, _mm256_or_si256(_mm256_srai_epi16(v, 15), sign));
+    const __m256i inf = _mm256_set1_epi16(dtype == KWK_BFLOAT16 ? 0x7F80 : 0x7C00);
+    return _mm256_or_si256(k, _mm256_cmpgt_epi16(a, inf)); /* NaN: all ones (a <= 0x7FFF: signed) */
+}
+#define SR_KEYS16_SHORT(DTYPE) ((DTYPE) == KWK_UINT16 || (DTYPE) == KWK_INT16 || \
+                                (DTYPE) == KWK_FLOAT16 || (DTYPE) == KWK_BFLOAT16)
+/* out[0..n) = keys of the n (8 or 16) 16-bit elements at t, ^ x, as int32 */
+#define SR_KEY_ROW16(DTYPE, t, n, x, out)                                     \
+    do {                                                                      \
+        const __m256i x_ = _mm256_set1_epi32((int)(x));                        \
+        const __m256i b_ = (n) == 16 ? _mm256_loadu_si256((const __m256i *)(const void *)(t)) \
+                                     : _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(t))); \
+        const __m256i k_ = sr_keys16(DTYPE, b_);                              \
+        _mm256_storeu_si256((__m256i *)(void *)(out),                         \
+                            _mm256_xor_si256(_mm256_cvtepu16_epi32(_mm256_castsi256_si128(k_)), x_)); \
+        if ((n) == 16)                                                        \
+            _mm256_storeu_si256((__m256i *)(void *)((out) + 8),               \
+                                _mm256_xor_si256(_mm256_cvtepu16_epi32(_mm256_extracti128_si256(k_, 1)), x_)); \
+    } while (0)
+#else
+#define SR_KEYS16_SHORT(DTYPE) 0
+#define SR_KEY_ROW16(DTYPE, t, n, x, out) ((void)0)
+#endif
+
 /* col[j * 8 + l] = key of element j of lane l's row, flipped, as a signed
  * int32 (sign bit flipped: signed order == key order).  UT is the key
  * width, KEY the dtype's key function (select_words.h).  Contiguous rows of
@@ -246,6 +280,21 @@ static inline int sr_keys8_f32(int32_t *col, int64_t n, uint32_t x)
                 memcpy(&v, col + j, sizeof(UT));                              \
                 col[j] = (int32_t)((uint32_t)KEY(v) ^ x);                     \
             }                                                                 \
+            return;                                                           \
+        }                                                                     \
+        if (SR_KEYS16_SHORT(DTYPE) && step == 2 && (n == 8 || n == 16)) {     \
+            /* 16-bit rows of 8 or 16 (MoE routers' experts): each row's    \
+             * keys by whole vectors (sr_keys16), then the same transpose;  \
+             * element by element they were most of a topk of bfloat16      \
+             * 4096x8.  (Other lengths would need a copy of each row, not   \
+             * to read past its end: slower than the elements one by one.) */ \
+            int32_t keyed[SR_LANES][16];                                      \
+            const char *rows[SR_LANES];                                       \
+            for (int l = 0; l < SR_LANES; ++l) {                              \
+                SR_KEY_ROW16(DTYPE, g->src[l], n, x, keyed[l]);               \
+                rows[l] = (const char *)keyed[l];                             \
+            }                                                                 \
+            sr_transpose(rows, n, col);                                       \
             return;                                                           \
         }                                                                     \
         if (sizeof(UT) < 4 && step == (int64_t)sizeof(UT) && n >= 16 &&      \
