@@ -267,8 +267,8 @@ SN_INLINE void sn_columns_n(int dtype, const char *src, int64_t outer, int64_t d
 /* Columns: for each outer o, inner rows i..i+7 (i + 8 <= inner) at once.
  * Returns the number of inner rows done per outer (a multiple of 8); one
  * function per element size, as the rows'. */
-#define SN_DEFINE_SORT_COLUMNS(ES)                                                                 \
-    static int64_t sn_sort_columns##ES(int dtype, const void *src, int64_t outer, int n,          \
+#define SN_DEFINE_SORT_COLUMNS(BITS)                                                               \
+    static int64_t sn_sort_columns##BITS(int dtype, const void *src, int64_t outer, int n,        \
                                        int64_t inner, int64_t src_so, int64_t src_sl, void *values, \
                                        int64_t *indices, int64_t dst_so, int64_t dst_sl,          \
                                        int descending)                                            \
@@ -276,15 +276,16 @@ SN_INLINE void sn_columns_n(int dtype, const char *src, int64_t outer, int64_t d
         const __m256i flip = _mm256_set1_epi32(descending ? -1 : 0);                              \
         const int64_t done = inner & ~(int64_t)7;                                                  \
         switch (n) {                                                                               \
-        SN_LENGTHS(SN_COLUMNS_CASE##ES)                                                            \
+        SN_LENGTHS(SN_COLUMNS_CASE##BITS)                                                          \
         default: return 0;                                                                         \
         }                                                                                          \
         return done;                                                                               \
     }
-#define SN_COLUMNS_CASE(N, ES)                                                                     \
+/* (BITS / 8: the element size in bytes) */
+#define SN_COLUMNS_CASE(N, BITS)                                                                   \
     case N:                                                                                        \
         sn_columns_n(dtype, (const char *)src, outer, done, src_so, src_sl, (char *)values,       \
-                     indices, dst_so, dst_sl, flip, N, ES / 8);                                    \
+                     indices, dst_so, dst_sl, flip, N, BITS / 8);                                  \
         break;
 #define SN_COLUMNS_CASE32(N) SN_COLUMNS_CASE(N, 32)
 #define SN_COLUMNS_CASE16(N) SN_COLUMNS_CASE(N, 16)
@@ -432,21 +433,22 @@ SN_INLINE void sn_rows_n(int dtype, const char *src, int64_t outer, int64_t done
  * to back, eight at a time.  Returns the number of rows done (a multiple
  * of 8).  (One function per element size: the 32-bit rows' code in one
  * function with the 16-bit ones' measured 0.88-0.95x at 12..16.) */
-#define SN_DEFINE_SORT_ROWS(ES)                                                                    \
-    static int64_t sn_sort_rows##ES(int dtype, const void *src, int64_t outer, int n,             \
+#define SN_DEFINE_SORT_ROWS(BITS)                                                                  \
+    static int64_t sn_sort_rows##BITS(int dtype, const void *src, int64_t outer, int n,           \
                                     int64_t src_so, void *values, int64_t *indices, int descending) \
     {                                                                                              \
         const __m256i flip = _mm256_set1_epi32(descending ? -1 : 0);                              \
         const int64_t done = outer & ~(int64_t)7;                                                  \
         switch (n) {                                                                               \
-        SN_LENGTHS(SN_ROWS_CASE##ES)                                                               \
+        SN_LENGTHS(SN_ROWS_CASE##BITS)                                                             \
         default: return 0;                                                                         \
         }                                                                                          \
         return done;                                                                               \
     }
-#define SN_ROWS_CASE(N, ES)                                                                        \
+/* (BITS / 8: the element size in bytes) */
+#define SN_ROWS_CASE(N, BITS)                                                                      \
     case N:                                                                                        \
-        sn_rows_n(dtype, (const char *)src, outer, done, src_so, (char *)values, indices, flip, N, ES / 8); \
+        sn_rows_n(dtype, (const char *)src, outer, done, src_so, (char *)values, indices, flip, N, BITS / 8); \
         break;
 #define SN_ROWS_CASE32(N) SN_ROWS_CASE(N, 32)
 #define SN_ROWS_CASE16(N) SN_ROWS_CASE(N, 16)
