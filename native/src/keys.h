@@ -66,6 +66,18 @@ static inline __m256i kwk_keys8_f32(__m256i b)
     return _mm256_or_si256(k, _mm256_cmpgt_epi32(a, _mm256_set1_epi32(0x7F800000)));
 }
 
+/* kwk_key_f16 (inf 0x7C00) or kwk_key_bf16 (inf 0x7F80) of sixteen raw
+ * 16-bit lanes at once. */
+static inline __m256i kwk_keys16_h16(__m256i b, int inf)
+{
+    const __m256i sign = _mm256_set1_epi16((short)0x8000);
+    const __m256i a = _mm256_andnot_si256(sign, b);
+    const __m256i v = _mm256_andnot_si256(_mm256_cmpeq_epi16(a, _mm256_setzero_si256()), b);
+    const __m256i k = _mm256_xor_si256(v, _mm256_or_si256(_mm256_srai_epi16(v, 15), sign));
+    /* a <= 0x7FFF: the signed compare is the unsigned one */
+    return _mm256_or_si256(k, _mm256_cmpgt_epi16(a, _mm256_set1_epi16((short)inf)));
+}
+
 /* kwk_key_f64 of four raw lanes (AVX2 has no 64-bit arithmetic shift: the
  * sign mask by a compare). */
 static inline __m256i kwk_keys4_f64(__m256i b)

@@ -227,19 +227,14 @@ static inline int sr_keys8_f32(int32_t *col, int64_t n, uint32_t x)
 #define SR_KEYS8_F32(DTYPE, col, n, x) 0
 #endif
 
-/* The keys of sixteen 16-bit elements (select_words.h's sk_<SUF>: sk_f16
- * and sk_bf16 are keys.h's KWK_FLOAT_KEY), lane by lane. */
+/* The keys of sixteen 16-bit elements (select_words.h's sk_<SUF>), lane
+ * by lane. */
 #if defined(__AVX2__)
 static inline __m256i sr_keys16(int dtype, __m256i b)
 {
     if (dtype == KWK_UINT16) return b;
-    const __m256i sign = _mm256_set1_epi16((short)0x8000);
-    if (dtype == KWK_INT16) return _mm256_xor_si256(b, sign);
-    const __m256i a = _mm256_andnot_si256(sign, b);
-    const __m256i v = _mm256_andnot_si256(_mm256_cmpeq_epi16(a, _mm256_setzero_si256()), b); /* -0 -> +0 */
-    const __m256i k = _mm256_xor_si256(v, _mm256_or_si256(_mm256_srai_epi16(v, 15), sign));
-    const __m256i inf = _mm256_set1_epi16(dtype == KWK_BFLOAT16 ? 0x7F80 : 0x7C00);
-    return _mm256_or_si256(k, _mm256_cmpgt_epi16(a, inf)); /* NaN: all ones (a <= 0x7FFF: signed) */
+    if (dtype == KWK_INT16) return _mm256_xor_si256(b, _mm256_set1_epi16((short)0x8000));
+    return kwk_keys16_h16(b, dtype == KWK_BFLOAT16 ? 0x7F80 : 0x7C00);
 }
 #define SR_KEYS16_SHORT(DTYPE) ((DTYPE) == KWK_UINT16 || (DTYPE) == KWK_INT16 || \
                                 (DTYPE) == KWK_FLOAT16 || (DTYPE) == KWK_BFLOAT16)

@@ -166,16 +166,12 @@ SN_INLINE __m256i sn_key(int dtype, __m256i raw, __m256i flip)
     __m256i k;
     if (dtype == KWK_FLOAT32) k = _mm256_xor_si256(kwk_keys8_f32(raw), sign);
     else if (dtype == KWK_UINT32) k = _mm256_xor_si256(raw, sign);
-    else if (dtype == KWK_BFLOAT16 || dtype == KWK_FLOAT16) {
-        /* 16-bit floats (their bits zero-extended): the magnitude, negated
-         * for a negative sign (-0.0 and +0.0 both 0), every NaN above
-         * +inf's: the values' order, ties as torch sees them */
-        const __m256i inf = _mm256_set1_epi32(dtype == KWK_BFLOAT16 ? 0x7F80 : 0x7C00);
-        const __m256i mag = _mm256_and_si256(raw, _mm256_set1_epi32(0x7FFF));
-        const __m256i neg = _mm256_srai_epi32(_mm256_slli_epi32(raw, 16), 31);
-        k = _mm256_sub_epi32(_mm256_xor_si256(mag, neg), neg);
-        k = _mm256_blendv_epi8(k, _mm256_set1_epi32(0x10000), _mm256_cmpgt_epi32(mag, inf));
-    } else if (dtype == KWK_INT16) k = _mm256_srai_epi32(_mm256_slli_epi32(raw, 16), 16);
+    else if (dtype == KWK_BFLOAT16 || dtype == KWK_FLOAT16)
+        /* keys.h's 16-bit keys of the zero-extended bits (the zero upper
+         * halves' keys masked off): 0..0xFFFF, a signed compare orders them */
+        k = _mm256_and_si256(kwk_keys16_h16(raw, dtype == KWK_BFLOAT16 ? 0x7F80 : 0x7C00),
+                             _mm256_set1_epi32(0xFFFF));
+    else if (dtype == KWK_INT16) k = _mm256_srai_epi32(_mm256_slli_epi32(raw, 16), 16);
     else k = raw; /* int32: the signed order is the order; uint16: 0..65535 */
     return _mm256_xor_si256(k, flip);
 }
