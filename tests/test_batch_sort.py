@@ -345,6 +345,51 @@ def test_batch_sort_64bit_offsets(kw, gen, dtype):
         compare("sort", x.t().contiguous(), dim=0)
 
 
+@pytest.mark.parametrize("dtype", BATCH_DTYPES_64, ids=str)
+def test_batch_sort_64bit_range_edges(kw, gen, dtype):
+    """The vector load of contiguous 64-bit rows (batch_sort.h
+    batch_load64_rows; torch order takes the network for rows of 9..448):
+    each row's range from vectors of four whose last overlaps the one
+    before, the offsets from the row's smallest narrowed to 32 bits eight
+    positions at a time (the last block overlapping too).  A range of
+    exactly 2^32 - 1 fits; one of 2^32 in any row of a batch sends the
+    batch row by row; values at the type's ends; rows a wider tensor's
+    slices (their starts apart), and rows of a step the load does not
+    take."""
+    span = (1 << 32) - 1  # the widest range that fits
+    if dtype == torch.int64:
+        lows = (-(1 << 63), (1 << 63) - 1 - span, -(1 << 31))
+    else:  # uint64's ends, and a range across 2^63 (int64's sign)
+        lows = (0, (1 << 64) - 1 - span, (1 << 63) - (1 << 31))
+
+    def as_dtype(values):  # int64 arithmetic, bits read as dtype
+        return values.view(dtype) if dtype == torch.uint64 else values
+
+    for n in (9, 13, 17, 23, 64, 100, 256, 300, 448, 449):
+        rows = _rows_for(n, 21)
+        offsets = torch.randint(0, 1 << 32, (rows, n), generator=gen, dtype=torch.int64)
+        offsets[:, 3] = 0
+        offsets[:, n - 2] = span
+        for low in lows:
+            bits = low - (1 << 64) if low >= 1 << 63 else low  # as int64 bits
+            x = offsets + bits  # wraps as the unsigned values do
+            wide = x.clone()
+            if low + span + 1 < 1 << 64 and low + span + 1 < (1 << 63 if dtype == torch.int64
+                                                              else 1 << 64):
+                wide[rows // 2, 0] = x[rows // 2, n - 2] + 1  # one row spans 2^32
+            else:
+                wide[rows // 2, 0] = x[rows // 2, 3] - 1
+            tied = _some_rows_tie(x, gen)
+            for v in (x, wide, tied):
+                v = as_dtype(v)
+                compare("sort", v, dim=-1)
+                compare("sort", v, dim=-1, descending=True)
+                compare("argsort", v, dim=-1)
+        slab = as_dtype(torch.randint(0, 1 << 31, (rows, n + 7), generator=gen))
+        compare("sort", slab[:, 3:n + 3], dim=-1)
+        compare("sort", slab[:, ::2], dim=-1, descending=True)
+
+
 @pytest.mark.parametrize("dtype", (torch.int32, torch.uint32, torch.int64, torch.uint64), ids=str)
 def test_batch_sort_permutation_rows(kw, gen, dtype):
     """Calls whose first eight rows are permutations of consecutive integers

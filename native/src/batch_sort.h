@@ -73,12 +73,17 @@ enum { KWK_BATCH_BYTE_MIN_LEN = 384 };
  * torch order, int64 of 31-bit range, us, network -> one-row (stable sort,
  * then the tie check): 4096x64 1144 -> 1167, 1024x256 1385 -> 1447, but
  * 512x384 1162 -> 1034, 512x512 1551 -> 1296, 256x768 1472 -> 968,
- * 64x1000 648 -> 297 (tie-heavy rows alike either way), so 256. */
+ * 64x1000 648 -> 297 (tie-heavy rows alike either way), so 256 then.
+ * With the 64-bit rows loaded by vectors (batch_load64_rows; Intel Xeon,
+ * AVX-512, same call, us, one-row vs network, min of 7 alternating): 1024
+ * x300 1696 vs 1281, 512x384 1020 vs 896, 512x448 1202 vs 1056, 512x512
+ * 1235 vs 1190, 512x576 1600 vs 1624 (16-bit ranges, tie-heavy, alike
+ * throughout): 448. */
 
 static int64_t batch_sort_max_len(int dtype, int torch_ties)
 {
 #if defined(__AVX512F__)
-    if (KWK_DTYPES[dtype].key_bits > 32) return torch_ties ? 256 : 16;
+    if (KWK_DTYPES[dtype].key_bits > 32) return torch_ties ? 448 : 16;
     return torch_ties ? 576 : 384;
 #else
     (void)dtype;
@@ -103,11 +108,86 @@ static int batch_sort_applies(int dtype, int64_t len, int64_t rows, int torch_ti
            rows >= KWK_BATCH_LANES;
 }
 
+/* The signed maximum of mx's four 64-bit lanes and the minimum of mn's. */
+static inline void batch_hminmax64(__m256i mx, __m256i mn, int64_t *hi, int64_t *lo)
+{
+    int64_t a[4], b[4];
+    _mm256_storeu_si256((__m256i *)a, mx);
+    _mm256_storeu_si256((__m256i *)b, mn);
+    *hi = a[0];
+    *lo = b[0];
+    for (int i = 1; i < 4; ++i) {
+        *hi = a[i] > *hi ? a[i] : *hi;
+        *lo = b[i] < *lo ? b[i] : *lo;
+    }
+}
+
+/* batch_load64 for eight rows of at least eight contiguous int64 / uint64
+ * elements (rows along the last dim): each row's range from vectors of
+ * four, then eight positions of the eight rows narrowed to 32-bit offsets
+ * and transposed (as batch_load_rows32 does), where the element-by-element
+ * loads below were most of a batch's time.  Measured (Intel Xeon, AVX-512,
+ * torch.sort / torch.argsort in torch order under install(), int64 of
+ * 31-bit range, us, scalar -> vector loads, min of 3 alternating runs):
+ * 8192x24 899 -> 433 / 767 -> 352, 4096x64 1220 -> 704 / 1070 -> 567,
+ * 2048x128 1302 -> 849 / 1138 -> 797, 1024x256 1340 -> 956 / 1204 -> 850.
+ * (Sixteen rows a network with these loads, batch_sort16: 0.85-1.24x
+ * against eight, by length; not taken.)  -1: not such rows; else
+ * batch_load64's answer.  Keys in the signed domain: s = key ^ 2^63
+ * (int64: the value itself), whose signed order is the keys' unsigned
+ * order and whose differences are the keys'. */
+static int batch_load64_rows(int dtype, const kwk_batch_src *src, int64_t len, uint64_t flip,
+                             kwk_batch_slot *slots)
+{
+    if ((dtype != KWK_INT64 && dtype != KWK_UINT64) || src->adjacent || src->step != 8 || len < 8)
+        return -1;
+    const uint64_t to_signed = (dtype == KWK_INT64 ? 0 : 0x8000000000000000ull) ^ flip;
+    const __m256i ts = _mm256_set1_epi64x((long long)to_signed);
+    int64_t lo[KWK_BATCH_LANES];
+    for (int l = 0; l < KWK_BATCH_LANES; ++l) {
+        const char *row = src->row[l];
+        __m256i mx = _mm256_set1_epi64x(INT64_MIN), mn = _mm256_set1_epi64x(INT64_MAX);
+        for (int64_t j = 0; j < len; j += 4) {
+            const int64_t at = j + 4 <= len ? j : len - 4; /* (len >= 8) */
+            const __m256i s = _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(const void *)(row + at * 8)), ts);
+            mx = _mm256_blendv_epi8(mx, s, _mm256_cmpgt_epi64(s, mx));
+            mn = _mm256_blendv_epi8(mn, s, _mm256_cmpgt_epi64(mn, s));
+        }
+        int64_t hi;
+        batch_hminmax64(mx, mn, &hi, &lo[l]);
+        if ((uint64_t)hi - (uint64_t)lo[l] > 0xFFFFFFFFull) return 0;
+    }
+    /* low halves of the 64-bit lanes, in order, into the low 128 bits */
+    const __m256i pick = _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7);
+    const __m256i bias = _mm256_set1_epi32((int)0x80000000u);
+    for (int64_t c = 0; c < len; c += 8) {
+        const int64_t at = c + 8 <= len ? c : len - 8;
+        __m256i v[8];
+        for (int l = 0; l < KWK_BATCH_LANES; ++l) {
+            const char *p = src->row[l] + at * 8;
+            const __m256i base = _mm256_set1_epi64x(lo[l]);
+            const __m256i a = _mm256_sub_epi64(
+                _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(const void *)p), ts), base);
+            const __m256i b = _mm256_sub_epi64(
+                _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(const void *)(p + 32)), ts), base);
+            const __m256i qa = _mm256_permutevar8x32_epi32(a, pick);
+            const __m256i qb = _mm256_permutevar8x32_epi32(b, pick);
+            v[l] = _mm256_xor_si256(_mm256_permute2x128_si256(qa, qb, 0x20), bias);
+        }
+        kwk_transpose8_epi32(v);
+        for (int j = 0; j < 8; ++j) slots[at + j].key = v[j];
+    }
+    for (int64_t j = 0; j < len; ++j) slots[j].idx = _mm256_set1_epi32((int)j);
+    return 1;
+}
+
 /* 64-bit rows: keys as offsets from each row's smallest; 0 when some row's
  * range needs more than 32 bits (the caller sorts those rows one by one). */
 static int batch_load64(int dtype, const kwk_batch_src *src, int64_t len, uint64_t flip,
                         kwk_batch_slot *slots)
 {
+    const int rows = batch_load64_rows(dtype, src, len, flip, slots);
+    if (rows >= 0) return rows;
     uint32_t *keys = (uint32_t *)slots;
     for (int l = 0; l < KWK_BATCH_LANES; ++l) {
         const char *base = src->adjacent ? src->row[0] + l * 8 : src->row[l];

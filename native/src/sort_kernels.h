@@ -1916,6 +1916,25 @@ static void batch_emit_adjacent(const out_row *o, const kwk_batch_slot *slots, i
     }
     if (!o[0].vals) return;
     const int64_t dstep = o[0].dsl * o[0].es;
+    if (o[0].es == 4 && n * o[0].step + 32 <= INT32_MAX) {
+        /* the eight values of position j by one gather: lane l reads row
+         * l's element idx_l, idx_l * step + 4 l bytes from the first row's
+         * start (elements of the rows just sorted: in bounds).  Measured
+         * (Intel Xeon, AVX-512, torch.sort along dim 1, torch order /
+         * stable, A/B against the copies below, min of 5 alternating
+         * runs): float32 8x100x256 1.08x / 1.04x, 64x50x32 1.11x / 1.06x,
+         * zoedepth's 1x64x192x256 1.05x / 1.00x, int32 16x64x64x64 1.02x /
+         * 1.04x; 8-byte elements by two gathers of four lost (float64
+         * 8x100x256 0.84x), and keep the copies. */
+        const __m256i step = _mm256_set1_epi32((int)o[0].step);
+        const __m256i lane = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
+        for (int64_t j = 0; j < n; ++j) {
+            const __m256i off = _mm256_add_epi32(_mm256_mullo_epi32(slots[j].idx, step), lane);
+            _mm256_storeu_si256((__m256i *)(o[0].vals + j * dstep),
+                                _mm256_i32gather_epi32((const int *)o[0].row, off, 1));
+        }
+        return;
+    }
     switch (o[0].es) {
     case 1: KWK_BATCH_EMIT_ADJ_LOOP(uint8_t) break;
     case 2: KWK_BATCH_EMIT_ADJ_LOOP(uint16_t) break;
