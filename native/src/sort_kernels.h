@@ -1944,6 +1944,46 @@ static void batch_emit_adjacent(const out_row *o, const kwk_batch_slot *slots, i
 }
 #undef KWK_BATCH_EMIT_ADJ_LOOP
 
+/* Eight rows of a sorted batch written out together, when their outputs
+ * are contiguous (dsl 1) and their values, if asked for, 4-byte elements:
+ * eight positions of the eight rows' indices transposed into eight runs
+ * of one row each, stored widened to int64, and the values of each run
+ * gathered from its row by those indices, where batch_emit goes through
+ * the slots once per row, element by element.  The last block overlaps
+ * the one before (rows of at least 8).  0: not such rows, nothing
+ * written.  Measured (Intel Xeon, AVX-512, A/B against batch_emit, stable
+ * argsort / stable sort / torch-order sort, rows of 24 / 64 / 128 / 256,
+ * min of 3 alternating runs): float32 1.17 / 1.23 / 1.24x, 1.06 / 1.16 /
+ * 1.14x, 1.00 / 1.10 / 1.14x, 1.07 / 1.12 / 1.07x; int32 alike (0.97-1.27x);
+ * bfloat16 indices only, 1.01-1.16x; int64 0.98-1.10x (a 64-bit gather
+ * of the values lost in batch_emit_adjacent). */
+static int batch_emit_rows(const out_row *o, const kwk_batch_slot *slots, int64_t n)
+{
+    const int vals = o[0].vals != NULL, inds = o[0].inds != NULL;
+    if (n < 8 || o[0].dsl != 1 ||
+        (vals && (o[0].es != 4 || o[0].step < 0 || n * o[0].step > INT32_MAX)))
+        return 0;
+    const __m256i step = _mm256_set1_epi32((int)o[0].step);
+    for (int64_t c = 0; c < n; c += 8) {
+        const int64_t at = c + 8 <= n ? c : n - 8;
+        __m256i v[8];
+        for (int j = 0; j < 8; ++j) v[j] = slots[at + j].idx;
+        kwk_transpose8_epi32(v); /* v[l]: row l's indices at positions at.. */
+        for (int l = 0; l < KWK_BATCH_LANES; ++l) {
+            if (inds) {
+                _mm256_storeu_si256((__m256i *)(o[l].inds + at), _mm256_cvtepi32_epi64(_mm256_castsi256_si128(v[l])));
+                _mm256_storeu_si256((__m256i *)(o[l].inds + at + 4),
+                                    _mm256_cvtepi32_epi64(_mm256_extracti128_si256(v[l], 1)));
+            }
+            if (vals)
+                _mm256_storeu_si256((__m256i *)(o[l].vals + at * 4),
+                                    _mm256_i32gather_epi32((const int *)o[l].row,
+                                                           _mm256_mullo_epi32(v[l], step), 1));
+        }
+    }
+    return 1;
+}
+
 enum { KWK_BATCH_PROBE_ROWS = 8, KWK_BATCH_VALUES_MAX = 512 };
 
 /* Whether the call's first KWK_BATCH_LANES rows are each a permutation of
@@ -1993,6 +2033,7 @@ static inline int batch_finish(const sort_call *c, const sort_layout *g, out_row
     }
     if (adjacent && g->dst_si == 1 && !(c->torch_ties && ties)) {
         batch_emit_adjacent(outs, slots, len);
+    } else if (!adjacent && !(c->torch_ties && ties) && batch_emit_rows(outs, slots, len)) {
     } else {
         for (int l = 0; l < KWK_BATCH_LANES && *status == KWK_OK; ++l) {
             if (c->torch_ties && (ties >> l & 1u)) *status = sort_one_row(c, ws, keys, &outs[l]);
