@@ -186,10 +186,20 @@ def test_batch_sort_inner_dim(kw, gen):
     """Rows along dim 1 of a 4-D tensor (depth bins per pixel): eight
     neighbouring rows read and written position by position; an inner size
     that is not a multiple of eight leaves batches straddling two outer
-    slices (read row by row)."""
-    for dtype in (torch.float32, torch.float16, torch.int32, torch.uint8):
+    slices (read row by row).  Position j of eight neighbours is one vector
+    (batch_load_adjacent: 4- and 2-byte elements; odd row lengths end on
+    an overlapping pair)."""
+    for dtype in (torch.float32, torch.float16, torch.int32, torch.uint8, torch.bfloat16,
+                  torch.int16, torch.uint16, torch.uint32):
         for shape in ((2, 64, 6, 8), (3, 40, 5, 7), (1, 17, 4, 4)):
             x = make_values("random", shape, dtype, gen)
+            if dtype.is_floating_point:  # batch_load_adjacent's keys of NaN, -0.0, inf
+                special = make_values("special", shape, dtype, gen)
+                special.view(-1)[::7] = torch.finfo(dtype).max  # next to inf
+                compare("sort", special, dim=1)
+                compare("sort", special, dim=1, stable=True)  # (no redo of tied rows)
+                compare("argsort", make_values("nan", shape, dtype, gen), dim=1, stable=True,
+                        descending=True)
             compare("sort", x, dim=1)
             compare("sort", x, dim=1, descending=True, stable=True)
             compare("argsort", _some_rows_tie(x.transpose(1, 3), gen).transpose(1, 3), dim=1)
