@@ -1891,6 +1891,14 @@ static int values_ties_show(int dtype, const out_row *out, int64_t len)
 }
 #undef VTS_ROW
 
+/* Sorted values written by vector gathers (batch_emit_adjacent,
+ * batch_emit_rows) where they were measured: AVX-512 targets. */
+#if defined(__AVX512F__)
+#define KWK_EMIT_GATHERS 1
+#else
+#define KWK_EMIT_GATHERS 0
+#endif
+
 /* Eight rows that sit side by side in the source and the outputs (a sort
  * along a non-last dim): output position j of all eight is written
  * together, neighbours in one cache line, instead of row by row through
@@ -1916,7 +1924,7 @@ static void batch_emit_adjacent(const out_row *o, const kwk_batch_slot *slots, i
     }
     if (!o[0].vals) return;
     const int64_t dstep = o[0].dsl * o[0].es;
-    if (o[0].es == 4 && n * o[0].step + 32 <= INT32_MAX) {
+    if (KWK_EMIT_GATHERS && o[0].es == 4 && n * o[0].step + 32 <= INT32_MAX) {
         /* the eight values of position j by one gather: lane l reads row
          * l's element idx_l, idx_l * step + 4 l bytes from the first row's
          * start (elements of the rows just sorted: in bounds).  Measured
@@ -1964,9 +1972,13 @@ static int batch_emit_rows(const out_row *o, const kwk_batch_slot *slots, int64_
 {
     const int vals = o[0].vals != NULL, inds = o[0].inds != NULL;
     const int es = o[0].es;
+    /* the value gathers are measured on AVX-512 CPUs only (AVX2-only
+     * cores, Zen 2/3 among them, gather slowly: they keep batch_emit's
+     * copies for rows with values) */
+    const int gathers = KWK_EMIT_GATHERS;
     if (n < 8 || o[0].dsl != 1 ||
-        (vals && !(es == 4 && o[0].step >= 0 && n * o[0].step <= INT32_MAX) &&
-         !(es == 2 && o[0].step == 2 && n <= INT32_MAX / 2)))
+        (vals && !(gathers && es == 4 && o[0].step >= 0 && n * o[0].step <= INT32_MAX) &&
+         !(gathers && es == 2 && o[0].step == 2 && n <= INT32_MAX / 2)))
         return 0;
     const __m256i step = _mm256_set1_epi32((int)o[0].step);
     /* 2-byte values: the 4 bytes at element idx, the low half; at the
