@@ -228,6 +228,26 @@ static int batch_load64(int dtype, const kwk_batch_src *src, int64_t len, uint64
         }                                                                     \
     }
 
+/* The keys (keys.h: kwk_key_at) of eight 4-byte elements of a float32,
+ * int32 or uint32 row, as 32-bit lanes; and of sixteen 2-byte elements of
+ * a bfloat16, float16, int16 or uint16 row, as 16-bit lanes.  Not yet
+ * flipped or biased (the loaders' `post`). */
+static inline __m256i batch_keys32(int dtype, __m256i v)
+{
+    if (dtype == KWK_FLOAT32) return kwk_keys8_f32(v);
+    return dtype == KWK_INT32 ? _mm256_xor_si256(v, _mm256_set1_epi32((int)0x80000000u)) : v;
+}
+
+static inline __m256i batch_keys16(int dtype, __m256i b)
+{
+    switch (dtype) {
+    case KWK_BFLOAT16: return kwk_keys16_h16(b, 0x7F80);
+    case KWK_FLOAT16: return kwk_keys16_h16(b, 0x7C00);
+    case KWK_INT16: return _mm256_xor_si256(b, _mm256_set1_epi16((short)0x8000));
+    default: return b; /* uint16 */
+    }
+}
+
 /* Rows of at least eight contiguous 4-byte elements (a row along the last
  * dim): eight positions of the eight rows are eight vector loads and one
  * 8x8 transpose, the last block overlapping the one before when len is not
@@ -243,7 +263,6 @@ static int batch_load_rows32(int dtype, const kwk_batch_src *src, int64_t len, u
         return 0;
     /* flip, then the bias that lets a signed compare order the keys */
     const __m256i post = _mm256_set1_epi32((int)(flip ^ 0x80000000u));
-    const __m256i pre = _mm256_set1_epi32(dtype == KWK_INT32 ? (int)0x80000000u : 0);
     for (int64_t c = 0; c < len; c += 8) {
         const int64_t at = c + 8 <= len ? c : len - 8;
         __m256i v[8];
@@ -251,9 +270,7 @@ static int batch_load_rows32(int dtype, const kwk_batch_src *src, int64_t len, u
             v[l] = _mm256_loadu_si256((const __m256i *)(const void *)(src->row[l] + at * 4));
         kwk_transpose8_epi32(v);
         for (int j = 0; j < 8; ++j) {
-            const __m256i key =
-                dtype == KWK_FLOAT32 ? kwk_keys8_f32(v[j]) : _mm256_xor_si256(v[j], pre);
-            slots[at + j].key = _mm256_xor_si256(key, post);
+            slots[at + j].key = _mm256_xor_si256(batch_keys32(dtype, v[j]), post);
         }
     }
     return 1;
@@ -277,7 +294,6 @@ static int batch_load_rows16(int dtype, const kwk_batch_src *src, int64_t len, u
          dtype != KWK_UINT16) || src->step != 2 || len < 8)
         return 0;
     const __m256i post = _mm256_set1_epi32((int)(flip ^ 0x80000000u));
-    const __m256i sign16 = _mm256_set1_epi16((short)0x8000);
     for (int64_t c = 0; c < len; c += 8) {
         const int64_t at = c + 8 <= len ? c : len - 8;
         __m256i v[8];
@@ -285,10 +301,7 @@ static int batch_load_rows16(int dtype, const kwk_batch_src *src, int64_t len, u
             const __m256i b = _mm256_inserti128_si256(
                 _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(src->row[l] + at * 2))),
                 _mm_loadu_si128((const __m128i *)(const void *)(src->row[l + 1] + at * 2)), 1);
-            const __m256i k = dtype == KWK_BFLOAT16  ? kwk_keys16_h16(b, 0x7F80)
-                              : dtype == KWK_FLOAT16 ? kwk_keys16_h16(b, 0x7C00)
-                              : dtype == KWK_INT16   ? _mm256_xor_si256(b, sign16)
-                                                     : b;
+            const __m256i k = batch_keys16(dtype, b);
             v[l] = _mm256_cvtepu16_epi32(_mm256_castsi256_si128(k));
             v[l + 1] = _mm256_cvtepu16_epi32(_mm256_extracti128_si256(k, 1));
         }
@@ -319,11 +332,9 @@ static int batch_load_adjacent(int dtype, const kwk_batch_src *src, int64_t len,
     case KWK_FLOAT32:
     case KWK_INT32:
     case KWK_UINT32: {
-        const __m256i pre = _mm256_set1_epi32(dtype == KWK_INT32 ? (int)0x80000000u : 0);
         for (int64_t j = 0; j < len; ++j) {
             const __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(row + j * step));
-            const __m256i key = dtype == KWK_FLOAT32 ? kwk_keys8_f32(v) : _mm256_xor_si256(v, pre);
-            slots[j].key = _mm256_xor_si256(key, post);
+            slots[j].key = _mm256_xor_si256(batch_keys32(dtype, v), post);
         }
         return 1;
     }
@@ -332,16 +343,12 @@ static int batch_load_adjacent(int dtype, const kwk_batch_src *src, int64_t len,
     case KWK_INT16:
     case KWK_UINT16: {
         if (len < 2) return 0;
-        const __m256i sign16 = _mm256_set1_epi16((short)0x8000);
-        for (int64_t c = 0; c < len; c += 2) {
+            for (int64_t c = 0; c < len; c += 2) {
             const int64_t j = c + 2 <= len ? c : len - 2;
             const __m256i b = _mm256_inserti128_si256(
                 _mm256_castsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)(row + j * step))),
                 _mm_loadu_si128((const __m128i *)(const void *)(row + (j + 1) * step)), 1);
-            const __m256i k = dtype == KWK_BFLOAT16  ? kwk_keys16_h16(b, 0x7F80)
-                              : dtype == KWK_FLOAT16 ? kwk_keys16_h16(b, 0x7C00)
-                              : dtype == KWK_INT16   ? _mm256_xor_si256(b, sign16)
-                                                     : b;
+            const __m256i k = batch_keys16(dtype, b);
             slots[j].key = _mm256_xor_si256(_mm256_cvtepu16_epi32(_mm256_castsi256_si128(k)), post);
             slots[j + 1].key = _mm256_xor_si256(_mm256_cvtepu16_epi32(_mm256_extracti128_si256(k, 1)), post);
         }
