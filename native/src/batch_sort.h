@@ -108,20 +108,6 @@ static int batch_sort_applies(int dtype, int64_t len, int64_t rows, int torch_ti
            rows >= KWK_BATCH_LANES;
 }
 
-/* The signed maximum of mx's four 64-bit lanes and the minimum of mn's. */
-static inline void batch_hminmax64(__m256i mx, __m256i mn, int64_t *hi, int64_t *lo)
-{
-    int64_t a[4], b[4];
-    _mm256_storeu_si256((__m256i *)a, mx);
-    _mm256_storeu_si256((__m256i *)b, mn);
-    *hi = a[0];
-    *lo = b[0];
-    for (int i = 1; i < 4; ++i) {
-        *hi = a[i] > *hi ? a[i] : *hi;
-        *lo = b[i] < *lo ? b[i] : *lo;
-    }
-}
-
 /* batch_load64 for eight rows of at least eight contiguous int64 / uint64
  * elements (rows along the last dim): each row's range from vectors of
  * four, then eight positions of the eight rows narrowed to 32-bit offsets
@@ -154,7 +140,7 @@ static int batch_load64_rows(int dtype, const kwk_batch_src *src, int64_t len, u
             mn = _mm256_blendv_epi8(mn, s, _mm256_cmpgt_epi64(mn, s));
         }
         int64_t hi;
-        batch_hminmax64(mx, mn, &hi, &lo[l]);
+        kwk_hminmax64(mn, mx, &lo[l], &hi);
         if ((uint64_t)hi - (uint64_t)lo[l] > 0xFFFFFFFFull) return 0;
     }
     /* low halves of the 64-bit lanes, in order, into the low 128 bits */

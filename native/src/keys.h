@@ -90,6 +90,33 @@ static inline __m256i kwk_keys4_f64(__m256i b)
     return _mm256_or_si256(k, _mm256_cmpgt_epi64(a, _mm256_set1_epi64x(0x7FF0000000000000ll)));
 }
 
+/* The smallest of lo's lanes and the largest of hi's, as signed 32-bit
+ * (64-bit) integers: a row's key range from its running lane extremes. */
+static inline void kwk_hminmax32(__m256i lo, __m256i hi, int32_t *klo, int32_t *khi)
+{
+    int32_t lov[8], hiv[8];
+    _mm256_storeu_si256((__m256i *)lov, lo);
+    _mm256_storeu_si256((__m256i *)hiv, hi);
+    *klo = INT32_MAX;
+    *khi = INT32_MIN;
+    for (int l = 0; l < 8; ++l) {
+        *klo = lov[l] < *klo ? lov[l] : *klo;
+        *khi = hiv[l] > *khi ? hiv[l] : *khi;
+    }
+}
+static inline void kwk_hminmax64(__m256i lo, __m256i hi, int64_t *klo, int64_t *khi)
+{
+    int64_t lov[4], hiv[4];
+    _mm256_storeu_si256((__m256i *)lov, lo);
+    _mm256_storeu_si256((__m256i *)hiv, hi);
+    *klo = INT64_MAX;
+    *khi = INT64_MIN;
+    for (int l = 0; l < 4; ++l) {
+        *klo = lov[l] < *klo ? lov[l] : *klo;
+        *khi = hiv[l] > *khi ? hiv[l] : *khi;
+    }
+}
+
 #if defined(__AVX512F__)
 /* kwk_key_f64 of eight lanes. */
 static inline __m512i kwk_keys8_f64(__m512i b)

@@ -251,33 +251,6 @@ static void *vs_key_home(const void *src, void *dst, int64_t bytes, void *key)
     return d0 + b <= s0 || s0 + b <= d0 ? dst : key;
 }
 
-/* The smallest of lo's lanes and the largest of hi's, as signed 32-bit
- * (64-bit) integers: a row's key range from its running lane extremes. */
-static void vs_hminmax32(__m256i lo, __m256i hi, int32_t *klo, int32_t *khi)
-{
-    int32_t lov[8], hiv[8];
-    _mm256_storeu_si256((__m256i *)lov, lo);
-    _mm256_storeu_si256((__m256i *)hiv, hi);
-    *klo = INT32_MAX;
-    *khi = INT32_MIN;
-    for (int l = 0; l < 8; ++l) {
-        *klo = lov[l] < *klo ? lov[l] : *klo;
-        *khi = hiv[l] > *khi ? hiv[l] : *khi;
-    }
-}
-static void vs_hminmax64(__m256i lo, __m256i hi, int64_t *klo, int64_t *khi)
-{
-    int64_t lov[4], hiv[4];
-    _mm256_storeu_si256((__m256i *)lov, lo);
-    _mm256_storeu_si256((__m256i *)hiv, hi);
-    *klo = INT64_MAX;
-    *khi = INT64_MIN;
-    for (int l = 0; l < 4; ++l) {
-        *klo = lov[l] < *klo ? lov[l] : *klo;
-        *khi = hiv[l] > *khi ? hiv[l] : *khi;
-    }
-}
-
 /* vs_row_f32_contig, 8 keys a vector (the scalar loops were a fifth of a
  * 100k-element values-only sort); the last partial vector through
  * maskload/maskstore, its lanes kept out of the zero test and the range.
@@ -579,7 +552,7 @@ static int vs_row_f32_contig(const uint32_t *src, int64_t n, uint32_t *dst, int 
     const int any_pz = !_mm256_testz_si256(pz, pz), any_nz = !_mm256_testz_si256(nz, nz);
     if ((any_pz && any_nz) || nan_mixed) return 0;
     int32_t klo, khi;
-    vs_hminmax32(lo, hi, &klo, &khi);
+    kwk_hminmax32(lo, hi, &klo, &khi);
     vs_sort_u32_biased(kd, tmp, n, (uint32_t)klo, kwk_bits_for((uint64_t)(uint32_t)((uint32_t)khi - (uint32_t)klo)));
     const __m256i zbits = any_nz ? sign : zero, nbits = _mm256_set1_epi32((int)nan_bits);
     for (int64_t j = 0; j < n; j += 8) {
@@ -809,7 +782,7 @@ static int vs_row_b32_contig(const uint32_t *src, int64_t n, uint32_t *dst, int 
         hi = _mm256_max_epi32(hi, k);
     }
     int32_t klo, khi;
-    vs_hminmax32(lo, hi, &klo, &khi);
+    kwk_hminmax32(lo, hi, &klo, &khi);
     for (; j < n; ++j) {
         const int32_t k = (int32_t)(src[j] ^ bias);
         kd[j] = (uint32_t)k;
@@ -952,7 +925,7 @@ static int vs_row_b64_contig(int dtype, const uint64_t *src, int64_t n, uint64_t
         hi = vs_max64(hi, k);
     }
     int64_t klo, khi;
-    vs_hminmax64(lo, hi, &klo, &khi);
+    kwk_hminmax64(lo, hi, &klo, &khi);
     int spz = !_mm256_testz_si256(pz, pz), snz = !_mm256_testz_si256(nz, nz);
     int have_nan = 0, nan_mixed = 0;
     uint64_t nan_bits = 0;
