@@ -82,6 +82,34 @@ def test_sort_long_rows(kw, gen, dtype, kind):
     compare("argsort", x[0], descending=True)
 
 
+@pytest.mark.parametrize("dtype", [torch.int64, torch.float64, torch.uint64], ids=str)
+def test_sort_wide_keys(kw, gen, dtype):
+    """64-bit keys too wide to pack with their index (sort_kernels.h
+    wide_sort): rows of 64 sorted by their keys' top bits, with keys that
+    agree on every top bit (a unit apart) or are equal (copied), which the
+    scan for runs of equal top bits must still order, and rows with none,
+    which skip it; and rows of 2^19 + 37, whose values are read from the
+    source in random order with prefetching (emit_words), with and without
+    repeated keys (torch's order then comes from the emulation), both
+    directions, both orders."""
+    def wide(shape):
+        if dtype is torch.float64:
+            return torch.randn(shape, dtype=dtype, generator=gen) * 1e10
+        x = torch.randint(-2**62, 2**62, shape, generator=gen)
+        return x if dtype is torch.int64 else x.to(torch.uint64)
+    short = wide((256, 64))
+    short[::2, 5] = short[::2, 40]                      # equal keys
+    if dtype is not torch.float64:
+        short[1::4, 10] = short[1::4, 11] ^ 1           # equal top bits, other keys
+    long_rows = wide((2, (1 << 19) + 37))
+    long_rows[1, ::4096] = long_rows[1, 7]              # 129 equal keys in row 1
+    for x in (short, long_rows):
+        for descending in (False, True):
+            compare("sort", x, descending=descending)
+            compare("sort", x, descending=descending, stable=True)
+    compare("argsort", long_rows[0], descending=True)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64], ids=str)
 def test_sort_dominant_value_rows(kw, gen, target, dtype):
     """Rows where one value fills nearly every slot (top-p after top-k: -inf
