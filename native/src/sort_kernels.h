@@ -1136,18 +1136,18 @@ static void sort_h16_row(int dtype, const out_row *o, int64_t len, uint64_t flip
 enum { KWK_BYTE_SORT_MIN_LEN = 384 };
 static void sort_byte_row(int dtype, const out_row *o, int64_t len, uint64_t flip)
 {
+    /* a byte's key: the byte itself ^ x (int8: its sign bit flipped;
+     * descending: every bit), a bool's its truth ^ x; no table to build
+     * per row (native, uint8 64x1000 stable argsort, min of 3 alternating
+     * runs: 1.24-1.33 -> 1.11-1.20 ns/el; with values, descending, 1.57 ->
+     * 1.53) */
     const int is_bool = dtype == KWK_BOOL;
-    uint8_t key_of[256], byte_of[256];
-    for (int b = 0; b < 256; ++b) {
-        const uint8_t k = (uint8_t)((is_bool ? (b != 0) : dtype == KWK_INT8 ? b ^ 0x80 : b) ^ (int)flip);
-        key_of[b] = k;
-        byte_of[k] = (uint8_t)(is_bool ? b != 0 : b);
-    }
+    const uint8_t x = (uint8_t)((dtype == KWK_INT8 ? 0x80 : 0) ^ (int)(flip & 0xFF));
     int64_t c[4][256];
     memset(c, 0, sizeof c);
     const char *row = o->row;
     const int64_t step = o->step, q = len / 4;
-#define KWK_BYTE_KEY(j) key_of[(uint8_t)row[(j) * step]]
+#define KWK_BYTE_KEY(j) (uint8_t)((is_bool ? row[(j) * step] != 0 : (uint8_t)row[(j) * step]) ^ x)
     for (int64_t i = 0; i < q; ++i) {
         c[0][KWK_BYTE_KEY(i)]++;
         c[1][KWK_BYTE_KEY(q + i)]++;
@@ -1188,9 +1188,10 @@ static void sort_byte_row(int dtype, const out_row *o, int64_t len, uint64_t fli
     if (!o->vals) return;
     int64_t at = 0;
     for (int b = 0; b < 256; ++b) {
-        if (o->dsl == 1) memset(o->vals + at, byte_of[b], (size_t)run[b]);
+        const char byte = (char)(uint8_t)(is_bool ? (b ^ x) & 1 : b ^ x); /* the key's byte */
+        if (o->dsl == 1) memset(o->vals + at, byte, (size_t)run[b]);
         else
-            for (int64_t j = at; j < at + run[b]; ++j) o->vals[j * o->dsl] = (char)byte_of[b];
+            for (int64_t j = at; j < at + run[b]; ++j) o->vals[j * o->dsl] = byte;
         at += run[b];
     }
 }
