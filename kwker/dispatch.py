@@ -185,13 +185,24 @@ def _no_topk_probe(order):
     return order
 
 
-def use_size_rules(enabled: bool) -> None:
+def _row_shape_failure_stable_ties(op, numel, row, x=None):
+    return None if op in support.TIE_ORDER_OPS else support.row_shape_failure(op, numel, row, x)
+
+
+def use_size_rules(enabled: bool, stable_ties: bool = False) -> None:
     """install(use_fast="auto") (enabled) or use_fast=True (the fast path at
     every size): rebinds the names the size checks read, so the choice
-    costs nothing per call."""
+    costs nothing per call.  stable_ties (install(ties="stable")): the
+    rules leave support.TIE_ORDER_OPS alone (their element counts read as
+    0), since torch would answer those in its own tie order; the counts are
+    taken from support.MIN_FAST_NUMEL here, at install()."""
     global _MIN_NUMEL, _row_shape_failure, _topk_nth_failure, _topk_order
     if enabled:
         _MIN_NUMEL, _row_shape_failure = support.MIN_FAST_NUMEL, support.row_shape_failure
+        if stable_ties:
+            _MIN_NUMEL = {op: 0 if op in support.TIE_ORDER_OPS else n
+                          for op, n in support.MIN_FAST_NUMEL.items()}
+            _row_shape_failure = _row_shape_failure_stable_ties
         _topk_nth_failure, _topk_order = support.topk_nth_failure, support.topk_order
     else:
         _MIN_NUMEL, _row_shape_failure = _NO_MIN_NUMEL, _no_row_shape_failure

@@ -139,7 +139,8 @@ def apply(ops, settings: Settings) -> None:
         if settings.use_fast == "auto":
             thresholds.load_calibration()
         dispatch.Policy.order = _TIES[settings.ties]
-        dispatch.use_size_rules(settings.use_fast != True)  # noqa: E712 ("auto" too)
+        dispatch.use_size_rules(settings.use_fast != True,  # noqa: E712 ("auto" too)
+                                stable_ties=settings.ties == "stable")
         patching.install(tuple(ops) + patching.installed_ops(), entries_for(settings))
         _current = settings
 

@@ -61,7 +61,9 @@ FLUSHED_DENORMALS = Condition(
     "(torch.set_flush_denormal(True), or other code setting DAZ/FTZ): torch then compares "
     "subnormals as zero, Kwker's keys by their bits")
 SMALL = Condition("small", "input size or row length where torch was measured faster "
-                  "(see SIZE_RULES; install(use_fast=True) turns the size rules off)")
+                  "(see SIZE_RULES; install(use_fast=True) turns the size rules off; under "
+                  "ties=\"stable\" they do not apply to sort, argsort, msort, topk and "
+                  "kthvalue, where torch's answer would not be the stable order)")
 USE_FAST = Condition("use_fast", "install(use_fast=False): every call goes to torch "
                      "(the reference)")
 
@@ -239,6 +241,16 @@ def topk_nth_failure(row: int, k: int, torch_order: bool, dtype: torch.dtype) ->
     if row < rule.nth_min_row or (rule.nth_int64 and dtype is torch.int64):
         return SMALL
     return None
+
+
+# The ops whose result shows how equal elements are ordered (indices; a
+# zero's sign or a NaN's payload among equal values): under
+# install(ties="stable") the size rules do not send them to torch, whose
+# answer would then be its own order, not the stable one that the fast path
+# gives at every other size (dispatch.use_size_rules).  Their speed rules
+# are a choice between two equal answers; under ties="stable" the answers
+# differ, and the answer wins.
+TIE_ORDER_OPS = frozenset({"sort", "argsort", "msort", "topk", "kthvalue"})
 
 
 def topk_order(order: int) -> int:

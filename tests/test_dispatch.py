@@ -650,6 +650,49 @@ def _stable_topk(x, k, largest=True, sorted=True):
     return torch.return_types.topk((values[..., :k].contiguous(), indices[..., :k].contiguous()))
 
 
+def _stable_sort(x, dim=-1, descending=False):
+    return ORIG["sort"](x, dim=dim, descending=descending, stable=True)
+
+
+def _stable_argsort(x, dim=-1, descending=False):
+    return _stable_sort(x, dim, descending).indices
+
+
+def _stable_kthvalue(x, k, dim=-1):
+    values, indices = _stable_sort(x, dim)
+    return torch.return_types.kthvalue((values[..., k - 1], indices[..., k - 1]))
+
+
+@pytest.mark.real_thresholds
+def test_stable_ties_keep_small_calls(gen):
+    """Under ties="stable" the size rules do not send the ops whose result
+    shows the order of equal elements (support.TIE_ORDER_OPS) to torch,
+    whose answer would be its own order: a sort of 64 sequence lengths
+    (pack_padded_sequence's, below every op's crossover) runs the kernel
+    and gives the stable order, as do topk, kthvalue, msort and argsort of
+    such rows and rows the row-shape rules name; median (whose index is the
+    stable rank either way) and unique keep the rules.  Under ties="torch"
+    the same calls go to torch ('small')."""
+    lengths = torch.randint(1, 9, (64,), generator=gen)
+    short_rows = torch.randint(0, 4, (6, 5), generator=gen).float()
+    assert lengths.numel() < min(support.MIN_FAST_NUMEL[op] for op in support.TIE_ORDER_OPS)
+    with kwker.installed():
+        compare("sort", lengths, descending=True, fast="small")
+        compare("median", lengths.float(), fast="small")
+    with kwker.installed(ties="stable"):
+        for descending in (False, True):
+            compare("sort", lengths, descending=descending, reference=_stable_sort)
+            compare("argsort", lengths, descending=descending, reference=_stable_argsort)
+            compare("sort", short_rows, descending=descending, reference=_stable_sort)
+        compare("msort", lengths.float().reshape(8, 8),
+                reference=lambda x: _stable_sort(x, 0).values)
+        compare("topk", lengths, 5, reference=_stable_topk)
+        compare("topk", short_rows, 2, reference=_stable_topk)
+        compare("kthvalue", lengths, 20, reference=_stable_kthvalue)
+        compare("median", lengths.float(), fast="small")
+        compare("unique", lengths, fast="small")
+
+
 # ------------------------------------------------------------ completeness
 
 def _trigger(key, x, monkeypatch):
