@@ -130,6 +130,8 @@ int kwk_filter_below_addr(int dtype, uintptr_t key, uintptr_t src, int64_t rows,
                           uintptr_t cutoff, double fill, uintptr_t out, uintptr_t mask);
 int kwk_softmax_f32_addr(uintptr_t x, int64_t rows, int64_t n, int lanes, uintptr_t out);
 int kwk_renormalize_f32_addr(uintptr_t w, int64_t rows, int64_t k);
+int kwk_router_backward_f32_addr(uintptr_t p, uintptr_t ids, uintptr_t g, int64_t rows, int64_t n,
+                                 int64_t k, int renormalize, int lanes, uintptr_t gx);
 int64_t kwk_unique_runs_addr(int dtype, uintptr_t values, int64_t n, uintptr_t perm,
                              uintptr_t inverse);
 int kwk_unique_fill_addr(int dtype, uintptr_t values, int64_t n, int64_t runs, uintptr_t out,
@@ -273,6 +275,13 @@ int kwk_softmax_f32_addr(uintptr_t x, int64_t rows, int64_t n, int lanes, uintpt
 int kwk_renormalize_f32_addr(uintptr_t w, int64_t rows, int64_t k)
 {
     return kwk_renormalize_f32((float *)P(w), rows, k);
+}
+int kwk_router_backward_f32_addr(uintptr_t p, uintptr_t ids, uintptr_t g, int64_t rows, int64_t n,
+                                 int64_t k, int renormalize, int lanes, uintptr_t gx)
+{
+    return kwk_router_backward_f32((const float *)P(p), (const int64_t *)P(ids),
+                                   (const float *)P(g), rows, n, k, renormalize, lanes,
+                                   (float *)P(gx));
 }
 /* 2 * runs + order_shows (kwker.h kwk_unique_runs), or a negative status */
 int64_t kwk_unique_runs_addr(int dtype, uintptr_t values, int64_t n, uintptr_t perm,

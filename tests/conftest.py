@@ -26,6 +26,16 @@ import torch
 NATIVE_TARGETS = native_target_params()
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _thread_pool_started_unflushed():
+    """torch's thread pool started before any test flushes subnormals:
+    torch.set_flush_denormal sets the calling thread's flags, and threads
+    the pool starts while they are set inherit them for good, so later
+    tests' torch references would flush where Kwker does not."""
+    torch.ones(1 << 22).sum()
+    yield
+
+
 @pytest.fixture(params=NATIVE_TARGETS)
 def target(request):
     """Each native kernel set in turn (test_native_targets.py has its own,

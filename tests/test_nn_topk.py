@@ -187,6 +187,36 @@ def test_topk_softmax_gradient_and_gradcheck(gen):
         _same(gr, gf)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
+def test_topk_softmax_first_order_gradient_is_the_references(dtype, gen):
+    """The router's one-node backward (kwk_router_backward_f32: k <= 2
+    renormalised natively, larger k by torch's steps, NaN gradients by
+    torch's own ops) against the reference's autograd, bit for bit: every
+    k from 1 to 3 and 8, lengths around the vector widths, tied and
+    saturated probabilities, gradients with -0.0, zeros, inf and NaN; torch
+    on one thread and on two (its own results depend on it for rows with a
+    partial last vector: router_backward_takes)."""
+    threads_before = torch.get_num_threads()
+    for experts, threads in ((1, 1), (2, 2), (7, 1), (8, 2), (9, 1), (16, 1), (17, 2), (33, 1),
+                             (60, 1), (64, 1), (256, 2)):
+        torch.set_num_threads(threads)
+        for kind in ("random", "ties"):
+            x = _scores(kind, (24, experts), dtype, gen)
+            x[::5] *= 50  # probabilities that are exactly zero
+            for k in sorted({1, min(2, experts), min(3, experts), min(8, experts)}):
+                grad = torch.randn(24, k, generator=gen)
+                grad[::4] = -0.0
+                grad[1::6, 0] = float("inf")
+                for renormalize in (True, False):
+                    for g in (grad, torch.where(torch.arange(24)[:, None] == 3, float("nan"),
+                                                grad)):
+                        xr, xf = x.clone().requires_grad_(), x.clone().requires_grad_()
+                        R.topk_softmax(xr, k, renormalize)[0].backward(g)
+                        T.topk_softmax(xf, k, renormalize)[0].backward(g)
+                        _same(xr.grad, xf.grad)
+    torch.set_num_threads(threads_before)
+
+
 def test_topk_softmax_ids_dtype_and_shape(gen):
     w, ids = T.topk_softmax(torch.randn(4096, 128, generator=gen), 8)
     assert w.dtype == torch.float32 and ids.dtype == torch.int64 and w.shape == (4096, 8)

@@ -110,7 +110,112 @@ def test_a_failed_probe_keeps_torchs_softmax(monkeypatch, gen):
     assert torch.equal(_bits(got), _bits(torch.softmax(x, -1)))
 
 
-_AVX2_SCRIPT = r"""
+# kwk_router_backward_f32 (the router's backward) against torch's autograd
+# of the reference's steps, as code the 8-lane subprocess runs too:
+# router_backward_bad(lanes) counts the rows that differ.  Probabilities
+# with exact zeros (large logits) and some not a softmax's (negative, -0.0:
+# the dense sum's rows), -0.0 / +0.0 / tiny / inf gradients (products that
+# are -0.0, sums that cancel, inf - inf), selected columns in one lane and
+# in two; every length the layer gives the kernel (router_backward_takes:
+# shorter than a vector, or whole vectors), with torch on one thread and
+# on two over rows enough for its thread pool (the two copies of its loop
+# differ on rows with a partial last vector, which the layer keeps from
+# the kernel).  A NaN in the gradient or the probabilities: KWK_DEFER.
+_ROUTER_BACKWARD_CHECK = r"""
+import torch
+from kwker import _native
+
+
+def _reference_router_grad(p, ids, g, renormalize):
+    gt = g
+    if renormalize:
+        t = p.gather(-1, ids).requires_grad_()
+        w = t / t.sum(-1, keepdim=True)
+        (gt,) = torch.autograd.grad(w, t, g)
+    gp = torch.zeros_like(p).scatter_(-1, ids, gt)
+    return torch._softmax_backward_data(gp, p, -1, torch.float32)
+
+
+def router_backward_bad(lanes):
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        bad = _router_backward_bad(lanes, 96)
+        torch.set_num_threads(2)
+        return bad + _router_backward_bad(lanes, 2048)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _router_backward_bad(lanes, rows):
+    gen = torch.Generator().manual_seed(7)
+    bad = 0
+    for n in list(range(1, lanes + 1)) + [2 * lanes, 3 * lanes, 4 * lanes, 16 * lanes, 64 * lanes]:
+        for k in sorted({1, min(2, n), min(3, n), min(8, n)}):
+            x = torch.randn(rows, n, generator=gen) * 4
+            x[::4] *= 40  # probabilities that are exactly zero
+            p = torch.softmax(x, -1)
+            p[5::17, n // 2] = -0.0
+            p[6::17, -1] = -0.25
+            ids = torch.rand(rows, n, generator=gen).argsort(-1)[:, :k].contiguous()
+            if n > lanes and k == 2:  # both in one lane, and in lanes meeting late
+                ids[::3, 1] = (ids[::3, 0] + lanes) % n
+                ids[1::3, 1] = (ids[1::3, 0] + lanes // 2) % n
+                ids[:, 1] = torch.where(ids[:, 1] == ids[:, 0], (ids[:, 0] + 1) % n, ids[:, 1])
+            g = torch.randn(rows, k, generator=gen)
+            g[::6] = -0.0
+            g[1::6, 0] = 0.0
+            g[2::6] = 1e-30  # products that underflow
+            g[3::6, 0] = -g[3::6, -1]  # cancelling terms
+            g[7::13, -1] = float("inf")
+            g[8::13] = float("-inf")
+            for renormalize in (0, 1):
+                out = torch.empty_like(p)
+                status = _native.lib.kwk_router_backward_f32_addr(
+                    p.data_ptr(), ids.data_ptr(), g.data_ptr(), rows, n, k, renormalize, lanes,
+                    out.data_ptr())
+                assert status == 0, status
+                want = _reference_router_grad(p, ids, g, renormalize)
+                bad += int((out.view(torch.int32) != want.view(torch.int32)).any(1).sum())
+                for where in (g, p):  # a NaN anywhere: deferred
+                    keep = where[-1, -1].item()
+                    where[-1, -1] = float("nan")
+                    status = _native.lib.kwk_router_backward_f32_addr(
+                        p.data_ptr(), ids.data_ptr(), g.data_ptr(), rows, n, k, renormalize,
+                        lanes, out.data_ptr())
+                    bad += status != _native.lib.KWK_DEFER
+                    where[-1, -1] = keep
+    return bad
+"""
+
+# kwk_renormalize_f32 against w / w.sum(-1, keepdim=True), as code the
+# 8-lane subprocess runs too: every k it takes (1..8), terms of
+# spread magnitudes and both signs (the sum's order shows in the last bits),
+# -0.0 rows and zero sums (0 / 0: NaN, as torch's), subnormals, infinities.
+_RENORMALIZE_CHECK = r"""
+import torch
+from kwker import _native
+
+
+def renormalize_bad():
+    gen = torch.Generator().manual_seed(11)
+    bad = 0
+    for k in range(1, 9):
+        w = torch.randn(3000, k, generator=gen) * 10.0 ** torch.randint(-6, 7, (3000, k),
+                                                                      generator=gen)
+        w[::2] = w[::2].abs()  # a router's weights: positive
+        w[::7] = 0.0
+        w[1::7] = -0.0
+        w[2::7, 0] = 1e-45
+        w[3::11, -1] = float("inf")
+        want = w / w.sum(dim=-1, keepdim=True)
+        got = w.clone()
+        assert _native.lib.kwk_renormalize_f32_addr(got.data_ptr(), 3000, k) == 0
+        bad += int((got.view(torch.int32) != want.view(torch.int32)).any(1).sum())
+    return bad
+"""
+
+_AVX2_SCRIPT = _ROUTER_BACKWARD_CHECK + _RENORMALIZE_CHECK + r"""
 import os, torch
 from kwker import _native
 _native.set_target(os.environ["KWK_TEST_TARGET"])
@@ -133,6 +238,8 @@ for n in (8, 9, 12, 17, 40):  # a NaN or inf anywhere (the tail too): torch's so
             out = torch.empty_like(x)
             status = _native.lib.kwk_softmax_f32_addr(x.data_ptr(), 9, n, 8, out.data_ptr())
             bad += status != _native.lib.KWK_DEFER
+bad += router_backward_bad(8)
+bad += renormalize_bad()
 print("bad", bad)
 """
 
@@ -145,6 +252,31 @@ def test_eight_lanes_against_torchs_avx2_kernels(target):
                          text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-2000:]
     assert run.stdout.strip() == "bad 0"
+
+
+def test_router_backward_kernel_is_torchs(target):
+    """kwk_router_backward_f32 with torch's vector width here (the 8-lane
+    order: test_eight_lanes_against_torchs_avx2_kernels), every target."""
+    namespace = {}
+    exec(_ROUTER_BACKWARD_CHECK, namespace)
+    assert namespace["router_backward_bad"](LANES) == 0
+
+
+def test_router_backward_kernel_checks_its_arguments():
+    lib, p = _native.lib, torch.softmax(torch.randn(4, 6), -1)
+    g, out = torch.randn(4, 2), torch.empty(4, 6)
+    for ids in (torch.tensor([[0, 6]] * 4), torch.tensor([[-1, 2]] * 4),
+                torch.tensor([[3, 3]] * 4)):
+        assert lib.kwk_router_backward_f32_addr(p.data_ptr(), ids.data_ptr(), g.data_ptr(), 4, 6, 2,
+                                                1, LANES, out.data_ptr()) == lib.KWK_E_ARG
+    ids, g = torch.arange(6).repeat(4, 2), torch.randn(4, 12)
+    # renormalised k over 8 (torch's sums of such rows: another order), lanes
+    # other than 8 or 16, k over n, k = 0
+    for k, n, renormalize, lanes in ((9, 12, 1, LANES), (2, 6, 0, 4), (7, 6, 0, LANES),
+                                     (0, 6, 0, LANES)):
+        p, out = torch.softmax(torch.randn(4, n), -1), torch.empty(4, n)
+        assert lib.kwk_router_backward_f32_addr(p.data_ptr(), ids.data_ptr(), g.data_ptr(), 4, n, k,
+                                                renormalize, lanes, out.data_ptr()) == lib.KWK_E_ARG
 
 
 @pytest.mark.parametrize("experts,k,dtype", [(8, 2, torch.float32), (5, 1, torch.bfloat16),
@@ -168,18 +300,14 @@ def test_router_gradients_through_the_kernel_are_torchs(experts, k, dtype, gen):
     assert torch.equal(hga, hgb)
 
 
-def test_renormalize_one_or_two_weights_is_torchs(gen):
-    """kwk_renormalize_f32 (the router's top-1 / top-2 renormalisation):
-    w / w.sum(-1, keepdim=True) in place, bit for bit, zero sums included;
-    other k are refused."""
-    for k in (1, 2):
-        w = torch.rand(1000, k, generator=gen)
-        w[::7] = 0.0  # 0 / 0: NaN, as torch's
-        w[1::7, 0] = 1e-45  # subnormal terms
-        want = w / w.sum(dim=-1, keepdim=True)
-        got = w.clone()
-        assert _native.lib.kwk_renormalize_f32_addr(got.data_ptr(), 1000, k) == 0
-        assert torch.equal(_bits(got), _bits(want))
-    w = torch.rand(10, 3, generator=gen)
-    assert _native.lib.kwk_renormalize_f32_addr(w.data_ptr(), 10, 3) != 0
+def test_renormalize_is_torchs(gen):
+    """kwk_renormalize_f32 (the router's renormalisation) under torch's
+    kernels here (and the AVX2 ones: the subprocess); k from 9 on, and bad
+    arguments, are refused."""
+    namespace = {}
+    exec(_RENORMALIZE_CHECK, namespace)
+    assert namespace["renormalize_bad"]() == 0
+    w = torch.rand(10, 9, generator=gen)
+    for k in (0, 9):
+        assert _native.lib.kwk_renormalize_f32_addr(w.data_ptr(), 10, k) != 0
     assert _native.lib.kwk_renormalize_f32_addr(w.data_ptr(), -1, 2) != 0

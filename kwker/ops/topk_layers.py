@@ -22,6 +22,8 @@ _dense_backward = lib.kwk_topk_dense_backward_addr if lib is not None else None
 _filter = lib.kwk_filter_below_addr if lib is not None else None
 _softmax = lib.kwk_softmax_f32_addr if lib is not None else None
 _renormalize = lib.kwk_renormalize_f32_addr if lib is not None else None
+_router_backward = lib.kwk_router_backward_f32_addr if lib is not None else None
+_DEFER = lib.KWK_DEFER if lib is not None else 1
 
 # What the native kernels read; other dtypes run the same torch calls as
 # the reference on the selection Kwker makes (still exact)
@@ -143,6 +145,14 @@ def scatter_activation(x, values, indices, relu):
 # other capabilities keep torch's softmax.
 _SOFTMAX_LANES = {"AVX512": 16, "AVX2": 8}
 _softmax_lanes = None  # probed on first use: the lanes, or 0 (torch's softmax)
+_vector_lanes = None  # torch's float vector here (16, 8), or 0: asked once
+
+
+def _torch_lanes() -> int:
+    global _vector_lanes
+    if _vector_lanes is None:
+        _vector_lanes = _SOFTMAX_LANES.get(torch.backends.cpu.get_cpu_capability(), 0)
+    return _vector_lanes
 
 
 def _probe_softmax() -> int:
@@ -150,7 +160,7 @@ def _probe_softmax() -> int:
     (rows shorter than, as long as, and longer than a vector, with and
     without a tail), else 0: a torch build whose softmax differs from
     2.13's keeps its own."""
-    lanes = _SOFTMAX_LANES.get(torch.backends.cpu.get_cpu_capability(), 0)
+    lanes = _torch_lanes()
     if not lanes or _softmax is None:
         return 0
     gen = torch.Generator().manual_seed(0)
@@ -185,19 +195,144 @@ def softmax_f32(logits):
 
 def topk_softmax(logits, k, renormalize):
     """(weights float32, ids int64) as the reference."""
+    return router_parts(logits, k, renormalize)[:2]
+
+
+def router_parts(logits, k, renormalize):
+    """(weights, ids, probs): topk_softmax's results and the softmax they
+    came from (what router_backward needs)."""
     probs = softmax_f32(logits)
     weights, ids = _topk_indices(probs, k)
     if renormalize:
-        if _renormalize is not None and 1 <= k <= 2 and weights.is_contiguous() \
-                and weights.numel() > 0:
-            # (top-1 and top-2 routers: one native pass instead of torch's sum
-            # and division, 22 us of a 4096x8 router's ~95)
+        if _renormalize_takes(k) and weights.is_contiguous() and weights.numel() > 0:
+            # (one native pass instead of torch's sum and division, 22 us of
+            # a 4096x8 top-2 router's ~95)
             status = _renormalize(weights.data_ptr(), weights.numel() // k, k)
             if status:
                 _native.check(status, "renormalize")
         else:
             weights = weights / weights.sum(dim=-1, keepdim=True)
-    return weights, ids
+    return weights, ids, probs
+
+
+# The longest rows whose sum kwk_renormalize_f32 and kwk_router_backward_f32
+# make as torch does on x86 (native/src/torch_sum.h); rows of 3 or more
+# only where a probe found torch's sums so (one or two terms: one addition)
+RENORMALIZE_MAX_K = 8
+_sums_ok = None  # probed on first use
+
+
+def _renormalize_takes(k) -> bool:
+    """Whether kwk_renormalize_f32's sums of rows of k are torch's here."""
+    global _sums_ok
+    if _renormalize is None or not 1 <= k <= RENORMALIZE_MAX_K:
+        return False
+    if k <= 2:
+        return True
+    if _sums_ok is None:
+        _sums_ok = _probe_sums()
+    return _sums_ok
+
+
+def _probe_sums() -> bool:
+    if not _torch_lanes():  # (not x86's kernels)
+        return False
+    gen = torch.Generator().manual_seed(0)
+    for k in range(3, RENORMALIZE_MAX_K + 1):
+        w = torch.randn(64, k, generator=gen) * 10.0 ** torch.randint(-6, 7, (64, k),
+                                                                   generator=gen)
+        got = w.clone()
+        if _renormalize(got.data_ptr(), 64, k) != 0 or not torch.equal(
+                got.view(torch.int32), (w / w.sum(-1, keepdim=True)).view(torch.int32)):
+            return False
+    return True
+
+
+_router_backward_lanes = None  # probed on first use: the lanes, or 0 (torch's ops)
+
+
+def _probe_router_backward() -> int:
+    """The lanes for kwk_router_backward_f32 if its softmax step gives
+    torch._softmax_backward_data's bits here (rows shorter than a vector
+    and of whole vectors: router_backward_takes), else 0."""
+    lanes = _softmax_lanes if _softmax_lanes is not None else _probe_softmax()
+    if not lanes or _router_backward is None:
+        return 0
+    gen = torch.Generator().manual_seed(0)
+    for n in (1, 3, lanes - 1, lanes, 2 * lanes, 4 * lanes, 16 * lanes):
+        k = min(n, 5)
+        probs = torch.softmax(torch.randn(32, n, generator=gen) * 3, -1)
+        ids = torch.rand(32, n, generator=gen).argsort(-1)[:, :k].contiguous()
+        g = torch.randn(32, k, generator=gen)
+        out = torch.empty_like(probs)
+        expected = torch._softmax_backward_data(torch.zeros_like(probs).scatter_(-1, ids, g),
+                                                probs, -1, torch.float32)
+        if _router_backward(probs.data_ptr(), ids.data_ptr(), g.data_ptr(), 32, n, k, 0, lanes,
+                            out.data_ptr()) != 0 or not torch.equal(
+                                out.view(torch.int32), expected.view(torch.int32)):
+            return 0
+    return lanes
+
+
+def router_backward_lanes() -> int:
+    """The lanes router_backward runs with here, 0 where it does not run
+    (no native kernel, or a torch whose softmax backward differs)."""
+    global _router_backward_lanes
+    if _router_backward_lanes is None:
+        _router_backward_lanes = _probe_router_backward()
+    return _router_backward_lanes
+
+
+def router_backward_takes(n) -> bool:
+    """Whether router_backward gives torch's bits for rows of n experts
+    here: a probe passed, and a row of whole vectors (or of less than one).
+    torch's softmax backward adds a row's last, partial vector with a fused
+    multiply-add in the copy of its loop that runs in the calling thread
+    (one thread, or rows below its grain) and without one in the copy its
+    thread pool runs: which one a call gets is torch's affair, so rows with
+    such a tail keep torch's own steps (60 experts with 16 lanes, say)."""
+    lanes = router_backward_lanes()
+    return bool(lanes) and (n < lanes or n % lanes == 0)
+
+
+def router_backward(probs, ids, grad, renormalize):
+    """The float32 gradient of topk_softmax's input (before the reference's
+    conversion back to the input's dtype) from its weights' gradient: torch's
+    autograd of the reference (renormalisation, topk's scatter into zeros,
+    _softmax_backward_data) bit for bit, in one native pass (renormalised
+    there too for k <= RENORMALIZE_MAX_K; larger k by torch's own steps
+    first).  Calls with a NaN in grad or probs take torch's steps
+    throughout (see kwk_router_backward_f32).  probs (r, n), ids and grad
+    (r, k) contiguous, 1 <= k <= n; the caller checks
+    router_backward_takes(n) first."""
+    n, k = probs.shape[-1], ids.shape[-1]
+    lanes = router_backward_lanes()
+    native_renormalize = renormalize and _renormalize_takes(k)
+    g = _renormalize_backward(probs, ids, grad) if renormalize and not native_renormalize \
+        else grad
+    out = torch.empty(probs.shape, dtype=torch.float32)
+    advise_fresh(out)
+    status = _router_backward(probs.data_ptr(), ids.data_ptr(), g.data_ptr(), probs.numel() // n,
+                              n, k, int(native_renormalize), lanes,
+                              out.data_ptr())
+    if status == _DEFER:
+        if native_renormalize:
+            g = _renormalize_backward(probs, ids, grad)
+        return torch._softmax_backward_data(torch.zeros_like(probs).scatter_(-1, ids, g), probs,
+                                            -1, torch.float32)
+    if status:
+        _native.check(status, "router_backward")
+    return out
+
+
+def _renormalize_backward(probs, ids, grad):
+    """The gradient reaching the k selected probabilities t from that of
+    w = t / t.sum(-1, keepdim=True), by the steps torch's autograd takes
+    (DivBackward's two gradients, the second summed over the row, then
+    added to the first: its arrival order), so with their bits."""
+    t = probs.gather(-1, ids)
+    s = t.sum(-1, keepdim=True)
+    return (grad / s + (-grad * ((t / s) / s)).sum(-1, keepdim=True)).contiguous()
 
 
 def top_k_filter(scores, top_k, filter_value, min_tokens_to_keep):

@@ -154,6 +154,62 @@ class _SoftmaxF32(torch.autograd.Function):
         return torch._softmax_backward_data(grad, probs, -1, torch.float32).to(ctx.dtype)
 
 
+class _TopkSoftmax(torch.autograd.Function):
+    """The whole router as one autograd node (plain eager CPU calls, k >= 1,
+    where fast.router_backward_takes(experts) says the native backward
+    gives torch's bits): Kwker's forward, and a backward of one native pass per
+    row (the renormalisation's gradient, topk's scatter and the softmax's
+    backward) where the reference's autograd runs four nodes and fills a
+    dense zero tensor (4096x64, k = 2: ~360 us of backward -> ~70).  A
+    backward that builds a graph (create_graph=True) differentiates the
+    reference's steps instead, as the composite path does."""
+    @staticmethod
+    def forward(ctx, logits, k, renormalize):
+        weights, ids, probs = fast.router_parts(logits, k, renormalize)
+        ctx.mark_non_differentiable(ids)
+        ctx.save_for_backward(logits, probs, ids)
+        ctx.k, ctx.renormalize = k, renormalize
+        return weights, ids
+
+    @staticmethod
+    def backward(ctx, grad, _ids_grad):
+        logits, probs, ids = ctx.saved_tensors
+        if torch.is_grad_enabled():  # create_graph: the reference's steps, differentiable
+            with torch.enable_grad():
+                weights = _composite_weights(logits, ids, ctx.renormalize)
+                return torch.autograd.grad(weights, logits, grad, create_graph=True)[0], None, None
+        out = fast.router_backward(probs, ids, grad.contiguous(), ctx.renormalize)
+        return out.to(logits.dtype), None, None
+
+
+class _Selected(torch.autograd.Function):
+    """probs.gather(-1, ids) differentiated as torch.topk's values are
+    (value_selecting_reduction_backward: the gradient scattered into zeros;
+    gather's own backward adds it to zeros, which makes a -0.0 +0.0).
+    Its backward is differentiable (scatter's gradient is a gather)."""
+    @staticmethod
+    def forward(ctx, probs, ids):
+        ctx.save_for_backward(ids)
+        ctx.shape = probs.shape
+        return probs.gather(-1, ids)
+
+    @staticmethod
+    def backward(ctx, grad):
+        (ids,) = ctx.saved_tensors
+        return torch.zeros(ctx.shape, dtype=grad.dtype).scatter(-1, ids, grad), None
+
+
+def _composite_weights(logits, ids, renormalize):
+    """The router's weights by differentiable steps whose gradient is the
+    reference's (Kwker's softmax, with torch's gradient, and the ids
+    given)."""
+    probs = _SoftmaxF32.apply(logits)
+    weights = _Selected.apply(probs, ids)
+    if renormalize:
+        weights = weights / weights.sum(dim=-1, keepdim=True)
+    return weights
+
+
 def topk_softmax_autograd(logits, k, renormalize):
     if _direct(logits):
         return topk_softmax_cpu(logits, k, renormalize)
@@ -163,13 +219,16 @@ def topk_softmax_autograd(logits, k, renormalize):
             # gradient), computed once; the ids from Kwker's topk on its
             # values (torch.topk's, ties included)
             if _plain_cpu_tensors(logits) and _takes(logits) and 0 <= k <= logits.shape[-1]:
+                if k >= 1 and fast.router_backward_takes(logits.shape[-1]):
+                    return _TopkSoftmax.apply(logits, k, renormalize)
                 probs = _SoftmaxF32.apply(logits)
                 ids = fast._topk_indices(probs.detach(), k)[1]
+                weights = _Selected.apply(probs, ids)
             else:  # traced, or under a mode: the operator, which they see
                 probs = torch.softmax(logits, dim=-1, dtype=torch.float32)
                 with _below_autograd():
                     ids = torch.ops.kwker.topk_softmax.default(logits, k, renormalize)[1]
-            weights = probs.gather(-1, ids)
+                weights = probs.gather(-1, ids)
             if renormalize:
                 weights = weights / weights.sum(dim=-1, keepdim=True)
             return weights, ids

@@ -388,9 +388,25 @@ int kwk_filter_below(int dtype, const void *key, const void *src, int64_t rows, 
  * (16: ATen's AVX-512 kernels, 8: AVX2; see softmax_torch.h).  KWK_DEFER
  * (out partly written) when a row holds a NaN or an infinite maximum. */
 int kwk_softmax_f32(const float *x, int64_t rows, int64_t n, int lanes, float *out);
-/* w / w.sum(-1, keepdim=True) in place for `rows` contiguous rows of k = 1
- * or 2 float32 weights (the router's renormalisation; torch's sum of one or
- * two terms is a single addition, so the bits are torch's). */
+/* w / w.sum(-1, keepdim=True) in place for `rows` contiguous rows of k
+ * float32 weights, 1 <= k <= 8, with torch's bits on x86 (the router's
+ * renormalisation; torch_sum.h says how torch sums such rows). */
 int kwk_renormalize_f32(float *w, int64_t rows, int64_t k);
+/* The MoE router's gradient (topk_layers: topk_softmax's backward) for
+ * `rows` contiguous rows: p the n softmax probabilities (float32), ids the
+ * k selected columns (distinct, in [0, n): KWK_E_ARG otherwise), g the
+ * gradient of the k weights; gx (rows x n) = what torch's autograd gives
+ * the softmax's input, bit for bit with torch 2.13's kernels of `lanes`
+ * floats (8 or 16): topk's scatter into zeros, then
+ * _softmax_backward_data.  With renormalize (k <= 8 only) the weights were
+ * w = t / t.sum(-1) and g is w's gradient; else w = t.  (torch's own
+ * result for rows with a partial last vector depends on the copy of its
+ * loop that runs: the one in the calling thread fuses that vector's
+ * multiply-add; this kernel gives the other's, and kwker uses it only for
+ * rows of whole vectors or of less than one.)  KWK_DEFER (gx
+ * partly written) when g or a row's p holds a NaN: which of two NaNs a sum
+ * keeps is the compiler's choice of operand order, not reproducible. */
+int kwk_router_backward_f32(const float *p, const int64_t *ids, const float *g, int64_t rows,
+                            int64_t n, int64_t k, int renormalize, int lanes, float *gx);
 
 #endif

@@ -19,6 +19,7 @@
 #include "../include/kwker.h"
 #include "kernels.h"
 #include "fp_env.h"
+#include "torch_sum.h"
 #include "net_pairs.h"
 
 #define KWK_VERSION_STRING "0.1.0"
@@ -705,18 +706,31 @@ int kwk_softmax_f32(const float *x, int64_t rows, int64_t n, int lanes, float *o
     return kernels()->softmax_f32(x, rows, n, lanes, out);
 }
 
+int kwk_router_backward_f32(const float *p, const int64_t *ids, const float *g, int64_t rows,
+                            int64_t n, int64_t k, int renormalize, int lanes, float *gx)
+{
+    int64_t t;
+    if (rows < 0 || n < 1 || k < 1 || k > n || (lanes != 8 && lanes != 16) ||
+        (renormalize != 0 && renormalize != 1) || (renormalize && k > KWK_TORCH_SHORT_SUM_MAX))
+        return KWK_E_ARG;
+    if (!mul_ok(rows, n, &t) || !mul_ok(t, 4, &t) || !mul_ok(rows, k, &t) || !mul_ok(t, 8, &t))
+        return KWK_E_OVERFLOW;
+    if (rows == 0) return KWK_OK;
+    if (!p || !ids || !g || !gx) return KWK_E_ARG;
+    return kernels()->router_backward_f32(p, ids, g, rows, n, k, renormalize, lanes, gx);
+}
+
 int kwk_renormalize_f32(float *w, int64_t rows, int64_t k)
 {
     int64_t t;
-    if (rows < 0 || k < 1 || k > 2) return KWK_E_ARG;
+    if (rows < 0 || k < 1 || k > KWK_TORCH_SHORT_SUM_MAX) return KWK_E_ARG;
     if (!mul_ok(rows, k, &t) || !mul_ok(t, 4, &t)) return KWK_E_OVERFLOW;
     if (rows == 0) return KWK_OK;
     if (!w) return KWK_E_ARG;
-    /* (one or two terms: torch's sum of them is this one addition, in any
-     * order; a loop this simple needs no per-target copy) */
+    /* (scalar code: a loop this simple needs no per-target copy) */
     for (int64_t r = 0; r < rows; ++r) {
         float *row = w + r * k;
-        const float s = k == 1 ? row[0] : row[0] + row[1];
+        const float s = kwk_torch_short_sum(row, k);
         for (int64_t i = 0; i < k; ++i) row[i] = row[i] / s;
     }
     return KWK_OK;

@@ -32,6 +32,7 @@
 #include <stdint.h>
 #include <string.h>
 #include "kwker.h"
+#include "torch_sum.h"
 
 #if defined(__AVX2__) || defined(__AVX512F__)
 #include <immintrin.h>
@@ -455,6 +456,127 @@ static int impl_softmax_f32(const float *x, int64_t rows, int64_t n, int lanes, 
         sx_exp_row(xr, n, m, o);
         const float inv = 1.0f / (lanes == 16 ? sx_row_sum16(o, n) : sx_row_sum8(o, n));
         for (int64_t i = 0; i < n; ++i) o[i] *= inv;
+    }
+    return KWK_OK;
+}
+
+/* The MoE router's backward (kwk_router_backward_f32): per row, the
+ * gradient reaching the k selected probabilities, gt (with renormalize,
+ * for k <= 8, made here from the weights' gradient g as torch's autograd
+ * makes it: DivBackward's g / s and its other input's -g * ((t / s) / s)
+ * summed over the row, added in that order; t = p[ids], s = their sum, both
+ * sums torch's: torch_sum.h), scattered into zeros (topk's backward), then torch's
+ * _softmax_backward_data on the last dim: dot = the sum of gp * p in
+ * ATen's order for `lanes` (map2_reduce_all: sx_row_sum*'s order), gx =
+ * (gp - dot) * p.  Every step one IEEE operation of torch's (no
+ * contraction: the library builds with -ffp-contract=off), so the bits are
+ * torch's, but for NaNs (below: such calls go to torch).
+ *
+ * Rows of one or two selected take the dot from their products alone
+ * (rb_dot2) where every p is a finite float >= +0.0 (a softmax's): the
+ * other products are then +0.0, which change no partial sum but a -0.0
+ * (made +0.0).  Other rows sum every product, written into gx's row
+ * (native, 4096x64, k = 2: 280 -> 67 us; k = 8 (dense) 121 us, where a
+ * per-lane sum of the selected products, over set bits, took 619 us on
+ * its mispredicted branches). */
+
+/* The dot of rb's rows of k <= 2 products: wherever torch's lanes and
+ * folds bring the two together, it is their one addition (the order of its
+ * operands shows only in which of two different NaNs comes out, and calls
+ * with NaNs are deferred: the NaNs arising here, inf - inf, all have the
+ * same bits), and the +0.0 of every position not selected, which makes a
+ * -0.0 +0.0. */
+static float rb_dot2(const float *term, int64_t k, int64_t n)
+{
+    const float sum = k == 2 ? term[0] + term[1] : term[0];
+    return k < n ? sum + 0.0f : sum;
+}
+
+/* The row's dot from every product, gx's row as their room. */
+static float rb_dense_dot(const float *pr, const int64_t *ir, const float *gk, int64_t n,
+                          int64_t k, int lanes, float *o)
+{
+    for (int64_t j = 0; j < n; ++j) o[j] = 0.0f * pr[j];
+    for (int64_t i = 0; i < k; ++i) o[ir[i]] = gk[i] * pr[ir[i]];
+    return lanes == 16 ? sx_row_sum16(o, n) : sx_row_sum8(o, n);
+}
+
+/* Whether x holds a NaN (bits: any exponent-all-ones with a mantissa). */
+static int rb_has_nan(const float *x, int64_t n)
+{
+    uint32_t nan = 0;
+    for (int64_t j = 0; j < n; ++j) {
+        uint32_t b;
+        memcpy(&b, x + j, 4);
+        nan |= (b & 0x7FFFFFFFu) > 0x7F800000u;
+    }
+    return nan != 0;
+}
+
+static int impl_router_backward_f32(const float *p, const int64_t *ids, const float *g,
+                                    int64_t rows, int64_t n, int64_t k, int renormalize,
+                                    int lanes, float *gx)
+{
+    /* NaNs: where two with different bits meet in a sum, which one comes
+     * out depends on the operands' order in the instruction, which
+     * compilers may swap (a + b is commutative otherwise): such calls are
+     * left to torch's own steps (KWK_DEFER, gx partly written) */
+    if (rb_has_nan(g, rows * k)) return KWK_DEFER;
+    for (int64_t r = 0; r < rows; ++r) {
+        const float *pr = p + r * n;
+        const int64_t *ir = ids + r * k;
+        const float *gr = g + r * k;
+        float *o = gx + r * n;
+        float gt[KWK_TORCH_SHORT_SUM_MAX] = {0.0f};
+        const float *gk = gr;
+        for (int64_t i = 0; i < k; ++i)
+            if (ir[i] < 0 || ir[i] >= n) return KWK_E_ARG;
+        if (k == 2 && ir[0] == ir[1]) return KWK_E_ARG;
+        if (renormalize && k <= 2) { /* torch_sum.h's sums, written out */
+            const float t0 = pr[ir[0]], t1 = k == 2 ? pr[ir[1]] : 0.0f;
+            const float s = (k == 2 ? t0 + t1 : t0) + 0.0f;
+            const float b0 = -gr[0] * ((t0 / s) / s);
+            const float b = (k == 2 ? b0 + -gr[1] * ((t1 / s) / s) : b0) + 0.0f;
+            gt[0] = gr[0] / s + b;
+            if (k == 2) gt[1] = gr[1] / s + b;
+            gk = gt;
+        } else if (renormalize) { /* k <= 8 */
+            /* all eight lanes, whatever k (the unused are zeros, never
+             * read), so the compiler makes each step one vector operation:
+             * the 3 k divisions one at a time took 4096x8, k = 8, ~150 us
+             * (native, with the rest of the row: 67 us without them) */
+            float t[8] = {0.0f}, g8[8] = {0.0f}, back[8];
+            for (int64_t i = 0; i < k; ++i) t[i] = pr[ir[i]], g8[i] = gr[i];
+            const float s = kwk_torch_short_sum(t, k);
+            for (int i = 0; i < 8; ++i) back[i] = -g8[i] * ((t[i] / s) / s);
+            const float b = kwk_torch_short_sum(back, k);
+            for (int i = 0; i < 8; ++i) gt[i] = g8[i] / s + b;
+            gk = gt;
+        }
+        int sparse = k <= 2;
+        float dot = 0.0f;
+        if (sparse) {
+            const float term[2] = {gk[0] * pr[ir[0]], k == 2 ? gk[1] * pr[ir[1]] : 0.0f};
+            dot = rb_dot2(term, k, n);
+            /* the other products were +0.0 iff every p is in [+0.0, inf):
+             * checked on the bits in the pass that writes the row */
+            const float rest = 0.0f - dot;
+            uint32_t bad = 0;
+            for (int64_t j = 0; j < n; ++j) {
+                uint32_t b;
+                memcpy(&b, pr + j, 4);
+                bad |= b >= 0x7F800000u;
+                o[j] = rest * pr[j];
+            }
+            sparse = !bad;
+        }
+        if (!sparse) {
+            if (rb_has_nan(pr, n)) return KWK_DEFER;
+            dot = rb_dense_dot(pr, ir, gk, n, k, lanes, o);
+            const float rest = 0.0f - dot;
+            for (int64_t j = 0; j < n; ++j) o[j] = rest * pr[j];
+        }
+        for (int64_t i = 0; i < k; ++i) o[ir[i]] = (gk[i] - dot) * pr[ir[i]];
     }
     return KWK_OK;
 }
