@@ -255,7 +255,7 @@ def _probe_router_backward() -> int:
     """The lanes for kwk_router_backward_f32 if its softmax step gives
     torch._softmax_backward_data's bits here (rows shorter than a vector
     and of whole vectors: router_backward_takes), else 0."""
-    lanes = _softmax_lanes if _softmax_lanes is not None else _probe_softmax()
+    lanes = _torch_lanes()
     if not lanes or _router_backward is None:
         return 0
     gen = torch.Generator().manual_seed(0)
