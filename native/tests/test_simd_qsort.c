@@ -275,7 +275,9 @@ static void check_f64(int kind, int64_t n)
 int main(int argc, char **argv)
 {
     const int step = argc > 1 ? atoi(argv[1]) : 1;
-    const int big = argc > 2 ? atoi(argv[2]) : 1;
+    /* rows longer than 20000 only up to this length (argument 2: 0 for
+     * none; the default all, up to 3M) */
+    const int64_t big = argc > 2 ? atoll(argv[2]) : INT64_MAX;
     const int avx512 = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
                        __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
     const int has[3] = {__builtin_cpu_supports("avx2") && __builtin_cpu_supports("popcnt"), avx512, avx512};
@@ -295,16 +297,16 @@ int main(int argc, char **argv)
             for (int kind = 0; kind < NKINDS; ++kind) check(ver, kind, n, 0);
         static const int64_t SIZES[] = {4095, 4096, 4097, 10007, 65536, 100003, 1 << 20, 3000017};
         for (size_t s = 0; s < sizeof SIZES / sizeof SIZES[0]; ++s)
-            if (big || SIZES[s] < 20000)
+            if (SIZES[s] < 20000 || SIZES[s] <= big)
                 for (int kind = 0; kind < NKINDS; ++kind) check(ver, kind, SIZES[s], 0);
         for (int64_t n = 0; n <= 700; n += 7)
             for (int kind = 0; kind < NKINDS; ++kind) check(ver, kind, n, 1);
         for (int64_t n = 0; n <= 3000; n += (n < 300 ? 1 : 37))
             for (int kind = 0; kind < NKINDS; ++kind) check_first(ver, kind, n);
-        for (int kind = 0; kind < NKINDS; ++kind) check_first(ver, kind, big ? 100003 : 10007);
+        for (int kind = 0; kind < NKINDS; ++kind) check_first(ver, kind, big >= 100003 ? 100003 : 10007);
         for (int64_t n = 1; n <= 5000; n += (n < 300 ? 1 : 53))
             for (int kind = 0; kind < NKINDS; ++kind) check_select(ver, kind, n);
-        for (int kind = 0; kind < NKINDS; ++kind) check_select(ver, kind, big ? 100003 : 10007);
+        for (int kind = 0; kind < NKINDS; ++kind) check_select(ver, kind, big >= 100003 ? 100003 : 10007);
         printf("%s%s: %ld checks\n", ver->name, form, checks - before);
     }
     for (int form = 0; avx512 && form < 2; ++form) {
@@ -314,7 +316,7 @@ int main(int argc, char **argv)
             for (int kind = 0; kind < NKINDS; ++kind) check_f64(kind, n);
         static const int64_t SIZES[] = {4095, 4097, 65536, 1 << 20};
         for (size_t s = 0; s < sizeof SIZES / sizeof SIZES[0]; ++s)
-            if (big || SIZES[s] < 20000)
+            if (SIZES[s] < 20000 || SIZES[s] <= big)
                 for (int kind = 0; kind < NKINDS; ++kind) check_f64(kind, SIZES[s]);
         printf("avx512 float64%s: %ld checks\n", form ? ", compress to memory" : ", compress in a register",
                checks - before);
