@@ -17,7 +17,7 @@ cc=${CC:-gcc}
 # Arguments that keep CI's runs short: every length up to 300, thinned above
 # (the full sweep is the default when a test binary is run by hand);
 # test_simd_qsort's long rows up to 200000 (its rows of 1M and 3M were 25 of
-# its 42 s here; run by hand, it keeps them).
+# its 42 s here; the binary run by hand with no arguments keeps them).
 ci_args() {
     case "$1" in
         test_sort) echo "3 2" ;;
