@@ -4,7 +4,8 @@ rows of 2..16 and topk of rows up to 256 with k <= 8 run eight rows at once
 runs from a threshold, row by row (native/src/topk_threshold.h; on
 AVX-512 from 128 for keys other than float32's); k = 1 of contiguous rows
 in one pass (topk_top1.h), and so k = 2 or 3 of float32 rows, k = 2 of
-bfloat16 ones (topk_few.h).
+bfloat16 ones (topk_few.h); on AVX-512, float32 rows of up to 128 along
+the last dim sixteen at once (topk_short16.h, ahead of topk_few.h).
 Differential tests against torch 2.13, values bit for bit and indices
 (torch's order of equal values included), on both native targets, with
 native row counters proving which kernel served the call (and, for topk,
@@ -48,6 +49,8 @@ FEW_LENS = {"avx512": {(torch.float32, 2): (96, 4096), (torch.float32, 3): (160,
                        (torch.bfloat16, 2): (128, 2048)},
             "avx2": {(torch.float32, 2): (96, 2048), (torch.float32, 3): (256, 2048),
                      (torch.bfloat16, 2): (384, 512)}}
+# topk_short16.h (AVX-512): S16_ROWS, S16_MAX_LEN (k <= TOPK_MAX_K, k < n)
+GROUP16_ROWS, GROUP16_MAX_LEN = 16, 128
 ROWS = 19          # two full groups of eight and a tail of three
 # keys of at most 32 bits take the kernel; 64-bit ones the per-row path
 NARROW = {d for d in SORT_DTYPES if d not in (torch.int64, torch.uint64, torch.float64)}
@@ -82,6 +85,9 @@ def topk_kernel(dtype, n, k, rows, sorted_=True, contiguous=True):
         return TOP1
     if order_is_torch() and not sorted_ and k * 64 > n and k > 1:
         return None  # torch's nth_element leaves introselect order
+    if (_native.target() == "avx512" and dtype == torch.float32 and contiguous
+            and rows >= GROUP16_ROWS and k < n <= GROUP16_MAX_LEN and k <= TOPK_MAX_K):
+        return SHORT_TOPK  # sixteen rows at once, the tail by the eight-rows kernel
     few = FEW_LENS.get(_native.target(), {}).get((dtype, k))
     if few and contiguous and few[0] <= n <= few[1]:
         return FEW
@@ -403,6 +409,49 @@ def test_few_kernel_every_target(kw, gen, name, dtype):
         _native.set_target("auto")
 
 
+def test_topk_sixteen_rows_kernel(kw, gen, target):
+    """float32 rows sixteen at once (topk_short16.h on AVX-512; the other
+    targets take the eight-rows kernel): every k and both directions over
+    lengths around its column blocks of sixteen, 37 rows (two groups and a
+    tail of five), rows read from a wider tensor too; tie-free rows are
+    answered; rows with a NaN (either sign), a tie among the k + 1 best
+    (-0.0 beside +0.0 included) or all equal are handed back, a -0.0 or an
+    infinity alone is answered with its bits."""
+    rows = 2 * GROUP16_ROWS + 5
+    for n in (2, 3, 5, 8, 15, 16, 17, 31, 32, 33, 64, 100, 127, 128, 129):
+        x = _distinct_rows(rows, n, torch.float32, gen)
+        for k in sorted({1, 2, 3, 4, 5, 8, n - 1} & set(range(1, min(n, TOPK_MAX_K + 1)))):
+            for largest in (True, False):
+                for sorted_ in (True, False):
+                    got = counted(lambda: compare("topk", x, k, largest=largest, sorted=sorted_))
+                    if topk_kernel(torch.float32, n, k, rows, sorted_) == SHORT_TOPK:
+                        assert got[SHORT_TOPK] == rows and got[TOPK_REDONE] == 0, (n, k, got)
+        wide = torch.randn(rows, n + 3, generator=gen)[:, 1:n + 1]  # rows n + 3 apart
+        compare("topk", wide, min(2, n - 1))
+        if n < 8:
+            continue
+        k = 2
+        y = x.clone()
+        top = ORIG["topk"](x, k + 1, dim=-1).indices
+        y[0, n - 1] = float("nan")                # in the row's last column block
+        y[1, 1] = -float("nan")                   # a negative NaN
+        y[2, top[2, k]] = y[2, top[2, k - 1]]     # the k-th and (k+1)-th tie
+        y[3, top[3, 1]] = y[3, top[3, 0]]         # the best two tie
+        y[4, :] = -1 - y[4, :].abs()              # all negative but two zeros:
+        y[4, 3], y[4, n - 2] = -0.0, 0.0          #   -0.0 == +0.0, the best two
+        y[5, top[5, 0]] = float("inf")            # +inf alone: answered
+        y[6, :] = y[6, 0]                         # all equal
+        y[7, :] = -1 - y[7, :].abs()              # -0.0 alone, the largest: answered
+        y[7, n // 2] = -0.0
+        y[20, 0] = float("nan")                   # the second group
+        for largest in (True, False):
+            for sorted_ in (True, False):
+                got = counted(lambda: compare("topk", y, k, largest=largest, sorted=sorted_))
+                if largest and topk_kernel(torch.float32, n, k, rows, sorted_) == SHORT_TOPK \
+                        and _native.target() == "avx512" and n <= GROUP16_MAX_LEN:
+                    assert got[TOPK_REDONE] == 7, (n, got)  # rows 0-4, 6 and 20
+
+
 @pytest.mark.parametrize("dtype", (torch.float32, torch.bfloat16, torch.int32, torch.int8),
                          ids=str)
 def test_topk_ties_are_redone(kw, gen, dtype):
@@ -426,7 +475,9 @@ def test_topk_ties_are_redone(kw, gen, dtype):
         z[5, 1] = z[5, 6] = float("nan")  # two NaNs share a key: redone
         z[6, 0] = -0.0              # alone: fine
         got = counted(lambda: compare("topk", z, k))
-        assert got[TOPK_REDONE] == 1, got
+        # the sixteen-rows kernel hands back every row holding a NaN
+        sixteen = _native.target() == "avx512" and dtype == torch.float32
+        assert got[TOPK_REDONE] == (2 if sixteen else 1), got
         got = counted(lambda: compare("topk", z, k, largest=False))
 
 

@@ -587,6 +587,22 @@ int main(int argc, char **argv)
                         }
                         fill(dt, kind, x, outer * len);
                     }
+                    /* float32 rows of up to 129 in groups of sixteen
+                     * (topk_short16.h on AVX-512: 37 rows, two groups and a
+                     * tail of five for the eight-rows kernel) */
+                    if (dt == KWK_FLOAT32 && len >= 2 && len <= 129 &&
+                        (!quick || len <= 18 || len % 16 <= 1)) {
+                        fill(dt, kind, x, 37 * len);
+                        const int64_t gk[] = {1, 2, 3, 4, 5, 8, len - 1};
+                        for (size_t ki = 0; ki < sizeof gk / sizeof gk[0]; ++ki) {
+                            if (gk[ki] < 1 || gk[ki] > 8 || gk[ki] > len || (ki == 6 && gk[ki] <= 5)) continue;
+                            for (int largest = 0; largest < 2; ++largest)
+                                for (int order = 0; order < 2; ++order)
+                                    for (int sorted = 0; sorted < 2; ++sorted)
+                                        test_topk(dt, kind, len, gk[ki], largest, sorted, order, 37, 1, x, ref);
+                        }
+                        fill(dt, kind, x, outer * len);
+                    }
                     if (len > 0) test_median(dt, kind, len, outer, x, ref);
                     if (len > 0 && len <= 18) { /* short rows along a non-last dim */
                         fill(dt, kind, x, 2 * len * 19);
