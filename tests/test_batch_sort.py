@@ -449,7 +449,7 @@ def test_batch_median_short_rows(kw, gen, dtype):
     of a row that has one, nanmedian's rank among the non-NaN elements and
     its index 0 for an all-NaN row; a row count that is not a multiple of
     eight (the last batch overlaps the one before)."""
-    for n in (2, 3, 8, 9, 16, 17, 25, 33, 64, 65):
+    for n in (2, 3, 5, 8, 9, 16, 17, 25, 32, 33, 64, 65):
         rows = -(-MEDIAN_MIN_NUMEL // n) + 3
         kinds = ["random", "ties", "equal"] + (["special"] if dtype.is_floating_point else [])
         for kind in kinds:
@@ -477,6 +477,18 @@ def test_batch_median_layouts(kw, gen):
         for kind in ("transposed", "step", "offset"):
             compare("median", layout(x, kind), -1)
             compare("nanmedian", layout(x, kind), 1, keepdim=True)
+        # rows 12 apart in a wider tensor (float32: sixteen rows at once
+        # on AVX-512, each read by a masked load)
+        base = make_values("special" if dtype.is_floating_point else "ties", (1100, 12), dtype,
+                           gen)
+        wide = base[:, 2:11]
+        compare("median", wide, -1)
+        if dtype.is_floating_point:
+            base[::3, 6] = float("nan")
+            base[1::5, 2:11:2] = float("nan")
+            base[2] = float("nan")
+            compare("median", wide, -1)
+            compare("nanmedian", wide, -1)
         y = make_values("random", (2, 9, 700), dtype, gen)
         compare("median", y, 1)
         if dtype.is_floating_point:

@@ -24,6 +24,7 @@
 
 #include "batch_sort.h"
 #include "select_kernels.h"
+#include "topk_short16.h" /* s16_transpose16 */
 
 /* Longest row: the network's cost per element grows with log^2 n, and
  * longer rows are served well by the one-row selection.  BM_MAX_PAIRS:
@@ -290,6 +291,97 @@ static int bm_rows16(int dtype, const char *src, int64_t len, int64_t inner, int
 }
 #endif
 
+#if defined(__AVX512F__)
+enum { BM_F32_MAX = 32 };
+/* float32 rows of up to BM_F32_MAX along the last dim (an unfolded 3x3 window made
+ * contiguous: timm's MedianPool2d), sixteen at a time from the rows
+ * themselves: each row read by one masked load, the sixteen transposed in
+ * registers (topk_short16.h), the keys made there (a float's magnitude
+ * bits, negated when negative: -0.0 and +0.0 one key, as torch compares
+ * them), the median's part of the network on them, the index at stable
+ * rank r found as bm_select16_body finds it, and the value picked from the
+ * columns by that index (its bits, -0.0 included).  Where bm_rows16 loads
+ * the keys eight rows at a time through batch_load and writes each answer
+ * by itself, this writes sixteen with three stores (A/B through
+ * torch.median(dim=-1), one thread, us: 301056 rows of 9 3062 -> 1043,
+ * 65536 rows of 5 / 7 / 16 / 25 / 32: 836 / 982 / 912 / 1234 / 1610 ->
+ * 238 / 274 / 488 / 744 / 1126).  0 (nothing written) when a row holds a
+ * NaN: bm_rows16 and bm_rows then take the block. */
+static inline __attribute__((always_inline)) int
+bm_f32_rows16_body(const float *tile, int64_t so, int64_t len, int64_t r, const kwk_net_pair *sel,
+                   int nsel, float *vout, int64_t *iout, int64_t dst_so)
+{
+    __m512i col[BM_F32_MAX], key[BM_F32_MAX], work[BM_F32_MAX];
+    for (int64_t c0 = 0; c0 < len; c0 += 16) { /* columns c0 .. c0 + 15 */
+        const int64_t cols = len - c0;
+        const __mmask16 lm = (__mmask16)(cols >= 16 ? 0xFFFFu : (1u << cols) - 1);
+        for (int l = 0; l < 16; ++l) col[c0 + l] = _mm512_maskz_loadu_epi32(lm, tile + l * so + c0);
+        s16_transpose16(col + c0);
+    }
+    const __m512i magnitude = _mm512_set1_epi32(0x7FFFFFFF), zero = _mm512_setzero_si512();
+    __m512i amax = zero;
+    const int64_t padded = (len + 15) & ~(int64_t)15;
+#pragma GCC unroll 32
+    for (int64_t j = 0; j < padded; ++j) { /* (past len: zeros, never read) */
+        const __m512i a = _mm512_and_si512(col[j], magnitude);
+        amax = _mm512_max_epi32(amax, a);
+        key[j] = work[j] = _mm512_mask_sub_epi32(a, _mm512_movepi32_mask(col[j]), zero, a);
+    }
+    if (_mm512_cmpgt_epi32_mask(amax, _mm512_set1_epi32(0x7F800000))) return 0;
+#pragma GCC unroll 128
+    for (int c = 0; c < nsel; ++c) {
+        const __m512i x = work[sel[c][0]], y = work[sel[c][1]];
+        work[sel[c][0]] = _mm512_min_epi32(x, y);
+        work[sel[c][1]] = _mm512_max_epi32(x, y);
+    }
+    const __m512i m = work[r], one = _mm512_set1_epi32(1);
+    __m512i below = zero;
+#pragma GCC unroll 16
+    for (int64_t j = 0; j < len; ++j)
+        below = _mm512_mask_add_epi32(below, _mm512_cmpgt_epi32_mask(m, key[j]), below, one);
+    const __m512i want = _mm512_sub_epi32(_mm512_set1_epi32((int)r), below);
+    __m512i seen = zero, at = zero, v = zero;
+#pragma GCC unroll 16
+    for (int64_t j = 0; j < len; ++j) {
+        const __mmask16 eq = _mm512_cmpeq_epi32_mask(key[j], m);
+        const __mmask16 hit = _mm512_mask_cmpeq_epi32_mask(eq, seen, want);
+        at = _mm512_mask_mov_epi32(at, hit, _mm512_set1_epi32((int)j));
+        v = _mm512_mask_mov_epi32(v, hit, col[j]);
+        seen = _mm512_mask_add_epi32(seen, eq, seen, one);
+    }
+    const __m512i i0 = _mm512_cvtepi32_epi64(_mm512_castsi512_si256(at));
+    const __m512i i1 = _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(at, 1));
+    if (dst_so == 1) {
+        if (vout) _mm512_storeu_si512((void *)vout, v);
+        if (iout) {
+            _mm512_storeu_si512((void *)iout, i0);
+            _mm512_storeu_si512((void *)(iout + 8), i1);
+        }
+    } else {
+        int32_t vv[16];
+        int64_t ii[16];
+        _mm512_storeu_si512((void *)vv, v);
+        _mm512_storeu_si512((void *)ii, i0);
+        _mm512_storeu_si512((void *)(ii + 8), i1);
+        for (int l = 0; l < 16; ++l) {
+            if (vout) memcpy(vout + l * dst_so, vv + l, 4);
+            if (iout) iout[l * dst_so] = ii[l];
+        }
+    }
+    return 1;
+}
+
+static int bm_f32_rows16(const float *tile, int64_t so, int64_t len, const kwk_net_pair *sel,
+                         int nsel, float *vout, int64_t *iout, int64_t dst_so)
+{
+    if (len == 9)
+        return bm_f32_rows16_body(tile, so, 9, 4, BM_SELECT_9, 24, vout, iout, dst_so);
+    if (len == 25)
+        return bm_f32_rows16_body(tile, so, 25, 12, BM_SELECT_25, 113, vout, iout, dst_so);
+    return bm_f32_rows16_body(tile, so, len, (len - 1) / 2, sel, nsel, vout, iout, dst_so);
+}
+#endif
+
 /* Every row, in batches of eight; the last batch ends at the last row
  * (overlapping the one before: its rows are written twice, the same). */
 static int bm_median_dim(int dtype, const void *src, int64_t outer, int64_t len, int64_t inner,
@@ -313,8 +405,15 @@ static int bm_median_dim(int dtype, const void *src, int64_t outer, int64_t len,
     /* sixteen rows a selection (two batches side by side), a pair with a
      * NaN row batch by batch */
     kwk_batch_slot *other = (kwk_batch_slot *)aligned_alloc(32, (size_t)len * sizeof(kwk_batch_slot));
+    /* float32 rows of up to BM_F32_MAX along the last dim: bm_f32_rows16 first */
+    const int f32_rows = dtype == KWK_FLOAT32 && inner == 1 && src_sl == 1 && len <= BM_F32_MAX &&
+                         src_so >= len;
     for (; other && r0 + 2 * KWK_BATCH_LANES <= rows; r0 += 2 * KWK_BATCH_LANES)
-        if (!bm_rows16(dtype, (const char *)src, len, inner, src_so, src_sl, src_si, (char *)values,
+        if (!(f32_rows &&
+              bm_f32_rows16((const float *)src + r0 * src_so, src_so, len, sel, nsel,
+                            values ? (float *)values + r0 * dst_so : NULL,
+                            indices ? indices + r0 * dst_so : NULL, dst_so)) &&
+            !bm_rows16(dtype, (const char *)src, len, inner, src_so, src_sl, src_si, (char *)values,
                        indices, dst_so, dst_si, r0, slots, other, sel, nsel))
             for (int h = 0; h < 2; ++h)
                 bm_rows(dtype, (const char *)src, len, inner, src_so, src_sl, src_si,

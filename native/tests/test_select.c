@@ -604,6 +604,13 @@ int main(int argc, char **argv)
                         fill(dt, kind, x, outer * len);
                     }
                     if (len > 0) test_median(dt, kind, len, outer, x, ref);
+                    /* float32 rows of up to 32, sixteen at a time on AVX-512
+                     * (batch_median.h bm_f32_rows16): 37 rows */
+                    if (dt == KWK_FLOAT32 && len >= 2 && len <= 33 && (!quick || len <= 17 || len % 8 <= 1)) {
+                        fill(dt, kind, x, 37 * len);
+                        test_median(dt, kind, len, 37, x, ref);
+                        fill(dt, kind, x, outer * len);
+                    }
                     if (len > 0 && len <= 18) { /* short rows along a non-last dim */
                         fill(dt, kind, x, 2 * len * 19);
                         test_median_inner(dt, kind, len, 2, 19, x, ref);
