@@ -94,10 +94,12 @@ def test_kthvalue_long_rows_corpus_like(kw, gen):
 # ------------------------------------------- median of short rows, non-last dim
 # float32 rows of 1..16 elements along a dim whose neighbours are adjacent
 # (inner stride 1) are ranked eight at a time; inner sizes around multiples
-# of 8 leave remainders that take the per-row path.
+# of 8 leave remainders that take the per-row path.  On AVX-512 rows of
+# 2..32 go sixteen at a time (batch_median.h bm_f32_columns_median), the
+# remainders and groups with a NaN as before (past 16: row by row).
 
-MC_LENGTHS = tuple(range(1, 18))
-MC_INNER = (7, 8, 9, 16, 21)
+MC_LENGTHS = tuple(range(1, 18)) + (20, 25, 32, 33)
+MC_INNER = (7, 8, 9, 16, 21, 37)
 
 
 def _mc_values(kind, shape, gen):
@@ -130,7 +132,7 @@ def test_median_short_rows_dim0(kw, gen, op, kind):
 def test_median_short_rows_nan_groups(kw, gen, op):
     """A NaN in one row of a group of eight sends that group to the per-row
     path; the other groups stay on the vector path."""
-    for n in (1, 2, 5, 9, 10, 16):
+    for n in (1, 2, 5, 9, 10, 16, 18, 25, 32):
         x = _mc_values("smallint", (n, 3, 40), gen)
         x[n // 2, 1, 3] = float("nan")
         x[0, 2, 17] = -float("nan")

@@ -25,6 +25,7 @@
 #include "batch_sort.h"
 #include "select_kernels.h"
 #include "topk_short16.h" /* s16_transpose16 */
+#include "median_columns.h"  /* mc_median_dim */
 
 /* Longest row: the network's cost per element grows with log^2 n, and
  * longer rows are served well by the one-row selection.  BM_MAX_PAIRS:
@@ -293,31 +294,18 @@ static int bm_rows16(int dtype, const char *src, int64_t len, int64_t inner, int
 
 #if defined(__AVX512F__)
 enum { BM_F32_MAX = 32 };
-/* float32 rows of up to BM_F32_MAX along the last dim (an unfolded 3x3 window made
- * contiguous: timm's MedianPool2d), sixteen at a time from the rows
- * themselves: each row read by one masked load, the sixteen transposed in
- * registers (topk_short16.h), the keys made there (a float's magnitude
- * bits, negated when negative: -0.0 and +0.0 one key, as torch compares
- * them), the median's part of the network on them, the index at stable
- * rank r found as bm_select16_body finds it, and the value picked from the
- * columns by that index (its bits, -0.0 included).  Where bm_rows16 loads
- * the keys eight rows at a time through batch_load and writes each answer
- * by itself, this writes sixteen with three stores (A/B through
- * torch.median(dim=-1), one thread, us: 301056 rows of 9 3062 -> 1043,
- * 65536 rows of 5 / 7 / 16 / 25 / 32: 836 / 982 / 912 / 1234 / 1610 ->
- * 238 / 274 / 488 / 744 / 1126).  0 (nothing written) when a row holds a
- * NaN: bm_rows16 and bm_rows then take the block. */
+/* The median of sixteen float32 rows of len <= BM_F32_MAX whose element j
+ * is col[j] (lane l: row l; col[len .. len rounded up to 16) zeros): the
+ * keys made from the bits (a float's magnitude bits, negated when
+ * negative: -0.0 and +0.0 one key, as torch compares them), the median's
+ * part of the network on them (`sel`), the index at stable rank r found as
+ * bm_select16_body finds it, and the value picked from the columns by that
+ * index (its bits, -0.0 included).  0 when a row holds a NaN. */
 static inline __attribute__((always_inline)) int
-bm_f32_rows16_body(const float *tile, int64_t so, int64_t len, int64_t r, const kwk_net_pair *sel,
-                   int nsel, float *vout, int64_t *iout, int64_t dst_so)
+bm_f32_median16(const __m512i *col, int64_t len, int64_t r, const kwk_net_pair *sel, int nsel,
+                __m512i *value, __m512i *index)
 {
-    __m512i col[BM_F32_MAX], key[BM_F32_MAX], work[BM_F32_MAX];
-    for (int64_t c0 = 0; c0 < len; c0 += 16) { /* columns c0 .. c0 + 15 */
-        const int64_t cols = len - c0;
-        const __mmask16 lm = (__mmask16)(cols >= 16 ? 0xFFFFu : (1u << cols) - 1);
-        for (int l = 0; l < 16; ++l) col[c0 + l] = _mm512_maskz_loadu_epi32(lm, tile + l * so + c0);
-        s16_transpose16(col + c0);
-    }
+    __m512i key[BM_F32_MAX], work[BM_F32_MAX];
     const __m512i magnitude = _mm512_set1_epi32(0x7FFFFFFF), zero = _mm512_setzero_si512();
     __m512i amax = zero;
     const int64_t padded = (len + 15) & ~(int64_t)15;
@@ -327,6 +315,7 @@ bm_f32_rows16_body(const float *tile, int64_t so, int64_t len, int64_t r, const 
         amax = _mm512_max_epi32(amax, a);
         key[j] = work[j] = _mm512_mask_sub_epi32(a, _mm512_movepi32_mask(col[j]), zero, a);
     }
+    for (int64_t j = padded; j < BM_F32_MAX; ++j) key[j] = work[j] = zero; /* (never read) */
     if (_mm512_cmpgt_epi32_mask(amax, _mm512_set1_epi32(0x7F800000))) return 0;
 #pragma GCC unroll 128
     for (int c = 0; c < nsel; ++c) {
@@ -336,12 +325,12 @@ bm_f32_rows16_body(const float *tile, int64_t so, int64_t len, int64_t r, const 
     }
     const __m512i m = work[r], one = _mm512_set1_epi32(1);
     __m512i below = zero;
-#pragma GCC unroll 16
+#pragma GCC unroll 32
     for (int64_t j = 0; j < len; ++j)
         below = _mm512_mask_add_epi32(below, _mm512_cmpgt_epi32_mask(m, key[j]), below, one);
     const __m512i want = _mm512_sub_epi32(_mm512_set1_epi32((int)r), below);
     __m512i seen = zero, at = zero, v = zero;
-#pragma GCC unroll 16
+#pragma GCC unroll 32
     for (int64_t j = 0; j < len; ++j) {
         const __mmask16 eq = _mm512_cmpeq_epi32_mask(key[j], m);
         const __mmask16 hit = _mm512_mask_cmpeq_epi32_mask(eq, seen, want);
@@ -349,25 +338,59 @@ bm_f32_rows16_body(const float *tile, int64_t so, int64_t len, int64_t r, const 
         v = _mm512_mask_mov_epi32(v, hit, col[j]);
         seen = _mm512_mask_add_epi32(seen, eq, seen, one);
     }
+    *value = v;
+    *index = at;
+    return 1;
+}
+
+/* Sixteen answers to vout[l * step] and iout[l * step]. */
+static inline void bm_f32_write16(__m512i v, __m512i at, float *vout, int64_t *iout, int64_t step)
+{
     const __m512i i0 = _mm512_cvtepi32_epi64(_mm512_castsi512_si256(at));
     const __m512i i1 = _mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(at, 1));
-    if (dst_so == 1) {
+    if (step == 1) {
         if (vout) _mm512_storeu_si512((void *)vout, v);
         if (iout) {
             _mm512_storeu_si512((void *)iout, i0);
             _mm512_storeu_si512((void *)(iout + 8), i1);
         }
-    } else {
-        int32_t vv[16];
-        int64_t ii[16];
-        _mm512_storeu_si512((void *)vv, v);
-        _mm512_storeu_si512((void *)ii, i0);
-        _mm512_storeu_si512((void *)(ii + 8), i1);
-        for (int l = 0; l < 16; ++l) {
-            if (vout) memcpy(vout + l * dst_so, vv + l, 4);
-            if (iout) iout[l * dst_so] = ii[l];
-        }
+        return;
     }
+    int32_t vv[16];
+    int64_t ii[16];
+    _mm512_storeu_si512((void *)vv, v);
+    _mm512_storeu_si512((void *)ii, i0);
+    _mm512_storeu_si512((void *)(ii + 8), i1);
+    for (int l = 0; l < 16; ++l) {
+        if (vout) memcpy(vout + l * step, vv + l, 4);
+        if (iout) iout[l * step] = ii[l];
+    }
+}
+
+/* float32 rows of up to BM_F32_MAX along the last dim (an unfolded 3x3
+ * window made contiguous: timm's MedianPool2d), sixteen at a time from the
+ * rows themselves: each row read by masked loads, the sixteen transposed
+ * in registers (topk_short16.h), then bm_f32_median16.  Where bm_rows16
+ * loads the keys eight rows at a time through batch_load and writes each
+ * answer by itself, this writes sixteen with three stores (A/B through
+ * torch.median(dim=-1), one thread, us: 301056 rows of 9 3062 -> 1043,
+ * 65536 rows of 5 / 7 / 16 / 25 / 32: 836 / 982 / 912 / 1234 / 1610 ->
+ * 238 / 274 / 488 / 744 / 1126).  0 (nothing written) when a row holds a
+ * NaN: bm_rows16 and bm_rows then take the block. */
+static inline __attribute__((always_inline)) int
+bm_f32_rows16_body(const float *tile, int64_t so, int64_t len, int64_t r, const kwk_net_pair *sel,
+                   int nsel, float *vout, int64_t *iout, int64_t dst_so)
+{
+    __m512i col[BM_F32_MAX];
+    for (int64_t c0 = 0; c0 < len; c0 += 16) { /* columns c0 .. c0 + 15 */
+        const int64_t cols = len - c0;
+        const __mmask16 lm = (__mmask16)(cols >= 16 ? 0xFFFFu : (1u << cols) - 1);
+        for (int l = 0; l < 16; ++l) col[c0 + l] = _mm512_maskz_loadu_epi32(lm, tile + l * so + c0);
+        s16_transpose16(col + c0);
+    }
+    __m512i v, at;
+    if (!bm_f32_median16(col, len, r, sel, nsel, &v, &at)) return 0;
+    bm_f32_write16(v, at, vout, iout, dst_so);
     return 1;
 }
 
@@ -379,6 +402,85 @@ static int bm_f32_rows16(const float *tile, int64_t so, int64_t len, const kwk_n
     if (len == 25)
         return bm_f32_rows16_body(tile, so, 25, 12, BM_SELECT_25, 113, vout, iout, dst_so);
     return bm_f32_rows16_body(tile, so, len, (len - 1) / 2, sel, nsel, vout, iout, dst_so);
+}
+
+/* float32 rows of up to BM_F32_MAX across a non-last dim, neighbouring rows
+ * adjacent (x.median(dim=0) of a (10, H, W) stack, median(dim=2) of
+ * unfolded patches): element j of sixteen rows is one load, then
+ * bm_f32_median16, in place of median_columns.h's eight rows ranked by
+ * pairs (A/B through torch.median, one thread, us: 1x3x9x256x256 over dim
+ * 2 1128 -> 432, 10x1x480x640 over dim 0 2083 -> 1255, 10x64x32x5x5 over
+ * dim 0 366 -> 222, 1x25x65536 over dim 1 (the batch network's loads
+ * before) 1124 -> 622). */
+static inline __attribute__((always_inline)) int
+bm_f32_columns16_body(const float *p, int64_t sl, int64_t len, int64_t r, const kwk_net_pair *sel,
+                      int nsel, float *vout, int64_t *iout)
+{
+    __m512i col[BM_F32_MAX];
+    const int64_t padded = (len + 15) & ~(int64_t)15;
+    for (int64_t j = 0; j < padded; ++j)
+        col[j] = j < len ? _mm512_loadu_si512((const void *)(p + j * sl)) : _mm512_setzero_si512();
+    __m512i v, at;
+    if (!bm_f32_median16(col, len, r, sel, nsel, &v, &at)) return 0;
+    bm_f32_write16(v, at, vout, iout, 1);
+    return 1;
+}
+
+static int bm_f32_columns16(const float *p, int64_t sl, int64_t len, const kwk_net_pair *sel,
+                            int nsel, float *vout, int64_t *iout)
+{
+    if (len == 9) return bm_f32_columns16_body(p, sl, 9, 4, BM_SELECT_9, 24, vout, iout);
+    if (len == 10) return bm_f32_columns16_body(p, sl, 10, 4, sel, nsel, vout, iout);
+    if (len == 25) return bm_f32_columns16_body(p, sl, 25, 12, BM_SELECT_25, 113, vout, iout);
+    return bm_f32_columns16_body(p, sl, len, (len - 1) / 2, sel, nsel, vout, iout);
+}
+
+static int bm_f32_columns_applies(int dtype, int64_t len, int64_t inner, int64_t src_si,
+                                  int64_t dst_si, const void *values, const int64_t *indices)
+{
+    return dtype == KWK_FLOAT32 && len >= 2 && len <= BM_F32_MAX && inner >= 16 && src_si == 1 &&
+           dst_si == 1 && values && indices;
+}
+
+/* w rows starting at p (as bm_f32_columns_median's) another way: by
+ * median_columns.h (eight at a time, else row by row) where it takes their
+ * length, else row by row. */
+static int bm_f32_columns_other(const float *p, int64_t len, int64_t w, int64_t src_so,
+                                int64_t src_sl, float *v, int64_t *ix, int64_t dst_so,
+                                int ignore_nan)
+{
+    if (len <= MC_MAX_LEN) return mc_median_dim(p, 1, len, w, src_so, src_sl, v, ix, dst_so, ignore_nan);
+    return sk_median_dim_u32(sw_gather_f32, KWK_FLOAT32, p, 1, len, w, src_so, src_sl, 1, v, ix,
+                             dst_so, 1, ignore_nan);
+}
+
+/* median_dim of the layouts bm_f32_columns_applies takes: sixteen rows at a
+ * time; a group holding a NaN, and the last inner % 16 rows of each outer
+ * slice, by bm_f32_columns_other. */
+static int bm_f32_columns_median(const float *src, int64_t outer, int64_t len, int64_t inner,
+                                 int64_t src_so, int64_t src_sl, float *values, int64_t *indices,
+                                 int64_t dst_so, int ignore_nan)
+{
+    kwk_net_pair sel[BM_MAX_PAIRS];
+    const int nsel = bm_select_pairs((int)len, (int)(len - 1) / 2, sel);
+    for (int64_t o = 0; o < outer; ++o) {
+        int64_t i = 0;
+        for (; i + 16 <= inner; i += 16) {
+            const float *p = src + o * src_so + i;
+            float *v = values + o * dst_so + i;
+            int64_t *ix = indices + o * dst_so + i;
+            if (bm_f32_columns16(p, src_sl, len, sel, nsel, v, ix)) continue;
+            const int st = bm_f32_columns_other(p, len, 16, src_so, src_sl, v, ix, dst_so, ignore_nan);
+            if (st != KWK_OK) return st;
+        }
+        if (i < inner) {
+            const int st = bm_f32_columns_other(src + o * src_so + i, len, inner - i, src_so, src_sl,
+                                                values + o * dst_so + i, indices + o * dst_so + i,
+                                                dst_so, ignore_nan);
+            if (st != KWK_OK) return st;
+        }
+    }
+    return KWK_OK;
 }
 #endif
 

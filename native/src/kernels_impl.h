@@ -26,13 +26,19 @@
 #include "unique_dense.h"
 
 /* median_dim: many short float32 rows along a non-last dim take the
- * eight-rows-at-once kernel (median_columns.h), other batches of short rows
+ * sixteen-rows kernel on AVX-512 (batch_median.h bm_f32_columns_median),
+ * else the eight-rows-at-once one (median_columns.h), other batches of short rows
  * the batch sort's network (batch_median.h), the rest the per-row one. */
 static int impl_median_dim_any(int dtype, const void *src, int64_t outer, int64_t len,
                                int64_t inner, int64_t src_so, int64_t src_sl, int64_t src_si,
                                void *values, int64_t *indices, int64_t dst_so, int64_t dst_si,
                                int ignore_nan)
 {
+#if defined(__AVX512F__) && defined(KWK_HAVE_BATCH_SORT)
+    if (bm_f32_columns_applies(dtype, len, inner, src_si, dst_si, values, indices))
+        return bm_f32_columns_median((const float *)src, outer, len, inner, src_so, src_sl,
+                                     (float *)values, indices, dst_so, ignore_nan);
+#endif
     if (mc_applies(dtype, len, inner, src_si, dst_si, values, indices))
         return mc_median_dim(src, outer, len, inner, src_so, src_sl, values, indices, dst_so,
                              ignore_nan);

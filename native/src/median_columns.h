@@ -12,7 +12,9 @@
  * (SEMANTICS.md).  Floats compare as numbers, so -0.0 == +0.0 as in torch.
  * A group holding a NaN goes back to the per-row path (median returns the
  * first NaN; nanmedian ranks among the others).  float32 only; the portable
- * target always takes the per-row path.
+ * target always takes the per-row path.  On AVX-512, batch_median.h's
+ * sixteen-rows kernel (bm_f32_columns_median) goes first and hands this
+ * file its remainders and its groups holding a NaN.
  */
 #ifndef KWK_MEDIAN_COLUMNS_H
 #define KWK_MEDIAN_COLUMNS_H
