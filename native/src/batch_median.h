@@ -24,7 +24,7 @@
 
 #include "batch_sort.h"
 #include "select_kernels.h"
-#include "topk_short16.h" /* s16_transpose16 */
+#include "topk_short16.h" /* s16_transpose16, s16_f32_key */
 #include "median_columns.h"  /* mc_median_dim */
 
 /* Longest row: the network's cost per element grows with log^2 n, and
@@ -296,8 +296,8 @@ static int bm_rows16(int dtype, const char *src, int64_t len, int64_t inner, int
 enum { BM_F32_MAX = 32 };
 /* The median of sixteen float32 rows of len <= BM_F32_MAX whose element j
  * is col[j] (lane l: row l; col[len .. len rounded up to 16) zeros): the
- * keys made from the bits (a float's magnitude bits, negated when
- * negative: -0.0 and +0.0 one key, as torch compares them), the median's
+ * keys made from the bits (s16_f32_key: -0.0 and +0.0 one key, as torch
+ * compares them), the median's
  * part of the network on them (`sel`), the index at stable rank r found as
  * bm_select16_body finds it, and the value picked from the columns by that
  * index (its bits, -0.0 included).  0 when a row holds a NaN. */
@@ -306,17 +306,14 @@ bm_f32_median16(const __m512i *col, int64_t len, int64_t r, const kwk_net_pair *
                 __m512i *value, __m512i *index)
 {
     __m512i key[BM_F32_MAX], work[BM_F32_MAX];
-    const __m512i magnitude = _mm512_set1_epi32(0x7FFFFFFF), zero = _mm512_setzero_si512();
+    const __m512i zero = _mm512_setzero_si512();
     __m512i amax = zero;
     const int64_t padded = (len + 15) & ~(int64_t)15;
 #pragma GCC unroll 32
-    for (int64_t j = 0; j < padded; ++j) { /* (past len: zeros, never read) */
-        const __m512i a = _mm512_and_si512(col[j], magnitude);
-        amax = _mm512_max_epi32(amax, a);
-        key[j] = work[j] = _mm512_mask_sub_epi32(a, _mm512_movepi32_mask(col[j]), zero, a);
-    }
+    for (int64_t j = 0; j < padded; ++j) /* (past len: zeros, never read) */
+        key[j] = work[j] = s16_f32_key(col[j], &amax);
     for (int64_t j = padded; j < BM_F32_MAX; ++j) key[j] = work[j] = zero; /* (never read) */
-    if (_mm512_cmpgt_epi32_mask(amax, _mm512_set1_epi32(0x7F800000))) return 0;
+    if (_mm512_cmpgt_epi32_mask(amax, _mm512_set1_epi32(S16_INF_BITS))) return 0; /* a NaN */
 #pragma GCC unroll 128
     for (int c = 0; c < nsel; ++c) {
         const __m512i x = work[sel[c][0]], y = work[sel[c][1]];

@@ -80,6 +80,19 @@ static int s16_applies(int dtype, int64_t rows, int64_t len, int64_t inner, int6
 #define S16_INLINE static inline
 #endif
 
+/* The order key of sixteen float32 bit patterns: the magnitude's bits,
+ * negated for a negative float (sign and magnitude to two's complement):
+ * signed order is float order, and -0.0 and +0.0 are both 0.  *amax keeps
+ * the largest magnitude's bits seen per lane: a NaN's lie above the
+ * infinity's (S16_INF_BITS). */
+enum { S16_INF_BITS = 0x7F800000 };
+S16_INLINE __m512i s16_f32_key(__m512i x, __m512i *amax)
+{
+    const __m512i a = _mm512_and_si512(x, _mm512_set1_epi32(0x7FFFFFFF));
+    *amax = _mm512_max_epi32(*amax, a);
+    return _mm512_mask_sub_epi32(a, _mm512_movepi32_mask(x), _mm512_setzero_si512(), a);
+}
+
 /* r[l] (element j of row l in lane j) -> r[j] (element j of row l in lane
  * l): 4x4 blocks within each 128-bit lane by unpacks, then the blocks
  * moved across lanes by two rounds of 128-bit shuffles. */
@@ -160,9 +173,8 @@ S16_INLINE void s16_select(const float *tile, int64_t so, int64_t len, int sh, c
                            const int LARGEST, __m512i *best, __mmask16 *bad)
 {
     const __m512i keep = _mm512_set1_epi32((int32_t)~((1u << sh) - 1));
-    const __m512i magnitude = _mm512_set1_epi32(0x7FFFFFFF), zero = _mm512_setzero_si512();
     for (int p = 0; p < M; ++p) best[p] = _mm512_set1_epi32(INT32_MAX);
-    __m512i amax = zero; /* the largest magnitude's bits seen per lane */
+    __m512i amax = _mm512_setzero_si512();
     for (int64_t c0 = 0; c0 < len; c0 += 16) {
         const int cols = len - c0 < 16 ? (int)(len - c0) : 16;
         const __mmask16 lm = (__mmask16)(cols == 16 ? 0xFFFFu : (1u << cols) - 1);
@@ -170,13 +182,7 @@ S16_INLINE void s16_select(const float *tile, int64_t so, int64_t len, int sh, c
         for (int l = 0; l < 16; ++l) r[l] = _mm512_maskz_loadu_epi32(lm, tile + l * so + c0);
         s16_transpose16(r);
         for (int j = 0; j < cols; ++j) {
-            const __m512i x = r[j];
-            /* the key: the magnitude's bits, negated for a negative float
-             * (sign and magnitude to two's complement): signed order is
-             * float order, and -0.0 and +0.0 are both 0 */
-            const __m512i a = _mm512_and_si512(x, magnitude);
-            amax = _mm512_max_epi32(amax, a);
-            const __m512i key = _mm512_mask_sub_epi32(a, _mm512_movepi32_mask(x), zero, a);
+            const __m512i key = s16_f32_key(r[j], &amax);
             const __m512i col = _mm512_set1_epi32((int32_t)(c0 + j));
             /* (key or ~key) & keep | col */
             __m512i w = LARGEST ? _mm512_ternarylogic_epi32(key, keep, col, 0xAE)
@@ -188,8 +194,7 @@ S16_INLINE void s16_select(const float *tile, int64_t so, int64_t len, int sh, c
             }
         }
     }
-    /* a NaN's magnitude bits lie above the infinity's */
-    *bad = _mm512_cmpgt_epi32_mask(amax, _mm512_set1_epi32(0x7F800000));
+    *bad = _mm512_cmpgt_epi32_mask(amax, _mm512_set1_epi32(S16_INF_BITS)); /* a NaN */
 }
 
 /* One copy per (m, largest): the group loop of s16_topk. */
