@@ -427,6 +427,7 @@ static int bm_f32_columns16(const float *p, int64_t sl, int64_t len, const kwk_n
                             int nsel, float *vout, int64_t *iout)
 {
     if (len == 9) return bm_f32_columns16_body(p, sl, 9, 4, BM_SELECT_9, 24, vout, iout);
+    /* (10: ensembles of ten, Marigold's and FedScope's medians over dim 0) */
     if (len == 10) return bm_f32_columns16_body(p, sl, 10, 4, sel, nsel, vout, iout);
     if (len == 25) return bm_f32_columns16_body(p, sl, 25, 12, BM_SELECT_25, 113, vout, iout);
     return bm_f32_columns16_body(p, sl, len, (len - 1) / 2, sel, nsel, vout, iout);

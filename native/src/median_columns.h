@@ -14,7 +14,8 @@
  * first NaN; nanmedian ranks among the others).  float32 only; the portable
  * target always takes the per-row path.  On AVX-512, batch_median.h's
  * sixteen-rows kernel (bm_f32_columns_median) goes first and hands this
- * file its remainders and its groups holding a NaN.
+ * file its remainders and its groups holding a NaN for rows of up to
+ * MC_MAX_LEN (longer ones go row by row).
  */
 #ifndef KWK_MEDIAN_COLUMNS_H
 #define KWK_MEDIAN_COLUMNS_H
