@@ -87,7 +87,9 @@ enum {
                                        (topk_few.h) */
     KWK_COUNT_FEW_TOPK_TIES = 14,   /* of those, rows handed back (a tie or a NaN
                                        among the k + 1 best) and redone */
-    KWK_NUM_COUNTERS = 15
+    KWK_COUNT_DOMINANT_SPLIT_ROWS = 15, /* stable sort rows split around a key
+                                           filling most of them (sort_kernels.h) */
+    KWK_NUM_COUNTERS = 16
 };
 int64_t kwk_counter(int which);
 

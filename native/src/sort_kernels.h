@@ -749,12 +749,141 @@ static int words_sort_presorted(uint64_t *w, uint64_t *tmp, int64_t n, int ibits
     return d <= n / KWK_NEAR_RATIO && words_drop_merge(w, tmp, n, ibits, rbits);
 }
 
-/* Stable sort of a row's packed words: presorted rows by their runs,
- * others by sort_packed_words_any. */
-static void sort_packed_words(uint64_t *w, uint64_t *tmp, int64_t n, int ibits, int rbits)
+/* ---- rows dominated by one key ----------------------------------------
+ * Padding, masked entries and sparse votes fill most of many real rows
+ * with one value: a graph batch's padded nodes (PyG's SortAggregation),
+ * the zeros of k-NN vote counts (DINO's k-NN eval: 988 of 1000), -inf
+ * after top-k masking.  Its words are already in their final order among
+ * themselves (equal keys, ascending index), so one pass splits the row
+ * into the words below that key, those equal to it (kept in place, in
+ * index order) and those above it, and only the first and last parts are
+ * sorted.  The split is a quicksort step around the key, exact for any
+ * key; the sample only makes it worth its pass.  The key: the most
+ * frequent of KWK_DOM_SAMPLES spread over the row, taken when it is at
+ * least KWK_DOM_HITS of them (~40%); a sample with no two adjacent keys
+ * equal (any row of distinct keys) is turned down after 15 compares. */
+enum { KWK_DOM_MIN_N = 128, KWK_DOM_SAMPLES = 16, KWK_DOM_HITS = 8 };
+/* Batches of rows shorter than this keep the batch network (sort_rows_batched),
+ * faster there unless nearly the whole row is the one key */
+enum { KWK_DOM_BATCH_MIN_N = 256 };
+
+/* The dominant key of w's sample (its bits above the index, the index
+ * bits zero), or 0 with *found = 0. */
+static uint64_t words_dominant_key(const uint64_t *w, int64_t n, uint64_t m, int *found)
 {
+    uint64_t s[KWK_DOM_SAMPLES];
+    int adjacent = 0;
+    for (int j = 0; j < KWK_DOM_SAMPLES; ++j) {
+        s[j] = w[(n - 1) * j / (KWK_DOM_SAMPLES - 1)] & ~m;
+        adjacent += j > 0 && s[j] == s[j - 1];
+    }
+    *found = 0;
+    if (adjacent == 0) return 0;
+    int best = 0;
+    uint64_t key = 0;
+    for (int j = 0; j < KWK_DOM_SAMPLES; ++j) {
+        int hits = 0;
+        for (int t = 0; t < KWK_DOM_SAMPLES; ++t) hits += s[t] == s[j];
+        if (hits > best) {
+            best = hits;
+            key = s[j];
+        }
+    }
+    *found = best >= KWK_DOM_HITS;
+    return key;
+}
+
+/* The split: words below `key` to tmp from the front (*nl of them), above
+ * it to tmp from the back (*ng, the first at tmp[n - 1]), equal ones to
+ * w's front (returned count), each part in w's order: the sorts that
+ * follow must get words in index order (the radix passes order by key
+ * bits alone and keep the order of equal keys).  An equal word is written
+ * at or before the slot it was read from, so w is read before it is
+ * overwritten. */
+static int64_t words_split3(uint64_t *w, uint64_t *tmp, int64_t n, uint64_t key, uint64_t m,
+                            int64_t *nl, int64_t *ng)
+{
+    const uint64_t below = key, above = key | m; /* key(x) < K <=> x < below; > K <=> x > above */
+    int64_t l = 0, g = 0, e = 0, i = 0;
+#if defined(__AVX512F__)
+    const __m512i vb = _mm512_set1_epi64((long long)below), va = _mm512_set1_epi64((long long)above);
+    const __m512i reverse = _mm512_set_epi64(0, 1, 2, 3, 4, 5, 6, 7);
+    for (; i + 8 <= n; i += 8) {
+        const __m512i v = _mm512_loadu_si512((const void *)(w + i));
+        const __mmask8 lt = _mm512_cmplt_epu64_mask(v, vb), gt = _mm512_cmpgt_epu64_mask(v, va);
+        const __mmask8 eq = (__mmask8)~(lt | gt);
+        const int cl = __builtin_popcount(lt), cg = __builtin_popcount(gt), ce = 8 - cl - cg;
+        /* compress in registers, then masked stores: a compress straight to
+         * memory is slow on Intel cores.  The greater words compressed from
+         * the lanes reversed, so that they run backwards from the top. */
+        _mm512_mask_storeu_epi64(w + e, (__mmask8)((1u << ce) - 1), _mm512_maskz_compress_epi64(eq, v));
+        _mm512_mask_storeu_epi64(tmp + l, (__mmask8)((1u << cl) - 1), _mm512_maskz_compress_epi64(lt, v));
+        if (cg) {
+            const __m512i r = _mm512_permutexvar_epi64(reverse, v);
+            _mm512_mask_storeu_epi64(tmp + n - g - cg, (__mmask8)((1u << cg) - 1),
+                                     _mm512_maskz_compress_epi64(_mm512_cmpgt_epu64_mask(r, va), r));
+        }
+        e += ce;
+        l += cl;
+        g += cg;
+    }
+#endif
+    for (; i < n; ++i) {
+        /* branch-free: x written to all three places, one count advanced
+         * (l + g <= i, so both tmp slots lie in tmp) */
+        const uint64_t x = w[i];
+        const int lt = x < below, gt = x > above;
+        tmp[n - 1 - g] = x;
+        tmp[l] = x;
+        w[e] = x;
+        l += lt;
+        g += gt;
+        e += !(lt | gt);
+    }
+    *nl = l;
+    *ng = g;
+    return e;
+}
+
+/* Sort w if one key dominates its sample (see above); 0 (w untouched) if
+ * not.  tmp: n words. */
+static void sort_packed_words_rest(uint64_t *w, uint64_t *tmp, int64_t n, int ibits, int rbits);
+
+static int words_sort_dominant(uint64_t *w, uint64_t *tmp, int64_t n, int ibits, int rbits)
+{
+    const uint64_t m = ibits >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << ibits) - 1);
+    int found;
+    const uint64_t key = words_dominant_key(w, n, m, &found);
+    if (!found) return 0;
+    int64_t nl, ng;
+    const int64_t ne = words_split3(w, tmp, n, key, m, &nl, &ng);
+    kwk_count(KWK_COUNT_DOMINANT_SPLIT_ROWS, 1);
+    /* equal words to their place, then the greater ones sorted after them
+     * (scratch: tmp past the lower words, ne + ng words free), then the
+     * lower ones sorted before them (scratch: all of tmp) */
+    memmove(w + nl, w, (size_t)ne * sizeof(uint64_t));
+    for (int64_t j = 0; j < ng; ++j) w[nl + ne + j] = tmp[n - 1 - j];
+    sort_packed_words_rest(w + nl + ne, tmp + nl, ng, ibits, rbits);
+    memcpy(w, tmp, (size_t)nl * sizeof(uint64_t));
+    sort_packed_words_rest(w, tmp, nl, ibits, rbits);
+    return 1;
+}
+
+/* sort_packed_words but for the dominant-key split (the parts it leaves
+ * have no dominant key left to find, or one it then splits off again). */
+static void sort_packed_words_rest(uint64_t *w, uint64_t *tmp, int64_t n, int ibits, int rbits)
+{
+    if (n < 2) return;
     if (n >= KWK_ADAPT_MIN_N && words_sort_presorted(w, tmp, n, ibits, rbits)) return;
     sort_packed_words_any(w, tmp, n, ibits, rbits);
+}
+
+/* Stable sort of a row's packed words: rows dominated by one key by the
+ * split, presorted rows by their runs, others by sort_packed_words_any. */
+static void sort_packed_words(uint64_t *w, uint64_t *tmp, int64_t n, int ibits, int rbits)
+{
+    if (n >= KWK_DOM_MIN_N && words_sort_dominant(w, tmp, n, ibits, rbits)) return;
+    sort_packed_words_rest(w, tmp, n, ibits, rbits);
 }
 
 /* Where wide_sort's first sort is the vector quicksort on every key bit
@@ -2240,6 +2369,24 @@ static int64_t sort_rows_batched(const sort_call *c, const sort_layout *g, int64
             expected += sr.packed && tie_expected(ws->words, len, &sr, ws->tmp);
         }
         if (2 * expected >= KWK_BATCH_LANES) {
+            free(slots);
+            return 0;
+        }
+    }
+    if (!c->torch_ties && !c->no_indices && len >= KWK_DOM_BATCH_MIN_N) {
+        /* the stable order of rows most of whose first ones are dominated
+         * by one key (padding): the one-row path's split, a pass and two
+         * short sorts, where the network sorts every word */
+        int dominated = 0;
+        for (int64_t r = 0; r < KWK_BATCH_LANES; ++r) {
+            const out_row o = sort_out_row(g, r);
+            sort_row sr;
+            sort_load(c->dtype, o.row, len, o.step, c->flip, ws->words, &sr);
+            int found = 0;
+            if (sr.packed) words_dominant_key(ws->words, len, sr.mask, &found);
+            dominated += found;
+        }
+        if (2 * dominated >= KWK_BATCH_LANES) {
             free(slots);
             return 0;
         }

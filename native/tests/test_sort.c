@@ -198,9 +198,9 @@ static uint64_t extreme_bits(int dt)
 }
 
 enum { K_RANDOM, K_EQUAL, K_TWO, K_SORTED, K_REVERSED, K_ORGAN, K_FEW, K_NAN, K_ZEROS, K_EXTREME,
-       K_NEAR, K_RUNS, K_PERM, K_CLUSTER, NKINDS };
+       K_NEAR, K_RUNS, K_PERM, K_CLUSTER, K_DOMINANT, NKINDS };
 static const char *KIND_NAMES[NKINDS] = {"random", "equal", "two", "sorted", "reversed", "organ", "few", "nan", "zeros", "extreme",
-                                         "near", "runs", "perm", "cluster"};
+                                         "near", "runs", "perm", "cluster", "dominant"};
 
 /* Whether position i of a row of n is one of those sort_kernels.h's tie
  * samples read (j * n / 64 and j * n / 256): K_CLUSTER keeps its cluster
@@ -257,6 +257,17 @@ static void fill(int dt, int kind, int64_t n, unsigned char *x)
             b &= es == 8 ? 0xFFFFFFFFFFull : 0x3FFFFFFFull;
             if (dt == KWK_BOOL) b &= 1;
             break;
+        /* one value in 50-95% of the slots (sort_kernels.h's split
+         * around a dominant key), the others random below and above it,
+         * with ties among them; the value's place: anywhere, or the
+         * row's tail (padding) */
+        case K_DOMINANT: {
+            const int64_t share = 10 + (int64_t)(c1 % 10); /* of 20 */
+            const int dom = c0 % 2 ? (int64_t)(rnd() % 20) < share : i >= n - n * share / 20;
+            b = dom ? from_double(dt, 3.0) : from_double(dt, (double)(int64_t)(rnd() % 200) / 8.0 - 10.0);
+            if (dt == KWK_BOOL) b &= 1;
+            break;
+        }
         default: b = rnd() % 3 ? extreme_bits(dt) : rnd(); if (dt == KWK_BOOL) b &= 1; break;
         }
         memcpy(x + i * es, &b, (size_t)es);
