@@ -760,8 +760,9 @@ static int words_sort_presorted(uint64_t *w, uint64_t *tmp, int64_t n, int ibits
  * sorted.  The split is a quicksort step around the key, exact for any
  * key; the sample only makes it worth its pass.  The key: the most
  * frequent of KWK_DOM_SAMPLES spread over the row, taken when it is at
- * least KWK_DOM_HITS of them (~40%); a sample with no two adjacent keys
- * equal (any row of distinct keys) is turned down after 15 compares. */
+ * least KWK_DOM_HITS of them (half: at 6 of 16, rows of five values split
+ * often, for nothing); a sample with no two adjacent keys equal (any row
+ * of distinct keys) is turned down after 15 compares. */
 enum { KWK_DOM_MIN_N = 128, KWK_DOM_SAMPLES = 16, KWK_DOM_HITS = 8 };
 /* Batches of rows shorter than this keep the batch network (sort_rows_batched),
  * faster there unless nearly the whole row is the one key */
@@ -845,10 +846,10 @@ static int64_t words_split3(uint64_t *w, uint64_t *tmp, int64_t n, uint64_t key,
     return e;
 }
 
-/* Sort w if one key dominates its sample (see above); 0 (w untouched) if
- * not.  tmp: n words. */
 static void sort_packed_words_rest(uint64_t *w, uint64_t *tmp, int64_t n, int ibits, int rbits);
 
+/* Sort w if one key dominates its sample (see above); 0 (w untouched) if
+ * not.  tmp: n words. */
 static int words_sort_dominant(uint64_t *w, uint64_t *tmp, int64_t n, int ibits, int rbits)
 {
     const uint64_t m = ibits >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << ibits) - 1);
