@@ -760,17 +760,20 @@ static int words_sort_presorted(uint64_t *w, uint64_t *tmp, int64_t n, int ibits
  * sorted.  The split is a quicksort step around the key, exact for any
  * key; the sample only makes it worth its pass.  The key: the most
  * frequent of KWK_DOM_SAMPLES spread over the row, taken when it is at
- * least KWK_DOM_HITS of them (half: at 6 of 16, rows of five values split
- * often, for nothing); a sample with no two adjacent keys equal (any row
- * of distinct keys) is turned down after 15 compares. */
-enum { KWK_DOM_MIN_N = 128, KWK_DOM_SAMPLES = 16, KWK_DOM_HITS = 8 };
-/* Batches of rows shorter than this keep the batch network (sort_rows_batched),
- * faster there unless nearly the whole row is the one key */
-enum { KWK_DOM_BATCH_MIN_N = 256 };
+ * least KWK_DOM_HITS of them; a sample with no two adjacent keys equal
+ * (any row of distinct keys) is turned down after 15 compares. */
+enum { KWK_DOM_MIN_N = 128, KWK_DOM_SAMPLES = 16, KWK_DOM_HITS = 6 };
+/* Batches of rows of at least KWK_DOM_BATCH_MIN_N whose first rows' samples
+ * hold a key KWK_DOM_BATCH_HITS times leave the batch network
+ * (sort_rows_batched) for the split: a stricter bar, as the network is
+ * faster than a split of a row a third of one key (rows of five values
+ * 0.66x at 6 of 16), and shorter rows keep it */
+enum { KWK_DOM_BATCH_MIN_N = 256, KWK_DOM_BATCH_HITS = 8 };
 
 /* The dominant key of w's sample (its bits above the index, the index
- * bits zero), or 0 with *found = 0. */
-static uint64_t words_dominant_key(const uint64_t *w, int64_t n, uint64_t m, int *found)
+ * bits zero) when it holds it `hits` times or more (*found = 1), else
+ * *found = 0. */
+static uint64_t words_dominant_key(const uint64_t *w, int64_t n, uint64_t m, int hits, int *found)
 {
     uint64_t s[KWK_DOM_SAMPLES];
     int adjacent = 0;
@@ -790,7 +793,7 @@ static uint64_t words_dominant_key(const uint64_t *w, int64_t n, uint64_t m, int
             key = s[j];
         }
     }
-    *found = best >= KWK_DOM_HITS;
+    *found = best >= hits;
     return key;
 }
 
@@ -854,7 +857,7 @@ static int words_sort_dominant(uint64_t *w, uint64_t *tmp, int64_t n, int ibits,
 {
     const uint64_t m = ibits >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << ibits) - 1);
     int found;
-    const uint64_t key = words_dominant_key(w, n, m, &found);
+    const uint64_t key = words_dominant_key(w, n, m, KWK_DOM_HITS, &found);
     if (!found) return 0;
     int64_t nl, ng;
     const int64_t ne = words_split3(w, tmp, n, key, m, &nl, &ng);
@@ -2384,7 +2387,7 @@ static int64_t sort_rows_batched(const sort_call *c, const sort_layout *g, int64
             sort_row sr;
             sort_load(c->dtype, o.row, len, o.step, c->flip, ws->words, &sr);
             int found = 0;
-            if (sr.packed) words_dominant_key(ws->words, len, sr.mask, &found);
+            if (sr.packed) words_dominant_key(ws->words, len, sr.mask, KWK_DOM_BATCH_HITS, &found);
             dominated += found;
         }
         if (2 * dominated >= KWK_BATCH_LANES) {
