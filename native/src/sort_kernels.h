@@ -786,10 +786,10 @@ static uint64_t words_dominant_key(const uint64_t *w, int64_t n, uint64_t m, int
     int best = 0;
     uint64_t key = 0;
     for (int j = 0; j < KWK_DOM_SAMPLES; ++j) {
-        int hits = 0;
-        for (int t = 0; t < KWK_DOM_SAMPLES; ++t) hits += s[t] == s[j];
-        if (hits > best) {
-            best = hits;
+        int count = 0;
+        for (int t = 0; t < KWK_DOM_SAMPLES; ++t) count += s[t] == s[j];
+        if (count > best) {
+            best = count;
             key = s[j];
         }
     }
@@ -855,7 +855,7 @@ static void sort_packed_words_rest(uint64_t *w, uint64_t *tmp, int64_t n, int ib
  * not.  tmp: n words. */
 static int words_sort_dominant(uint64_t *w, uint64_t *tmp, int64_t n, int ibits, int rbits)
 {
-    const uint64_t m = ibits >= 64 ? ~(uint64_t)0 : (((uint64_t)1 << ibits) - 1);
+    const uint64_t m = kwk_width_mask(ibits);
     int found;
     const uint64_t key = words_dominant_key(w, n, m, KWK_DOM_HITS, &found);
     if (!found) return 0;
@@ -873,8 +873,8 @@ static int words_sort_dominant(uint64_t *w, uint64_t *tmp, int64_t n, int ibits,
     return 1;
 }
 
-/* sort_packed_words but for the dominant-key split (the parts it leaves
- * have no dominant key left to find, or one it then splits off again). */
+/* sort_packed_words without the split: what the split leaves holds no
+ * word of its key. */
 static void sort_packed_words_rest(uint64_t *w, uint64_t *tmp, int64_t n, int ibits, int rbits)
 {
     if (n < 2) return;
