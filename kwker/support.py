@@ -158,10 +158,16 @@ class SizeRule:
 # sort/argsort/msort: one row of 768 1.1-3.1x (int ties 1.03-1.23x), 512
 # 0.95-2.4x; rows of at most 128 need 2048 elements (rows of 96..128 of int
 # ties 0.68-0.92x at 1024-1536; rows of 2..16 at 2048 1.13-2.5x, at 1024
-# 0.93-1.65x).  median/nanmedian: 1024 (one row 1.5-2.4x, rows of 2..16
-# 1.27-2.1x, at 512 1.09-1.6x).  kthvalue: 1024 (one row 1.18-1.81x, rows
-# of 4..127 0.99-2.2x; int64 rows of 12 with ties measured 0.82-0.86x at
-# every size up to 4096).  unique: 1024 (0.98-3.7x, sorted float32 0.98x).
+# 0.93-1.65x).  median/nanmedian: 512 (at 1024: one row 1.5-2.4x, rows of
+# 2..16 1.27-2.1x; at 512 1.09-1.6x; AMD Zen 5, float32 / int64 /
+# bfloat16, random and tied: one row of 512 1.33-1.72x, 512 as rows of 8,
+# 16 or 32 1.22-1.49x, but 384 as rows of 48 0.80-1.05x).  kthvalue: 512,
+# rows of up to 16 from 1024 (at 1024: one row 1.18-1.81x, rows of 4..127
+# 0.99-2.2x; int64 rows of 12 with ties measured 0.82-0.86x at every size
+# up to 4096; Zen 5 at 512: one row 1.08-1.45x, rows of 32 1.08-1.51x,
+# rows of 8 and 16 of int64 ties 0.93-0.95x; at 256 0.90-1.09x).  Sorted
+# rows of 512 lose as at 1024 (median 0.55-0.57x, kthvalue 0.64-0.66x).
+# unique: 1024 (0.98-3.7x, sorted float32 0.98x).
 # topk keeps 8192: one row of 1024..4096 is 0.4-1.1x (torch's heap select
 # of k = 2 is quick on a fresh row too), and rows of 4..16 of int64 or
 # bfloat16 whose top values tie run the emulation of torch's introselect
@@ -201,9 +207,9 @@ SIZE_RULES: Dict[str, SizeRule] = {
     "msort": SizeRule(768, 128, 2048, min_row=2),
     "topk": SizeRule(8192, 16, 8192, min_row=2, wide_torch_rows=(2, 3, 9, 10),
                      nth_min_row=13, nth_int64=True, probe_rows=True),
-    "median": SizeRule(1024),
-    "nanmedian": SizeRule(1024),
-    "kthvalue": SizeRule(1024, min_row=3),
+    "median": SizeRule(512),
+    "nanmedian": SizeRule(512),
+    "kthvalue": SizeRule(512, 16, 1024, min_row=3),
     "unique": SizeRule(1024, 0),
     "quantile": SizeRule(0, 0),
     "nanquantile": SizeRule(0, 0),
