@@ -20,6 +20,54 @@
 
 #include <stdint.h>
 
+/* Runs part(ctx, p) for p = 0..parts-1, possibly side by side (the
+ * library's kwk_run_parts, kernels.h): the quicksorts' *_par versions take
+ * it as an argument, so these headers need nothing from the rest. */
+typedef void (*kwk_parts_fn)(void (*part)(void *ctx, int p), void *ctx, int parts);
+
+/* The most ranges a *_par sort cuts a row into; the keys sampled for each
+ * cut's pivot (their median leaves the two sides within a few percent of
+ * each other, where one vector of samples, a recursion step's, leaves them
+ * 10-20% apart: the slower side sets the time); ranges shorter than
+ * QS_PAR_MIN are not cut. */
+enum { QS_PAR_MAX = 16, QS_PAR_SAMPLES = 127, QS_PAR_MIN = 1 << 14 };
+
+/* Cut a[0..n) (elements of es bytes) into up to `parts` ranges whose keys
+ * each lie at or below the next range's, cutting the longest range again
+ * and again: split(base, len) partitions base[0..len) and returns the cut k
+ * ([0, k) <= [k, len), 0 < k < len), or 0 when its keys are all equal (the
+ * range is then sorted as it stands and is not cut again).  at[0..r]: the
+ * r ranges' bounds; returns r. */
+static inline int qs_par_cut(void *a, size_t es, int64_t n, int parts, int64_t *at,
+                             int64_t (*split)(void *a, int64_t n))
+{
+    int done[QS_PAR_MAX] = {0};
+    int r = 1;
+    at[0] = 0;
+    at[1] = n;
+    if (parts > QS_PAR_MAX) parts = QS_PAR_MAX;
+    while (r < parts) {
+        int w = -1;
+        for (int i = 0; i < r; ++i)
+            if (!done[i] && at[i + 1] - at[i] >= QS_PAR_MIN && (w < 0 || at[i + 1] - at[i] > at[w + 1] - at[w]))
+                w = i;
+        if (w < 0) break;
+        const int64_t k = split((char *)a + (size_t)at[w] * es, at[w + 1] - at[w]);
+        if (k == 0) {
+            done[w] = 1;
+            continue;
+        }
+        for (int i = r; i > w; --i) {
+            at[i + 1] = at[i];
+            done[i] = done[i - 1];
+        }
+        at[w + 1] = at[w] + k;
+        done[w + 1] = 0;
+        ++r;
+    }
+    return r;
+}
+
 #define QS_DRIVERS(P, T, BASE_N) QS_DRIVERS2(P, T, BASE_N, BASE_N)
 /* SELECT_N: the range P##_first and P##_select sort outright (a base case
  * that sorts more than a network holds pays there, where only one part of

@@ -792,6 +792,40 @@ QS_INLINE void qs32_to_rows(const __m512i *v, __m512i *o, const int NV)
         for (int64_t m = n; m > 1; m >>= 1) depth += 2;                       \
         qs##S##_rec(a, n, depth);                                             \
     }                                                                         \
+    /* A long row on up to `parts` threads: cut into ranges, each range's  \
+     * keys at most the next range's (qs_par_cut), then the ranges sorted  \
+     * side by side by run (kwk_parts_fn).  n >= 2 * QS_PAR_SAMPLES. */      \
+    typedef struct {                                                          \
+        T *a;                                                                 \
+        int64_t at[QS_PAR_MAX + 1];                                           \
+    } qs##S##_par_ctx;                                                        \
+    static void qs##S##_par_part(void *ctx, int p)                            \
+    {                                                                         \
+        const qs##S##_par_ctx *c = (const qs##S##_par_ctx *)ctx;              \
+        simd_qsort_##S(c->a + c->at[p], c->at[p + 1] - c->at[p]);             \
+    }                                                                         \
+    /* the range a[0..n) cut at k: [0, k) <= [k, n), 0 < k < n, around the  \
+     * median of QS_PAR_SAMPLES spread keys; 0 when every key is equal */   \
+    static int64_t qs##S##_par_split(T *a, int64_t n)                         \
+    {                                                                         \
+        T s[QS_PAR_SAMPLES];                                                  \
+        for (int i = 0; i < QS_PAR_SAMPLES; ++i)                              \
+            s[i] = a[(int64_t)i * (n / QS_PAR_SAMPLES) + n / (2 * QS_PAR_SAMPLES)]; \
+        simd_qsort_##S(s, QS_PAR_SAMPLES);                                    \
+        const T p = s[QS_PAR_SAMPLES / 2];                                    \
+        const int64_t k = qs##S##_partition(a, n, p, 0); /* <= p left */      \
+        if (k < n) return k;                                                  \
+        return qs##S##_partition(a, n, p, 1); /* p the largest: < p left */   \
+    }                                                                         \
+    static int64_t qs##S##_par_split_any(void *a, int64_t n) { return qs##S##_par_split((T *)a, n); } \
+    __attribute__((unused)) static void simd_qsort_##S##_par(T *a, int64_t n, int parts, \
+                                                             kwk_parts_fn run) \
+    {                                                                         \
+        qs##S##_par_ctx c;                                                    \
+        c.a = a;                                                              \
+        const int cuts = qs_par_cut(a, sizeof(T), n, parts, c.at, qs##S##_par_split_any); \
+        run(qs##S##_par_part, &c, cuts);                                      \
+    }                                                                         \
     /* the key of rank r of a[0..n) (a reordered) */                          \
     __attribute__((unused)) static T simd_select_##S(T *a, int64_t n, int64_t r) \
     {                                                                         \
@@ -817,6 +851,16 @@ QS_DEFINE(64f, double, 8, -INFINITY, INFINITY)
  * and unsigned variants of one type may alias */
 static void simd_qsort_32_biased(uint32_t *a, int64_t n) { simd_qsort_32s((int32_t *)(void *)a, n); }
 static void simd_qsort_64_biased(uint64_t *a, int64_t n) { simd_qsort_64s((int64_t *)(void *)a, n); }
+__attribute__((unused)) static void simd_qsort_32_biased_par(uint32_t *a, int64_t n, int parts,
+                                                             kwk_parts_fn run)
+{
+    simd_qsort_32s_par((int32_t *)(void *)a, n, parts, run);
+}
+__attribute__((unused)) static void simd_qsort_64_biased_par(uint64_t *a, int64_t n, int parts,
+                                                             kwk_parts_fn run)
+{
+    simd_qsort_64s_par((int64_t *)(void *)a, n, parts, run);
+}
 #undef QS_DEFINE
 #undef QS_CX
 #undef QS_SHUF4

@@ -19,6 +19,20 @@
 #include <immintrin.h>
 #endif
 
+/* A long row's quicksort on kwk_row_threads() threads (Python asks for
+ * them for a sort of one row from 2^18 elements, kwker/ops/parallel.py):
+ * the *_par forms cut the row into ranges by partitions around sampled
+ * pivots (qsort_drivers.h qs_par_cut), then sort the ranges side by side. */
+enum { VS_PAR_MIN_N = 1 << 17 };
+#define VS_QSORT_THREADS(fn, a, n)                                                    \
+    do {                                                                      \
+        const int vs_threads_ = kwk_row_threads();                            \
+        if (vs_threads_ > 1 && (n) >= VS_PAR_MIN_N)                           \
+            fn##_par((a), (n), vs_threads_, kwk_run_parts);                   \
+        else                                                                  \
+            fn((a), (n));                                                     \
+    } while (0)
+
 /* Rows shorter than this take the indexed sort: the radix histograms cost
  * more than they save there. */
 enum { VS_MIN_LEN = 256 };
@@ -99,7 +113,7 @@ static void vs_sort_u32(uint32_t *a, uint32_t *tmp, int64_t n, uint32_t lo, int 
 {
 #if defined(KWK_HAVE_SIMD_QSORT)
     if (!vs_radix_pays(n, bits)) {
-        simd_qsort_32(a, n);
+        VS_QSORT_THREADS(simd_qsort_32, a, n);
         return;
     }
 #endif
@@ -112,7 +126,7 @@ static void vs_sort_u32(uint32_t *a, uint32_t *tmp, int64_t n, uint32_t lo, int 
  * to carries an index per key (native, float64 rows of normal values: 32000 31 -> 14 ns/key, 1M 30 -> 17). */
 #if defined(KWK_HAVE_SIMD_QSORT)
 #define VS_QSORT64 1
-static void vs_qsort_u64(uint64_t *a, int64_t n) { simd_qsort_64(a, n); }
+static void vs_qsort_u64(uint64_t *a, int64_t n) { VS_QSORT_THREADS(simd_qsort_64, a, n); }
 #else
 #define VS_QSORT64 0
 static void vs_qsort_u64(uint64_t *a, int64_t n) { (void)a; (void)n; }
@@ -261,7 +275,7 @@ static void *vs_key_home(const void *src, void *dst, int64_t bytes, void *key)
 static void vs_sort_u32_biased(uint32_t *a, uint32_t *tmp, int64_t n, uint32_t lo, int bits)
 {
     if (!vs_radix_pays(n, bits)) {
-        simd_qsort_32_biased(a, n);
+        VS_QSORT_THREADS(simd_qsort_32_biased, a, n);
         return;
     }
     key_radix_u32(a, tmp, n, lo, bits); /* it reads only key - lo: bias-blind */
@@ -338,7 +352,7 @@ static int vs_row_f64_native(const uint64_t *src, int64_t n, uint64_t *dst, uint
     memcpy(&bhi, &fhi, 8);
     /* vs_row_b64_contig's quicksort span: narrower keys take its offsets or its radix sort */
     if (kwk_bits_for(kwk_key_f64(bhi) - kwk_key_f64(blo)) <= 40) return 0;
-    simd_qsort_64f(kd, n);
+    VS_QSORT_THREADS(simd_qsort_64f, kd, n);
     if ((void *)kd != (void *)dst) memcpy(dst, kd, (size_t)n * 8);
     return 1;
 }
@@ -729,7 +743,7 @@ static int vs_row_h16_contig(const uint16_t *src, int64_t n, uint16_t *dst, int 
             _mm256_storeu_si256((__m256i *)(tmp + j + 8), _mm256_cvtepu16_epi32(_mm256_extracti128_si256(k, 1)));
         }
         for (; j < n; ++j) tmp[j] = key[j];
-        simd_qsort_32_biased(tmp, n);
+        VS_QSORT_THREADS(simd_qsort_32_biased, tmp, n);
         for (j = 0; j + 16 <= n; j += 16) {
             const __m256i w = _mm256_packus_epi32(_mm256_loadu_si256((const __m256i *)(tmp + j)),
                                                   _mm256_loadu_si256((const __m256i *)(tmp + j + 8)));
@@ -967,7 +981,7 @@ static int vs_row_b64_contig(int dtype, const uint64_t *src, int64_t n, uint64_t
         vs_sort_u32(k32, t32, n, 0, bits);
         for (int64_t i = 0; i < n; ++i) kd[i] = (uint64_t)klo + k32[i];
     } else if (bits > 40) {
-        simd_qsort_64_biased(kd, n);
+        VS_QSORT_THREADS(simd_qsort_64_biased, kd, n);
     } else {
         for (int64_t i = 0; i < n; ++i) kd[i] -= (uint64_t)klo;
         key_radix_u64(kd, tmp, n, 0, bits);

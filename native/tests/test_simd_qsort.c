@@ -31,6 +31,10 @@
 #define simd_qsort_32_biased avx2_qsort_32_biased
 #define simd_select_64 avx2_select_64
 #define simd_select_32 avx2_select_32
+#define simd_qsort_64_par avx2_qsort_64_par
+#define simd_qsort_32_par avx2_qsort_32_par
+#define simd_qsort_64_biased_par avx2_qsort_64_biased_par
+#define simd_qsort_32_biased_par avx2_qsort_32_biased_par
 #if defined(__clang__)
 #pragma clang attribute push(__attribute__((target("avx2,popcnt"))), apply_to = function)
 #else
@@ -51,6 +55,10 @@
 #undef simd_qsort_32_biased
 #undef simd_select_64
 #undef simd_select_32
+#undef simd_qsort_64_par
+#undef simd_qsort_32_par
+#undef simd_qsort_64_biased_par
+#undef simd_qsort_32_biased_par
 #undef KWK_SIMD_QSORT64_MAX_N
 #if defined(__clang__)
 #pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,popcnt"))), apply_to = function)
@@ -114,7 +122,19 @@ typedef struct {
     void (*first32)(uint32_t *, int64_t, int64_t);
     uint64_t (*select64)(uint64_t *, int64_t, int64_t); /* NULL: not checked */
     uint32_t (*select32)(uint32_t *, int64_t, int64_t);
+    /* a long row cut into ranges sorted by `run` (values_sort.h's rows on
+     * several threads) */
+    void (*par64)(uint64_t *, int64_t, int, kwk_parts_fn);
+    void (*par32)(uint32_t *, int64_t, int, kwk_parts_fn);
 } version;
+
+/* kwk_parts_fn running the parts one after another, last first (the
+ * library's runs them side by side: every part must stand alone) */
+static void run_serially(void (*part)(void *, int), void *ctx, int parts)
+{
+    for (int p = parts - 1; p >= 0; --p) part(ctx, p);
+}
+static int g_parts = 2; /* the parts mode 4 asks for */
 
 /* The AVX2 version's recursion works on biased keys (x ^ top bit): its
  * heap sort alone, with the bias its entry point applies. */
@@ -151,21 +171,25 @@ BIAS_WRAP(s512_first64, uint64_t, 1ull << 63, (uint64_t *a, int64_t n, int64_t m
           simd_qsort_64s_first((int64_t *)(void *)a, n, m))
 BIAS_WRAP(s512_first32, uint32_t, 1u << 31, (uint32_t *a, int64_t n, int64_t m),
           simd_qsort_32s_first((int32_t *)(void *)a, n, m))
+BIAS_WRAP(s512_par64, uint64_t, 1ull << 63, (uint64_t *a, int64_t n, int parts, kwk_parts_fn run),
+          simd_qsort_64_biased_par(a, n, parts, run))
+BIAS_WRAP(s512_par32, uint32_t, 1u << 31, (uint32_t *a, int64_t n, int parts, kwk_parts_fn run),
+          simd_qsort_32_biased_par(a, n, parts, run))
 #undef BIAS_WRAP
 
 static const version VERSIONS[] = {
     {"avx2", avx2_qsort_64, avx2_qsort_32, avx2_heap64, avx2_heap32, avx2_qsort_64_first,
-     avx2_qsort_32_first, avx2_select_64, avx2_select_32},
+     avx2_qsort_32_first, avx2_select_64, avx2_select_32, avx2_qsort_64_par, avx2_qsort_32_par},
     {"avx512", simd_qsort_64, simd_qsort_32, qs64_rec, qs32_rec, simd_qsort_64_first,
-     simd_qsort_32_first, simd_select_64, simd_select_32},
+     simd_qsort_32_first, simd_select_64, simd_select_32, simd_qsort_64_par, simd_qsort_32_par},
     {"avx512 signed", s512_sort64, s512_sort32, s512_heap64, s512_heap32, s512_first64,
-     s512_first32, NULL, NULL},
+     s512_first32, NULL, NULL, s512_par64, s512_par32},
 };
 
 /* mode 0: the sort; 1: the heap sort alone (depth 0); 2: the partial sort
  * of the first m (the rest then sorted by the full sort, so the row must
  * still hold every key once); 3: the selection of rank m (the row then
- * sorted by the full sort, likewise) */
+ * sorted by the full sort, likewise); 4: the sort cut into g_parts ranges */
 static void check_m(const version *ver, int kind, int64_t n, int mode, int64_t m)
 {
     uint64_t *b64 = malloc((size_t)(n + 2 * RED) * 8), *r64 = malloc((size_t)(n + 1) * 8);
@@ -194,6 +218,9 @@ static void check_m(const version *ver, int kind, int64_t n, int mode, int64_t m
         ver->sort32(b32 + RED + m, n - m);
         if (head64) b64[RED] = ~r64[0]; /* fail below */
         if (head32) b32[RED] = ~r32[0];
+    } else if (mode == 4) {
+        ver->par64(b64 + RED, n, g_parts, run_serially);
+        ver->par32(b32 + RED, n, g_parts, run_serially);
     } else if (mode == 3) {
         const int wrong64 = ver->select64(b64 + RED, n, m) != r64[m];
         const int wrong32 = ver->select32(b32 + RED, n, m) != r32[m];
@@ -256,13 +283,14 @@ static int cmpf64(const void *a, const void *b)
     const double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
-static void check_f64(int kind, int64_t n)
+static void check_f64(int kind, int64_t n, int parts)
 {
     double *buf = malloc((size_t)(n + 2 * RED) * 8), *ref = malloc((size_t)n * 8 + 8);
     const uint64_t c = rnd();
     for (int i = 0; i < RED; ++i) buf[i] = buf[RED + n + i] = -12345.0;
     for (int64_t i = 0; i < n; ++i) ref[i] = buf[RED + i] = f64_of(key_of(kind, i, n, c));
-    simd_qsort_64f(buf + RED, n);
+    if (parts) simd_qsort_64f_par(buf + RED, n, parts, run_serially);
+    else simd_qsort_64f(buf + RED, n);
     qsort(ref, (size_t)n, 8, cmpf64);
     int bad = memcmp(buf + RED, ref, (size_t)n * 8) != 0;
     for (int i = 0; i < RED; ++i) bad |= buf[i] != -12345.0 || buf[RED + n + i] != -12345.0;
@@ -307,17 +335,29 @@ int main(int argc, char **argv)
         for (int64_t n = 1; n <= 5000; n += (n < 300 ? 1 : 53))
             for (int kind = 0; kind < NKINDS; ++kind) check_select(ver, kind, n);
         for (int kind = 0; kind < NKINDS; ++kind) check_select(ver, kind, big >= 100003 ? 100003 : 10007);
+        /* cut into ranges: up to QS_PAR_MAX of them, where a range is cut
+         * (from QS_PAR_MIN), into ranges of one key, and asking for more */
+        static const int64_t PAR_SIZES[] = {1000, 16383, 16384, 40000, 100003};
+        static const int PARTS[] = {1, 2, 3, 5, 16, 64};
+        for (size_t s = 0; s < sizeof PAR_SIZES / sizeof PAR_SIZES[0]; ++s)
+            for (size_t p = 0; p < sizeof PARTS / sizeof PARTS[0]; ++p)
+                for (int kind = 0; kind < NKINDS; ++kind) {
+                    g_parts = PARTS[p];
+                    if (PAR_SIZES[s] < 20000 || PAR_SIZES[s] <= big || p == 1) check(ver, kind, PAR_SIZES[s], 4);
+                }
         printf("%s%s: %ld checks\n", ver->name, form, checks - before);
     }
     for (int form = 0; avx512 && form < 2; ++form) {
         qs_compress_memory_form = form;
         const long before = checks;
         for (int64_t n = 0; n <= 2100; n += (n < 600 ? 1 : step))
-            for (int kind = 0; kind < NKINDS; ++kind) check_f64(kind, n);
+            for (int kind = 0; kind < NKINDS; ++kind) check_f64(kind, n, 0);
         static const int64_t SIZES[] = {4095, 4097, 65536, 1 << 20};
         for (size_t s = 0; s < sizeof SIZES / sizeof SIZES[0]; ++s)
             if (SIZES[s] < 20000 || SIZES[s] <= big)
-                for (int kind = 0; kind < NKINDS; ++kind) check_f64(kind, SIZES[s]);
+                for (int kind = 0; kind < NKINDS; ++kind) check_f64(kind, SIZES[s], 0);
+        for (int parts = 2; parts <= 5; parts += 3)
+            for (int kind = 0; kind < NKINDS; ++kind) check_f64(kind, 40000, parts);
         printf("avx512 float64%s: %ld checks\n", form ? ", compress to memory" : ", compress in a register",
                checks - before);
     }

@@ -583,6 +583,17 @@ static void check_row_threads(int big)
         if (kwk_sort(KWK_FLOAT32, x, 1, n, 1, n, 1, 1, v, ix, n, 1, 1, 0, KWK_ORDER_STABLE) != KWK_OK ||
             kwk_counter(KWK_COUNT_ROW_SPLITS) == before)
             PLAIN_FAIL("row threads: a call of one long row not split");
+        /* values only: the quicksort of the keys cut into ranges sorted side
+         * by side (values_sort.h VS_QSORT_THREADS) */
+        const int64_t before_values = kwk_counter(KWK_COUNT_ROW_SPLITS);
+        if (kwk_sort(KWK_FLOAT32, x, 1, n, 1, n, 1, 1, v, NULL, n, 1, 1, 0, KWK_ORDER_STABLE) != KWK_OK ||
+            kwk_counter(KWK_COUNT_ROW_SPLITS) == before_values)
+            PLAIN_FAIL("row threads: a values-only sort of one long row not split");
+        for (int64_t i = 1; i < n; ++i)
+            if (v[i - 1] > v[i]) {
+                PLAIN_FAIL("row threads: values-only sort of one long row out of order at %lld", (long long)i);
+                break;
+            }
         free(x); free(v); free(ix);
     }
     if (kwk_set_row_threads(0) != KWK_E_ARG || kwk_set_row_threads(KWK_MAX_ROW_THREADS + 1) != KWK_E_ARG)
