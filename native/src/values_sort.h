@@ -14,6 +14,7 @@
 #include "fp_env.h"
 #include "key_radix.h"
 #include "keys.h"
+#include "qsort_drivers.h" /* qs_par_cut, QS_PAR_MAX: on every target */
 #include "simd_qsort.h"
 #if defined(__AVX2__)
 #include <immintrin.h>
@@ -32,6 +33,34 @@ enum { VS_PAR_MIN_N = 1 << 17 };
         else                                                                  \
             fn((a), (n));                                                     \
     } while (0)
+
+/* The passes around that sort, in the same threads' slices: fn(ctx, p,
+ * lo, hi) for slice p = [lo, hi) of [0, n), side by side for long rows
+ * (one slice otherwise); returns the slice count. */
+typedef struct {
+    void (*fn)(void *ctx, int p, int64_t lo, int64_t hi);
+    void *ctx;
+    int64_t n;
+    int parts;
+} vs_slices;
+static void vs_slice(void *c, int p)
+{
+    const vs_slices *s = (const vs_slices *)c;
+    s->fn(s->ctx, p, s->n * p / s->parts, s->n * (p + 1) / s->parts);
+}
+__attribute__((unused)) static int vs_in_slices(int64_t n, void (*fn)(void *, int, int64_t, int64_t),
+                                                void *ctx)
+{
+    int parts = n >= VS_PAR_MIN_N ? kwk_row_threads() : 1;
+    if (parts > QS_PAR_MAX) parts = QS_PAR_MAX;
+    if (parts <= 1) {
+        fn(ctx, 0, 0, n);
+        return 1;
+    }
+    vs_slices s = {fn, ctx, n, parts};
+    kwk_run_parts(vs_slice, &s, parts);
+    return parts;
+}
 
 /* Rows shorter than this take the indexed sort: the radix histograms cost
  * more than they save there. */
@@ -373,26 +402,62 @@ static int vs_row_f64_native(const uint64_t *src, int64_t n, uint64_t *dst, uint
  * (float32 64x1000: the passes took a tenth of the sort; A/B through
  * install(), msort, Intel AVX-512: 4096x64 1.08x, 512x256 1.10x, 64x1000
  * 1.07x, 64x4096 / 4x65536 1.04x, 1M alike). */
-static int vs_row_f32_fast(const uint32_t *src, int64_t n, uint32_t *dst, int descending,
-                           uint32_t *key, uint32_t *tmp)
+/* vs_row_f32_fast's two passes over a slice [lo, hi): the keys (and their
+ * range, per slice), then the keys' bits mapped back */
+typedef struct {
+    const uint32_t *src;
+    uint32_t *kd, *dst;
+    uint32_t bias;
+    int32_t lo[QS_PAR_MAX], hi[QS_PAR_MAX];
+} vs_f32_passes;
+static void vs_f32_keys(void *ctx, int p, int64_t from, int64_t to)
 {
-    const __m512i absm = _mm512_set1_epi32(0x7FFFFFFF);
-    /* biased key = order key ^ sign (^ ~0 descending) = x ^ (x negative ? 0x7FFFFFFF : 0) ^ bias */
-    const uint32_t bias = descending ? 0xFFFFFFFFu : 0u;
-    const __m512i bv = _mm512_set1_epi32((int)bias);
-    uint32_t *kd = (uint32_t *)vs_key_home(src, dst, n * 4, key);
+    vs_f32_passes *c = (vs_f32_passes *)ctx;
+    const __m512i absm = _mm512_set1_epi32(0x7FFFFFFF), bv = _mm512_set1_epi32((int)c->bias);
     __m512i lo = _mm512_set1_epi32(INT32_MAX), hi = _mm512_set1_epi32(INT32_MIN);
-    for (int64_t j = 0; j < n; j += 16) {
-        const int64_t left = n - j;
+    for (int64_t j = from; j < to; j += 16) {
+        const int64_t left = to - j;
         const __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
-        const __m512i b = _mm512_maskz_loadu_epi32(m, src + j);
+        const __m512i b = _mm512_maskz_loadu_epi32(m, c->src + j);
         /* b ^ (b's sign spread & 0x7FFFFFFF) ^ bias (ternary logic 0x78: x ^ (y & z)) */
         const __m512i k = _mm512_xor_si512(_mm512_ternarylogic_epi32(b, _mm512_srai_epi32(b, 31), absm, 0x78), bv);
-        _mm512_mask_storeu_epi32(kd + j, m, k);
+        _mm512_mask_storeu_epi32(c->kd + j, m, k);
         lo = _mm512_mask_min_epi32(lo, m, lo, k);
         hi = _mm512_mask_max_epi32(hi, m, hi, k);
     }
-    const int32_t klo = _mm512_reduce_min_epi32(lo), khi = _mm512_reduce_max_epi32(hi);
+    c->lo[p] = _mm512_reduce_min_epi32(lo);
+    c->hi[p] = _mm512_reduce_max_epi32(hi);
+}
+static void vs_f32_bits(void *ctx, int p, int64_t from, int64_t to)
+{
+    (void)p;
+    const vs_f32_passes *c = (const vs_f32_passes *)ctx;
+    const __m512i absm = _mm512_set1_epi32(0x7FFFFFFF), bv = _mm512_set1_epi32((int)c->bias);
+    for (int64_t j = from; j < to; j += 16) {
+        const int64_t left = to - j;
+        const __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
+        const __m512i k = _mm512_xor_si512(_mm512_maskz_loadu_epi32(m, c->kd + j), bv);
+        /* k is the bits of a non-negative float as they are; a negative one's with the low 31 flipped */
+        _mm512_mask_storeu_epi32(c->dst + j, m, _mm512_ternarylogic_epi32(k, _mm512_srai_epi32(k, 31), absm, 0x78));
+    }
+}
+static int vs_row_f32_fast(const uint32_t *src, int64_t n, uint32_t *dst, int descending,
+                           uint32_t *key, uint32_t *tmp)
+{
+    /* biased key = order key ^ sign (^ ~0 descending) = x ^ (x negative ? 0x7FFFFFFF : 0) ^ bias */
+    const uint32_t bias = descending ? 0xFFFFFFFFu : 0u;
+    uint32_t *kd = (uint32_t *)vs_key_home(src, dst, n * 4, key);
+    vs_f32_passes c;
+    c.src = src;
+    c.kd = kd;
+    c.dst = dst;
+    c.bias = bias;
+    const int slices = vs_in_slices(n, vs_f32_keys, &c);
+    int32_t klo = c.lo[0], khi = c.hi[0];
+    for (int p = 1; p < slices; ++p) {
+        klo = c.lo[p] < klo ? c.lo[p] : klo;
+        khi = c.hi[p] > khi ? c.hi[p] : khi;
+    }
     /* the biased keys of -inf and +inf in this direction */
     const int32_t kninf = (int32_t)(0xFF800000u ^ 0x7FFFFFFFu ^ bias), kpinf = (int32_t)(0x7F800000u ^ bias);
     const int32_t kfirst = descending ? kpinf : kninf, klast = descending ? kninf : kpinf;
@@ -410,13 +475,7 @@ static int vs_row_f32_fast(const uint32_t *src, int64_t n, uint32_t *dst, int de
     }
     a += (int32_t)kd[a] < 0;
     if (a > 0 && a < n && kd[a - 1] == 0xFFFFFFFFu && kd[a] == 0) return 0;
-    for (int64_t j = 0; j < n; j += 16) {
-        const int64_t left = n - j;
-        const __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
-        const __m512i c = _mm512_xor_si512(_mm512_maskz_loadu_epi32(m, kd + j), bv);
-        /* c is the bits of a non-negative float as they are; a negative one's with the low 31 flipped */
-        _mm512_mask_storeu_epi32(dst + j, m, _mm512_ternarylogic_epi32(c, _mm512_srai_epi32(c, 31), absm, 0x78));
-    }
+    vs_in_slices(n, vs_f32_bits, &c);
     return 1;
 }
 /* 32-bit rows of one network (n <= VS_NET32_MAX_N): the keys (a float's
