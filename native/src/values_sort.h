@@ -952,6 +952,33 @@ static int64_t vs_f64_bits512(const uint64_t *kd, int64_t n, uint64_t *dst, uint
 }
 #endif
 
+/* vs_row_b64_contig's simple passes over a slice [from, to): 64-bit keys
+ * to 32-bit offsets from lo and back, and keys to values (^ bias) */
+typedef struct {
+    uint64_t *kd;
+    uint32_t *k32;
+    uint64_t lo; /* the smallest key, or the bias */
+    uint64_t *dst;
+} vs_offsets64;
+static void vs_offsets_down(void *ctx, int p, int64_t from, int64_t to)
+{
+    (void)p;
+    const vs_offsets64 *c = (const vs_offsets64 *)ctx;
+    for (int64_t i = from; i < to; ++i) c->k32[i] = (uint32_t)(c->kd[i] - c->lo);
+}
+static void vs_offsets_up(void *ctx, int p, int64_t from, int64_t to)
+{
+    (void)p;
+    const vs_offsets64 *c = (const vs_offsets64 *)ctx;
+    for (int64_t i = from; i < to; ++i) c->kd[i] = c->lo + c->k32[i];
+}
+static void vs_unbias64(void *ctx, int p, int64_t from, int64_t to)
+{
+    (void)p;
+    const vs_offsets64 *c = (const vs_offsets64 *)ctx;
+    for (int64_t i = from; i < to; ++i) c->dst[i] = c->kd[i] ^ c->lo;
+}
+
 static int vs_row_b64_contig(int dtype, const uint64_t *src, int64_t n, uint64_t *dst, int descending,
                              uint64_t *key, uint64_t *tmp)
 {
@@ -1036,9 +1063,10 @@ static int vs_row_b64_contig(int dtype, const uint64_t *src, int64_t n, uint64_t
         /* offsets from the smallest, sorted as 32-bit keys: the offsets in
          * tmp's first half, the radix sort's n keys of scratch in its second */
         uint32_t *k32 = (uint32_t *)(void *)tmp, *t32 = k32 + n;
-        for (int64_t i = 0; i < n; ++i) k32[i] = (uint32_t)((uint64_t)kd[i] - (uint64_t)klo);
+        vs_offsets64 c = {kd, k32, (uint64_t)klo, 0};
+        vs_in_slices(n, vs_offsets_down, &c);
         vs_sort_u32(k32, t32, n, 0, bits);
-        for (int64_t i = 0; i < n; ++i) kd[i] = (uint64_t)klo + k32[i];
+        vs_in_slices(n, vs_offsets_up, &c);
     } else if (bits > 40) {
         VS_QSORT_THREADS(simd_qsort_64_biased, kd, n);
     } else {
@@ -1048,10 +1076,8 @@ static int vs_row_b64_contig(int dtype, const uint64_t *src, int64_t n, uint64_t
     }
     if (!is_float) {
         if (bias == 0 && kd == dst) return 1; /* int64 ascending: the keys are the values */
-        for (j = 0; j + 4 <= n; j += 4)
-            _mm256_storeu_si256((__m256i *)(dst + j),
-                                _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(kd + j)), bv));
-        for (; j < n; ++j) dst[j] = kd[j] ^ bias;
+        vs_offsets64 c = {kd, NULL, bias, dst};
+        vs_in_slices(n, vs_unbias64, &c);
         return 1;
     }
     const uint64_t zb = snz ? sign : 0;
