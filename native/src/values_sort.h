@@ -341,6 +341,41 @@ static void vs_note_nans32(const uint32_t *p, unsigned mask, uint32_t *nan_bits,
  * gained 0.99-1.07x from 256 (its key passes are cheaper, vs_row_f32_fast)
  * and lost at 64 (0.84x: the small networks wait on the float min/max's
  * latency), so it keeps its keys. */
+/* vs_row_f64_native's copy of a slice [from, to) of the row (into buf,
+ * padded with +inf, for a short row; else into kd), with what it finds:
+ * NaN, the zeros' signs, the range (no NaN enters a min or max) */
+typedef struct {
+    const uint64_t *src;
+    double *buf, *kd;
+    __mmask8 nan[QS_PAR_MAX], pz[QS_PAR_MAX], nz[QS_PAR_MAX];
+    double lo[QS_PAR_MAX], hi[QS_PAR_MAX];
+} vs_f64_scan;
+static void vs_f64_copy(void *ctx, int p, int64_t from, int64_t to)
+{
+    vs_f64_scan *c = (vs_f64_scan *)ctx;
+    const __m512i zero = _mm512_setzero_si512(), sign = _mm512_set1_epi64(INT64_MIN);
+    const __m512d pad = _mm512_set1_pd(INFINITY);
+    __m512d lo = _mm512_set1_pd(INFINITY), hi = _mm512_set1_pd(-INFINITY);
+    __mmask8 nan = 0, pz = 0, nz = 0;
+    for (int64_t j = from; j < to; j += 8) {
+        const int64_t left = to - j;
+        const __mmask8 m = left >= 8 ? (__mmask8)0xFF : (__mmask8)((1u << left) - 1);
+        const __m512i b = _mm512_maskz_loadu_epi64(m, c->src + j);
+        const __m512d f = _mm512_castsi512_pd(b);
+        nan |= _mm512_cmp_pd_mask(f, f, _CMP_UNORD_Q);
+        pz |= _mm512_mask_cmpeq_epi64_mask(m, b, zero);
+        nz |= _mm512_cmpeq_epi64_mask(b, sign);
+        lo = _mm512_mask_min_pd(lo, m, lo, f);
+        hi = _mm512_mask_max_pd(hi, m, hi, f);
+        if (c->buf) _mm512_storeu_pd(c->buf + j, _mm512_mask_mov_pd(pad, m, f));
+        else _mm512_mask_storeu_epi64(c->kd + j, m, b);
+    }
+    c->nan[p] = nan;
+    c->pz[p] = pz;
+    c->nz[p] = nz;
+    c->lo[p] = _mm512_reduce_min_pd(lo);
+    c->hi[p] = _mm512_reduce_max_pd(hi);
+}
 static int vs_row_f64_native(const uint64_t *src, int64_t n, uint64_t *dst, uint64_t *key)
 {
     /* Rows of 17..63: one network, sorted in buf, a whole-vector copy of
@@ -352,22 +387,19 @@ static int vs_row_f64_native(const uint64_t *src, int64_t n, uint64_t *dst, uint
     const int short_row = n < 64;
     double buf[64];
     double *kd = (double *)vs_key_home(src, dst, n * 8, key);
-    const __m512i zero = _mm512_setzero_si512(), sign = _mm512_set1_epi64(INT64_MIN);
-    const __m512d pad = _mm512_set1_pd(INFINITY);
-    __m512d lo = _mm512_set1_pd(INFINITY), hi = _mm512_set1_pd(-INFINITY);
-    __mmask8 nan = 0, pz = 0, nz = 0;
-    for (int64_t j = 0; j < n; j += 8) {
-        const int64_t left = n - j;
-        const __mmask8 m = left >= 8 ? (__mmask8)0xFF : (__mmask8)((1u << left) - 1);
-        const __m512i b = _mm512_maskz_loadu_epi64(m, src + j);
-        const __m512d f = _mm512_castsi512_pd(b);
-        nan |= _mm512_cmp_pd_mask(f, f, _CMP_UNORD_Q);
-        pz |= _mm512_mask_cmpeq_epi64_mask(m, b, zero);
-        nz |= _mm512_cmpeq_epi64_mask(b, sign);
-        lo = _mm512_mask_min_pd(lo, m, lo, f);
-        hi = _mm512_mask_max_pd(hi, m, hi, f);
-        if (short_row) _mm512_storeu_pd(buf + j, _mm512_mask_mov_pd(pad, m, f));
-        else _mm512_mask_storeu_epi64(kd + j, m, b);
+    vs_f64_scan c;
+    c.src = src;
+    c.buf = short_row ? buf : NULL;
+    c.kd = kd;
+    const int slices = vs_in_slices(n, vs_f64_copy, &c);
+    __mmask8 nan = c.nan[0], pz = c.pz[0], nz = c.nz[0];
+    double flo = c.lo[0], fhi = c.hi[0];
+    for (int p = 1; p < slices; ++p) {
+        nan |= c.nan[p];
+        pz |= c.pz[p];
+        nz |= c.nz[p];
+        flo = c.lo[p] < flo ? c.lo[p] : flo;
+        fhi = c.hi[p] > fhi ? c.hi[p] : fhi;
     }
     if (nan || (pz && nz)) return 0;
     if (short_row) {
@@ -375,7 +407,6 @@ static int vs_row_f64_native(const uint64_t *src, int64_t n, uint64_t *dst, uint
         memcpy(dst, buf, (size_t)n * 8);
         return 1;
     }
-    const double flo = _mm512_reduce_min_pd(lo), fhi = _mm512_reduce_max_pd(hi);
     uint64_t blo, bhi;
     memcpy(&blo, &flo, 8);
     memcpy(&bhi, &fhi, 8);
