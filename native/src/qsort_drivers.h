@@ -48,9 +48,10 @@ static inline int qs_par_cut(void *a, size_t es, int64_t n, int parts, int64_t *
     if (parts > QS_PAR_MAX) parts = QS_PAR_MAX;
     while (r < parts) {
         int w = -1;
-        for (int i = 0; i < r; ++i)
-            if (!done[i] && at[i + 1] - at[i] >= QS_PAR_MIN && (w < 0 || at[i + 1] - at[i] > at[w + 1] - at[w]))
-                w = i;
+        for (int i = 0; i < r; ++i) {
+            const int64_t len = at[i + 1] - at[i];
+            if (!done[i] && len >= QS_PAR_MIN && (w < 0 || len > at[w + 1] - at[w])) w = i;
+        }
         if (w < 0) break;
         const int64_t k = split((char *)a + (size_t)at[w] * es, at[w + 1] - at[w]);
         if (k == 0) {
@@ -67,6 +68,26 @@ static inline int qs_par_cut(void *a, size_t es, int64_t n, int parts, int64_t *
     }
     return r;
 }
+
+/* NAME(a, n, parts, run): a[0..n) of T sorted by SORT(a, n) in ranges
+ * that SPLIT(void *a, int64_t n) cuts (qs_par_cut), the ranges side by side
+ * by run; P names the helpers. */
+#define QS_PAR_DEFINE(P, NAME, T, SORT, SPLIT)                                \
+    typedef struct {                                                          \
+        T *a;                                                                 \
+        int64_t at[QS_PAR_MAX + 1];                                           \
+    } P##_par_ctx;                                                            \
+    static void P##_par_part(void *ctx, int p)                                \
+    {                                                                         \
+        const P##_par_ctx *c = (const P##_par_ctx *)ctx;                      \
+        SORT(c->a + c->at[p], c->at[p + 1] - c->at[p]);                       \
+    }                                                                         \
+    __attribute__((unused)) static void NAME(T *a, int64_t n, int parts, kwk_parts_fn run) \
+    {                                                                         \
+        P##_par_ctx c;                                                        \
+        c.a = a;                                                              \
+        run(P##_par_part, &c, qs_par_cut(a, sizeof(T), n, parts, c.at, SPLIT)); \
+    }
 
 #define QS_DRIVERS(P, T, BASE_N) QS_DRIVERS2(P, T, BASE_N, BASE_N)
 /* SELECT_N: the range P##_first and P##_select sort outright (a base case

@@ -47,6 +47,10 @@
  *   the sort quadratic, an all-equal range costs two passes.
  * - Past 2 * log2(n) + 4 levels a range goes to a heap sort, so the worst
  *   case stays O(n log n).
+ * - simd_qsort_*_par: a long row on several threads (values_sort.h), cut
+ *   into ranges by partitions around the median of 127 sampled keys, each
+ *   range's keys at or below the next's (qsort_drivers.h qs_par_cut), the
+ *   ranges sorted side by side by the caller's runner.
  * The smaller side recurses, the larger loops: stack depth O(log n).
  */
 #ifndef KWK_SIMD_QSORT_H
@@ -792,22 +796,11 @@ QS_INLINE void qs32_to_rows(const __m512i *v, __m512i *o, const int NV)
         for (int64_t m = n; m > 1; m >>= 1) depth += 2;                       \
         qs##S##_rec(a, n, depth);                                             \
     }                                                                         \
-    /* A long row on up to `parts` threads: cut into ranges, each range's  \
-     * keys at most the next range's (qs_par_cut), then the ranges sorted  \
-     * side by side by run (kwk_parts_fn).  n >= 2 * QS_PAR_SAMPLES. */      \
-    typedef struct {                                                          \
-        T *a;                                                                 \
-        int64_t at[QS_PAR_MAX + 1];                                           \
-    } qs##S##_par_ctx;                                                        \
-    static void qs##S##_par_part(void *ctx, int p)                            \
-    {                                                                         \
-        const qs##S##_par_ctx *c = (const qs##S##_par_ctx *)ctx;              \
-        simd_qsort_##S(c->a + c->at[p], c->at[p + 1] - c->at[p]);             \
-    }                                                                         \
     /* the range a[0..n) cut at k: [0, k) <= [k, n), 0 < k < n, around the  \
      * median of QS_PAR_SAMPLES spread keys; 0 when every key is equal */   \
-    static int64_t qs##S##_par_split(T *a, int64_t n)                         \
+    static int64_t qs##S##_par_split(void *base, int64_t n)                   \
     {                                                                         \
+        T *a = (T *)base;                                                     \
         T s[QS_PAR_SAMPLES];                                                  \
         for (int i = 0; i < QS_PAR_SAMPLES; ++i)                              \
             s[i] = a[(int64_t)i * (n / QS_PAR_SAMPLES) + n / (2 * QS_PAR_SAMPLES)]; \
@@ -817,15 +810,9 @@ QS_INLINE void qs32_to_rows(const __m512i *v, __m512i *o, const int NV)
         if (k < n) return k;                                                  \
         return qs##S##_partition(a, n, p, 1); /* p the largest: < p left */   \
     }                                                                         \
-    static int64_t qs##S##_par_split_any(void *a, int64_t n) { return qs##S##_par_split((T *)a, n); } \
-    __attribute__((unused)) static void simd_qsort_##S##_par(T *a, int64_t n, int parts, \
-                                                             kwk_parts_fn run) \
-    {                                                                         \
-        qs##S##_par_ctx c;                                                    \
-        c.a = a;                                                              \
-        const int cuts = qs_par_cut(a, sizeof(T), n, parts, c.at, qs##S##_par_split_any); \
-        run(qs##S##_par_part, &c, cuts);                                      \
-    }                                                                         \
+    /* a long row on up to `parts` threads (a row shorter than QS_PAR_MIN  \
+     * is one range) */                                                      \
+    QS_PAR_DEFINE(qs##S, simd_qsort_##S##_par, T, simd_qsort_##S, qs##S##_par_split) \
     /* the key of rank r of a[0..n) (a reordered) */                          \
     __attribute__((unused)) static T simd_select_##S(T *a, int64_t n, int64_t r) \
     {                                                                         \

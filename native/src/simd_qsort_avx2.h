@@ -605,15 +605,6 @@ QA_INLINE int qa32_presort(__m256i *v, const int NV)
     /* simd_qsort.h's *_par sorts, for these biased keys: the row cut into  \
      * ranges by qs_par_cut (qsort_drivers.h), the ranges sorted side by    \
      * side by run */                                                        \
-    typedef struct {                                                          \
-        T *a;                                                                 \
-        int64_t at[QS_PAR_MAX + 1];                                           \
-    } qa##S##_par_ctx;                                                        \
-    static void qa##S##_par_part(void *ctx, int p)                            \
-    {                                                                         \
-        const qa##S##_par_ctx *c = (const qa##S##_par_ctx *)ctx;              \
-        simd_qsort_##S##_biased(c->a + c->at[p], c->at[p + 1] - c->at[p]);    \
-    }                                                                         \
     static int64_t qa##S##_par_split(void *base, int64_t n)                   \
     {                                                                         \
         T *a = (T *)base;                                                     \
@@ -625,13 +616,7 @@ QA_INLINE int qa32_presort(__m256i *v, const int NV)
         const int64_t k = qa##S##_partition_le(a, n, p);                      \
         return k < n ? k : qa##S##_partition_lt(a, n, p);                     \
     }                                                                         \
-    __attribute__((unused)) static void simd_qsort_##S##_biased_par(T *a, int64_t n, int parts, \
-                                                                    kwk_parts_fn run) \
-    {                                                                         \
-        qa##S##_par_ctx c;                                                    \
-        c.a = a;                                                              \
-        run(qa##S##_par_part, &c, qs_par_cut(a, sizeof(T), n, parts, c.at, qa##S##_par_split)); \
-    }                                                                         \
+    QS_PAR_DEFINE(qa##S, simd_qsort_##S##_biased_par, T, simd_qsort_##S##_biased, qa##S##_par_split) \
     __attribute__((unused)) static void simd_qsort_##S##_par(T *a, int64_t n, int parts, \
                                                              kwk_parts_fn run) \
     {                                                                         \
