@@ -143,6 +143,20 @@ def test_long_row_split_inside_native_call(kw, gen, dtype):
         torch.set_num_threads(before)
 
 
+def test_long_unique_sorts_on_threads(kw, gen):
+    """unique's sort of the values of a long input (many distinct floats:
+    no hash or bitmap pass) splits as msort's does, torch's exact result."""
+    x = make_values("random", (parallel.ROW_SPLIT_MIN + 999,), torch.float32, gen)
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(3)
+        start = _row_splits()
+        compare("unique", x)
+        assert _row_splits() > start
+    finally:
+        torch.set_num_threads(before)
+
+
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 def test_fork_after_long_row_split(kw, gen):
     """Split rows leave no threads behind: a forked child splits its own.

@@ -42,7 +42,7 @@ from typing import Optional, Tuple
 import torch
 
 from kwker import _native
-from kwker.ops import sorting
+from kwker.ops import parallel, sorting
 from kwker.ops._call import CODES, advise_fresh, lib
 
 _INT64 = torch.int64
@@ -81,12 +81,18 @@ _ZEROS_ONLY = 1
 
 
 def _sort_values(flat: torch.Tensor) -> torch.Tensor:
-    """Sorted copy of a contiguous 1-D tensor (no index work)."""
+    """Sorted copy of a contiguous 1-D tensor (no index work); a long one
+    on torch's threads inside the native call (parallel.run_rows), as
+    msort's."""
     values = torch.empty_like(flat)
     n = flat.shape[0]
     advise_fresh(values)
-    status = _sort(CODES[flat.dtype], flat.data_ptr(), 1, n, 1, 0, 1, 0, values.data_ptr(), 0,
-                   0, 1, 0, False, _native.ORDER_STABLE)
+    args = (CODES[flat.dtype], flat.data_ptr(), 1, n, 1, 0, 1, 0, values.data_ptr(), 0,
+            0, 1, 0, False, _native.ORDER_STABLE)
+    if n >= parallel.ROW_SPLIT_MIN:
+        status = parallel.run_rows(lambda o0, o1, i0, i1: _sort(*args), 1, 1, n, "sort")
+    else:
+        status = _sort(*args)
     if status:
         _native.check(status, "unique")
     return values
