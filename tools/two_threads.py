@@ -1,7 +1,8 @@
 """One thread against two (torch.set_num_threads) on calls that Kwker
 splits over threads: batched rows (blocks of rows per thread) and single
 long rows (split inside the native call, kwker.h kwk_set_row_threads),
-values-only sorts (msort) of every 4-byte and 8-byte dtype included.  Each
+values-only sorts (msort) of every 4-byte and 8-byte dtype and unique's
+sort of many distinct values included.  Each
 result is checked against torch's first; times are the min of `rounds`
 rounds of 3 calls, the two settings alternating round by round.
 
@@ -31,6 +32,9 @@ def _cases():
         span = " (within 32 bits)" if scale == 1e6 and dtype is torch.int64 else \
             " (full range)" if dtype is torch.int64 else ""
         yield f"msort 1x4M {str(dtype)[6:]}{span}", (lambda x=x: torch.msort(x))
+        if dtype is torch.float32 or scale == 1e15:
+            # many distinct values: no hash or bitmap pass, the values sorted
+            yield f"unique 1x4M {str(dtype)[6:]}{span}", (lambda x=x: torch.unique(x))
 
 
 def main():
