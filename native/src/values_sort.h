@@ -90,9 +90,26 @@ enum { VS_F32_MIN_LEN = VS_MIN_LEN };
  * vs_row_b64_contig), no passes (A/B through install(), msort, Intel
  * AVX-512: int32 of full range 4096x48 1.40x, 4096x64 1.42x, 2048x128
  * 1.19x, 1024x256 1.09x; int64 4096x20 1.41-1.50x).  Longer int64 rows
- * keep the range pass: those spanning 32 bits or less (token ids) sort as
- * 32-bit offsets, faster than the 64-bit network from 48 (0.73-0.82x). */
-enum { VS_NET32_MAX_N = QS_BASE_VECS * 16, VS_NET64_MAX_N = 32 };
+ * on Intel's cores keep the range pass: there those spanning 32 bits or
+ * less (token ids) sort as 32-bit offsets, faster than the 64-bit network
+ * from 48 (0.73-0.82x).  AMD's Zen 5 runs the 64-bit network at full width
+ * and takes it up to its QS_BASE_VECS vectors for every span (native
+ * kwk_sort values only, 4096 rows of n, us, range pass -> network, min of
+ * 30, two runs: within 32 bits n = 48 / 64 / 128 368-375 -> 254-264,
+ * 415-417 -> 263-269, 743-744 -> 541-545; full range 297-302 -> 245-247,
+ * 311-313 -> 250-254, 598-607 -> 524-532; 32 alike). */
+enum { VS_NET32_MAX_N = QS_BASE_VECS * 16, VS_NET64_MAX_N = 32, VS_NET64_WIDE_MAX_N = QS_BASE_VECS * 8 };
+static _Atomic int vs_intel_core = -1; /* asked once, as qs_compress_to_memory */
+static inline int64_t vs_net64_max_n(void)
+{
+    int intel = atomic_load_explicit(&vs_intel_core, memory_order_relaxed);
+    if (intel < 0) {
+        __builtin_cpu_init();
+        intel = __builtin_cpu_is("intel") != 0;
+        atomic_store_explicit(&vs_intel_core, intel, memory_order_relaxed);
+    }
+    return intel ? VS_NET64_MAX_N : VS_NET64_WIDE_MAX_N;
+}
 #endif
 
 /* The 4-byte dtypes whose contiguous rows take the bare-key sort from
@@ -1018,7 +1035,7 @@ static int vs_row_b64_contig(int dtype, const uint64_t *src, int64_t n, uint64_t
     /* integers: key ^ bias; floats: (canonical bits ^ negative-mask & low63) ^ flip */
     const uint64_t bias = (dtype == KWK_UINT64 ? sign : 0) ^ flip;
 #if defined(__AVX512F__)
-    if (dtype == KWK_INT64 && bias == 0 && n <= VS_NET64_MAX_N) { /* as vs_row_b32_contig's */
+    if (dtype == KWK_INT64 && bias == 0 && n <= vs_net64_max_n()) { /* as vs_row_b32_contig's */
         qs64s_sort_net((const int64_t *)(const void *)src, (int64_t *)(void *)dst, n);
         return 1;
     }
@@ -1090,7 +1107,13 @@ static int vs_row_b64_contig(int dtype, const uint64_t *src, int64_t n, uint64_t
     const uint64_t span = (uint64_t)khi - (uint64_t)klo;
     const int bits = kwk_bits_for(span);
     if (bits > 40 && n > VS_QSORT64_MAX_N && n <= VS_INDEXED64_MAX_N) return -1;
-    if (bits <= 32) {
+    /* (the rows vs_net64_max_n() adds: the keys' network, whatever their span) */
+#if defined(__AVX512F__)
+    const int wide_net_row = VS_QSORT64 && n > VS_NET64_MAX_N && n <= vs_net64_max_n();
+#else
+    const int wide_net_row = 0;
+#endif
+    if (bits <= 32 && !wide_net_row) {
         /* offsets from the smallest, sorted as 32-bit keys: the offsets in
          * tmp's first half, the radix sort's n keys of scratch in its second */
         uint32_t *k32 = (uint32_t *)(void *)tmp, *t32 = k32 + n;
@@ -1098,7 +1121,7 @@ static int vs_row_b64_contig(int dtype, const uint64_t *src, int64_t n, uint64_t
         vs_in_slices(n, vs_offsets_down, &c);
         vs_sort_u32(k32, t32, n, 0, bits);
         vs_in_slices(n, vs_offsets_up, &c);
-    } else if (bits > 40) {
+    } else if (bits > 40 || wide_net_row) {
         VS_QSORT_THREADS(simd_qsort_64_biased, kd, n);
     } else {
         for (int64_t i = 0; i < n; ++i) kd[i] -= (uint64_t)klo;
