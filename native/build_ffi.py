@@ -130,6 +130,7 @@ int kwk_filter_below_addr(int dtype, uintptr_t key, uintptr_t src, int64_t rows,
                           uintptr_t cutoff, double fill, uintptr_t out, uintptr_t mask);
 int kwk_softmax_f32_addr(uintptr_t x, int64_t rows, int64_t n, int lanes, uintptr_t out);
 int kwk_renormalize_f32_addr(uintptr_t w, int64_t rows, int64_t k);
+int kwk_router_top1_f32_addr(uintptr_t x, int64_t rows, int64_t n, uintptr_t ids, uintptr_t unsettled);
 int kwk_router_backward_f32_addr(uintptr_t p, uintptr_t ids, uintptr_t g, int64_t rows, int64_t n,
                                  int64_t k, int renormalize, int lanes, uintptr_t gx);
 int64_t kwk_unique_runs_addr(int dtype, uintptr_t values, int64_t n, uintptr_t perm,
@@ -275,6 +276,10 @@ int kwk_softmax_f32_addr(uintptr_t x, int64_t rows, int64_t n, int lanes, uintpt
 int kwk_renormalize_f32_addr(uintptr_t w, int64_t rows, int64_t k)
 {
     return kwk_renormalize_f32((float *)P(w), rows, k);
+}
+int kwk_router_top1_f32_addr(uintptr_t x, int64_t rows, int64_t n, uintptr_t ids, uintptr_t unsettled)
+{
+    return kwk_router_top1_f32((const float *)P(x), rows, n, (int64_t *)P(ids), (int64_t *)P(unsettled));
 }
 int kwk_router_backward_f32_addr(uintptr_t p, uintptr_t ids, uintptr_t g, int64_t rows, int64_t n,
                                  int64_t k, int renormalize, int lanes, uintptr_t gx)

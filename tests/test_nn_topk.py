@@ -217,6 +217,59 @@ def test_topk_softmax_first_order_gradient_is_the_references(dtype, gen):
     torch.set_num_threads(threads_before)
 
 
+def test_top1_router_without_softmax(target, gen):
+    """topk_softmax(x, 1, renormalize=True) from the largest logit alone
+    (kwk_router_top1_f32: weight 1, the id the largest logit's where no
+    other lies within 2^-19 of it) against the reference on every native
+    target: competitors placed a given gap below the maximum (0; under
+    2^-25, where the probabilities tie; the threshold's neighbourhood;
+    far), logits of several magnitudes (the threshold's rounding), NaN, +-inf and all -inf rows, each input dtype
+    (converted to float32 first, as the reference's softmax does).  Rows
+    within the gap are computed through the softmax; a threshold set too
+    close lets rounding's ties in the probabilities through, which this
+    catches."""
+    from kwker.ops import topk_layers as L
+    for dtype in DTYPES:
+        for n in (1, 2, 15, 16, 17, 64, 100, 256):
+            for scale in (1e-3, 1.0, 30.0, 1e4):
+                # (probabilities tie where exp(x_j - m) rounds to 1: a gap
+                # under 2^-25, which only small logits can hold)
+                for gap in (0.0, 2.0 ** -30, 2.0 ** -27, 2.0 ** -25, 2.0 ** -23, 2.0 ** -20,
+                            2.0 ** -19, 2.0 ** -18, 1e-4, 1.0):
+                    x = torch.randn(24, n, generator=gen) * scale
+                    if n > 1:
+                        at = torch.randint(0, n, (24,), generator=gen)
+                        x[torch.arange(24), at] = x.max(-1).values - gap
+                    x[0, 0] = float("nan")
+                    x[1] = float("-inf")
+                    x[2, -1] = float("inf")
+                    x = x.to(dtype)
+                    _same(R.topk_softmax(x, 1), T.topk_softmax(x, 1))
+    # the shortcut runs (no softmax) on clear rows, and not for other k
+    x = torch.randn(64, 128, generator=gen)
+    assert L.router_parts(x, 1, True)[2] is None
+    assert L.router_parts(x, 2, True)[2] is not None
+    assert L.router_parts(x, 1, False)[2] is not None
+
+
+def test_top1_router_kernel_checks_its_arguments():
+    from kwker import _native
+    lib = _native.lib
+    if lib is None:
+        pytest.skip("no native library")
+    x = torch.randn(4, 8)
+    ids = torch.empty(4, dtype=torch.int64)
+    left = torch.zeros(1, dtype=torch.int64)
+    f = lib.kwk_router_top1_f32_addr
+    assert f(x.data_ptr(), 4, 0, ids.data_ptr(), left.data_ptr()) == lib.KWK_E_ARG
+    assert f(x.data_ptr(), -1, 8, ids.data_ptr(), left.data_ptr()) == lib.KWK_E_ARG
+    assert f(x.data_ptr(), 4, 8, 0, left.data_ptr()) == lib.KWK_E_ARG
+    assert f(x.data_ptr(), 4, 8, ids.data_ptr(), 0) == lib.KWK_E_ARG
+    assert f(x.data_ptr(), 1 << 62, 1 << 62, ids.data_ptr(), left.data_ptr()) == lib.KWK_E_OVERFLOW
+    assert f(x.data_ptr(), 4, 8, ids.data_ptr(), left.data_ptr()) == 0
+    assert torch.equal(ids, x.argmax(-1)) and int(left) == 0
+
+
 def test_topk_softmax_ids_dtype_and_shape(gen):
     w, ids = T.topk_softmax(torch.randn(4096, 128, generator=gen), 8)
     assert w.dtype == torch.float32 and ids.dtype == torch.int64 and w.shape == (4096, 8)

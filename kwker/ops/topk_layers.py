@@ -23,6 +23,7 @@ _filter = lib.kwk_filter_below_addr if lib is not None else None
 _softmax = lib.kwk_softmax_f32_addr if lib is not None else None
 _renormalize = lib.kwk_renormalize_f32_addr if lib is not None else None
 _router_backward = lib.kwk_router_backward_f32_addr if lib is not None else None
+_router_top1 = lib.kwk_router_top1_f32_addr if lib is not None else None
 _DEFER = lib.KWK_DEFER if lib is not None else 1
 
 # What the native kernels read; other dtypes run the same torch calls as
@@ -200,7 +201,58 @@ def topk_softmax(logits, k, renormalize):
 
 def router_parts(logits, k, renormalize):
     """(weights, ids, probs): topk_softmax's results and the softmax they
-    came from (what router_backward needs)."""
+    came from (what router_backward needs; None where the top-1 router
+    below did without it: router_probs makes it then)."""
+    if k == 1 and renormalize:
+        top1 = _router_top1_parts(logits)
+        if top1 is not None:
+            return top1
+    return _router_parts_softmax(logits, k, renormalize)
+
+
+def router_probs(logits, probs):
+    """router_parts' probs, made now if it did without them."""
+    return softmax_f32(logits) if probs is None else probs
+
+
+# Rows from which the top-1 router settles a call without the softmax (a
+# kernel call and a few tensors: below, the softmax's own call is as cheap)
+ROUTER_TOP1_MIN_ROWS = 8
+
+
+def _router_top1_parts(logits):
+    """topk_softmax(logits, 1, renormalize=True) without the softmax
+    (kwk_router_top1_f32: weights all 1, the id the largest logit's where
+    no other lies within 2^-19 of it, softmax_torch.h says why), the rows
+    it leaves (a NaN, an infinite maximum, a near tie) computed the long
+    way; None where it does not apply (then the caller does).  Measured
+    (python -m kwker.nn.bench_topk, 4096 rows of 64 / 128 / 256 experts,
+    forward): see the README's router rows."""
+    if _router_top1 is None or logits.device.type != "cpu" or not logits.is_floating_point() \
+            or logits.dim() < 1 or logits.shape[-1] < 1:
+        return None
+    # the reference's softmax converts to float32 first (exact for bfloat16
+    # and float16; float64 rounds, and the gap is then the rounded logits')
+    x = _rows(logits.to(torch.float32))
+    if x.shape[0] < ROUTER_TOP1_MIN_ROWS:
+        return None
+    ids = torch.empty(x.shape[0], 1, dtype=torch.int64)
+    unsettled = torch.zeros(1, dtype=torch.int64)
+    status = _router_top1(x.data_ptr(), x.shape[0], x.shape[1], ids.data_ptr(),
+                          unsettled.data_ptr())
+    if status:
+        _native.check(status, "router_top1")
+    weights = torch.ones(x.shape[0], 1, dtype=torch.float32)
+    if int(unsettled):
+        rows = (ids[:, 0] < 0).nonzero()[:, 0]
+        w_left, ids_left, _ = _router_parts_softmax(x.index_select(0, rows), 1, True)
+        weights.index_copy_(0, rows, w_left)
+        ids.index_copy_(0, rows, ids_left)
+    shape = tuple(logits.shape[:-1]) + (1,)
+    return weights.view(shape), ids.view(shape), None
+
+
+def _router_parts_softmax(logits, k, renormalize):
     probs = softmax_f32(logits)
     weights, ids = _topk_indices(probs, k)
     if renormalize:

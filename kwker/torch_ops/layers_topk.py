@@ -179,6 +179,7 @@ class _TopkSoftmax(torch.autograd.Function):
             with torch.enable_grad():
                 weights = _selected_weights(_SoftmaxF32.apply(logits), ids, ctx.renormalize)
                 return torch.autograd.grad(weights, logits, grad, create_graph=True)[0], None, None
+        probs = fast.router_probs(logits, probs)
         out = fast.router_backward(probs, ids, grad.contiguous(), ctx.renormalize)
         return out.to(logits.dtype), None, None
 

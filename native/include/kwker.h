@@ -394,6 +394,13 @@ int kwk_softmax_f32(const float *x, int64_t rows, int64_t n, int lanes, float *o
  * float32 weights, 1 <= k <= 8, with torch's bits on x86 (the router's
  * renormalisation; torch_sum.h says how torch sums such rows). */
 int kwk_renormalize_f32(float *w, int64_t rows, int64_t k);
+/* topk_softmax(x, 1, renormalize=True) of `rows` contiguous rows of n >= 1
+ * float32 logits without the softmax: its weights are all 1, and ids[r] is
+ * the column of row r's largest logit where no other lies within 2^-19 of
+ * it (softmax_torch.h says why that is the largest probability's), else -1
+ * (a NaN, an infinite maximum, a near tie: the caller computes those rows
+ * the long way); *unsettled = the rows given -1. */
+int kwk_router_top1_f32(const float *x, int64_t rows, int64_t n, int64_t *ids, int64_t *unsettled);
 /* The MoE router's gradient (topk_layers: topk_softmax's backward) for
  * `rows` contiguous rows: p the n softmax probabilities (float32), ids the
  * k selected columns (distinct, in [0, n): KWK_E_ARG otherwise), g the

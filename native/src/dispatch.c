@@ -720,6 +720,17 @@ int kwk_router_backward_f32(const float *p, const int64_t *ids, const float *g, 
     return kernels()->router_backward_f32(p, ids, g, rows, n, k, renormalize, lanes, gx);
 }
 
+int kwk_router_top1_f32(const float *x, int64_t rows, int64_t n, int64_t *ids, int64_t *unsettled)
+{
+    int64_t t;
+    if (rows < 0 || n < 1 || !unsettled) return KWK_E_ARG;
+    if (!mul_ok(rows, n, &t) || !mul_ok(t, 4, &t) || !mul_ok(rows, 8, &t)) return KWK_E_OVERFLOW;
+    *unsettled = 0;
+    if (rows == 0) return KWK_OK;
+    if (!x || !ids) return KWK_E_ARG;
+    return kernels()->router_top1_f32(x, rows, n, ids, unsettled);
+}
+
 int kwk_renormalize_f32(float *w, int64_t rows, int64_t k)
 {
     int64_t t;

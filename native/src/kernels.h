@@ -68,6 +68,7 @@ typedef struct {
     int (*softmax_f32)(const float *x, int64_t rows, int64_t n, int lanes, float *out);
     int (*router_backward_f32)(const float *p, const int64_t *ids, const float *g, int64_t rows,
                                int64_t n, int64_t k, int renormalize, int lanes, float *gx);
+    int (*router_top1_f32)(const float *x, int64_t rows, int64_t n, int64_t *ids, int64_t *unsettled);
     /* unique_runs.h */
     int64_t (*unique_runs)(int dtype, const void *values, int64_t n, const int64_t *perm,
                            int64_t *inverse, int *shows);

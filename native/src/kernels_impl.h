@@ -60,7 +60,7 @@ const kwk_kernel_table KWK_TABLE = {
     impl_quantile, impl_median_pool2d, impl_median_pool2d_backward,
     impl_sparse_simplex, impl_sparsemax_backward, impl_entmax15_backward, impl_group_sort, impl_group_sort_backward, impl_sort_pool,
     impl_sort_pool_backward,
-    impl_topk_dense, impl_kept_grad, impl_filter_below, impl_softmax_f32, impl_router_backward_f32, impl_unique_runs, impl_unique_order_matters, impl_unique_torch_zero,
+    impl_topk_dense, impl_kept_grad, impl_filter_below, impl_softmax_f32, impl_router_backward_f32, impl_router_top1_f32, impl_unique_runs, impl_unique_order_matters, impl_unique_torch_zero,
     impl_unique_fill,
     impl_unique_hash, impl_unique_remap, impl_unique_dense,
 };

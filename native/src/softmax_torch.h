@@ -460,6 +460,111 @@ static int impl_softmax_f32(const float *x, int64_t rows, int64_t n, int lanes, 
     return KWK_OK;
 }
 
+/* The MoE router's top-1 with renormalisation (topk_softmax(x, 1,
+ * renormalize=True)) needs no softmax where the row's largest logit m
+ * stands clear: its one weight is p / p = 1 (p = 1 * (1 / s) >= 1 / n, a
+ * normal float), and its id is the largest probability's, which is m's
+ * column when every other logit x_j lies 2^-19 or more below m: then
+ * x_j - m rounds to -2^-19 or less, e_j = exp(x_j - m) is at most 1 -
+ * 1.9e-6 (SLEEF's expf errs by under one ulp, 6e-8 there), 30 ulps below
+ * e = 1, and p_j = e_j * (1 / s) stays below p (one rounding moves it by
+ * half an ulp): no tie among the probabilities, which rounding alone could
+ * otherwise make.  The test: exactly one x_j >= t = fl(m - 2^-18); any
+ * other x_j < t lies at least 2^-19 below m (t's rounding moves it by at
+ * most 2^-19 while |m| < 32, and beyond, t is m or the float below it, at
+ * least 2^-18 away).  ids[r] = m's column, or -1 for a row holding a NaN,
+ * an infinite maximum or another logit from t up (the caller computes
+ * those rows the long way); *unsettled = how many rows got -1. */
+static int impl_router_top1_f32(const float *x, int64_t rows, int64_t n, int64_t *ids,
+                                int64_t *unsettled)
+{
+    int64_t left = 0;
+    for (int64_t r = 0; r < rows; ++r) {
+        const float *xr = x + r * n;
+        float m = -INFINITY;
+        int nan = 0;
+        int64_t j = 0;
+#if defined(__AVX512F__)
+        {
+            __m512 mx = _mm512_set1_ps(-INFINITY);
+            __mmask16 un = 0;
+            for (; j < n; j += 16) {
+                const int64_t c = n - j;
+                const __mmask16 k = c >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << c) - 1u);
+                const __m512 v = _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), k, xr + j);
+                un |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+                mx = _mm512_max_ps(mx, v);
+            }
+            m = _mm512_reduce_max_ps(mx);
+            nan = un != 0;
+        }
+#elif defined(__AVX2__)
+        {
+            __m256 mx = _mm256_set1_ps(-INFINITY), un = _mm256_setzero_ps();
+            for (; j + 8 <= n; j += 8) {
+                const __m256 v = _mm256_loadu_ps(xr + j);
+                un = _mm256_or_ps(un, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+                mx = _mm256_max_ps(mx, v);
+            }
+            float lanes[8];
+            _mm256_storeu_ps(lanes, mx);
+            for (int l = 0; l < 8; ++l) m = lanes[l] > m ? lanes[l] : m;
+            nan = _mm256_movemask_ps(un) != 0;
+        }
+#endif
+        for (; j < n; ++j) {
+            const float v = xr[j];
+            nan |= v != v;
+            m = v > m ? v : m;
+        }
+        /* (without branches: where m's column lies is a coin toss; with
+         * exactly one hit, the sum of the hits' columns is it) */
+        int64_t sum = 0, count = 0;
+        if (!nan && isfinite(m)) {
+            const float t = m - 0x1p-18f;
+            j = 0;
+#if defined(__AVX512F__)
+            /* the hits' count and columns summed in lanes (int32: rows
+             * shorter than 2^30; only one hit's column is ever used) */
+            if (n < ((int64_t)1 << 30)) {
+                const __m512 tv = _mm512_set1_ps(t);
+                const __m512i one = _mm512_set1_epi32(1), step = _mm512_set1_epi32(16);
+                __m512i col = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+                __m512i cv = _mm512_setzero_si512(), sv = _mm512_setzero_si512();
+                for (; j < n; j += 16) {
+                    const int64_t c = n - j;
+                    const __mmask16 k = c >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << c) - 1u);
+                    const __mmask16 hit = _mm512_mask_cmp_ps_mask(k, _mm512_maskz_loadu_ps(k, xr + j), tv, _CMP_GE_OQ);
+                    cv = _mm512_mask_add_epi32(cv, hit, cv, one);
+                    sv = _mm512_mask_add_epi32(sv, hit, sv, col);
+                    col = _mm512_add_epi32(col, step);
+                }
+                count = _mm512_reduce_add_epi32(cv);
+                sum = (uint32_t)_mm512_reduce_add_epi32(sv);
+            }
+#elif defined(__AVX2__)
+            const __m256 tv = _mm256_set1_ps(t);
+            for (; j + 8 <= n; j += 8) {
+                const unsigned hit = (unsigned)_mm256_movemask_ps(
+                    _mm256_cmp_ps(_mm256_loadu_ps(xr + j), tv, _CMP_GE_OQ));
+                sum += (hit != 0) * (j + __builtin_ctz(hit | 0x100u));
+                count += __builtin_popcount(hit);
+            }
+#endif
+            for (; j < n; ++j) {
+                const int hit = xr[j] >= t;
+                sum += hit * j;
+                count += hit;
+            }
+        }
+        const int settled = count == 1;
+        ids[r] = settled ? sum : -1;
+        left += !settled;
+    }
+    *unsettled = left;
+    return KWK_OK;
+}
+
 /* The MoE router's backward (kwk_router_backward_f32): per row, the
  * gradient reaching the k selected probabilities, gt (with renormalize,
  * for k <= 8, made here from the weights' gradient g as torch's autograd
