@@ -110,6 +110,15 @@ static inline int64_t vs_net64_max_n(void)
     }
     return intel ? VS_NET64_MAX_N : VS_NET64_WIDE_MAX_N;
 }
+/* The same cores' rows of 64-bit keys spanning 32 bits or less skip the
+ * 32-bit offsets up to the quicksort's base case (two networks and a
+ * merge: 4096 rows of 160 / 200 / 256, us, offsets -> keys, min of 5
+ * alternating: descending 1450 -> 1216, ascending 1394 -> 1365, 1675 ->
+ * 1491, descending 2105 -> 1889; 512 alike). */
+static inline int vs_wide_keys_row(int64_t n)
+{
+    return n > VS_NET64_MAX_N && n <= 2 * QS_BASE_VECS * 8 && vs_net64_max_n() > VS_NET64_MAX_N;
+}
 #endif
 
 /* The 4-byte dtypes whose contiguous rows take the bare-key sort from
@@ -1107,13 +1116,12 @@ static int vs_row_b64_contig(int dtype, const uint64_t *src, int64_t n, uint64_t
     const uint64_t span = (uint64_t)khi - (uint64_t)klo;
     const int bits = kwk_bits_for(span);
     if (bits > 40 && n > VS_QSORT64_MAX_N && n <= VS_INDEXED64_MAX_N) return -1;
-    /* (the rows vs_net64_max_n() adds: the keys' network, whatever their span) */
 #if defined(__AVX512F__)
-    const int wide_net_row = VS_QSORT64 && n > VS_NET64_MAX_N && n <= vs_net64_max_n();
+    const int wide_keys_row = VS_QSORT64 && vs_wide_keys_row(n);
 #else
-    const int wide_net_row = 0;
+    const int wide_keys_row = 0;
 #endif
-    if (bits <= 32 && !wide_net_row) {
+    if (bits <= 32 && !wide_keys_row) {
         /* offsets from the smallest, sorted as 32-bit keys: the offsets in
          * tmp's first half, the radix sort's n keys of scratch in its second */
         uint32_t *k32 = (uint32_t *)(void *)tmp, *t32 = k32 + n;
@@ -1121,7 +1129,7 @@ static int vs_row_b64_contig(int dtype, const uint64_t *src, int64_t n, uint64_t
         vs_in_slices(n, vs_offsets_down, &c);
         vs_sort_u32(k32, t32, n, 0, bits);
         vs_in_slices(n, vs_offsets_up, &c);
-    } else if (bits > 40 || wide_net_row) {
+    } else if (bits > 40 || wide_keys_row) {
         VS_QSORT_THREADS(simd_qsort_64_biased, kd, n);
     } else {
         for (int64_t i = 0; i < n; ++i) kd[i] -= (uint64_t)klo;
