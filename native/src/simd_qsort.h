@@ -87,16 +87,22 @@ enum { QS_BASE_VECS = 16, QS_UNROLL = 8 };
  * Zen 4 runs the memory form as microcode (qs*_cstore).  Asked once
  * (relaxed atomics: racing first calls store the same answer); tests set
  * it (1 memory, 0 register) to check both. */
-static _Atomic int qs_compress_memory_form = -1;
-static inline int qs_compress_to_memory(void)
+static _Atomic int qs_intel_core = -1;
+static inline int qs_cpu_is_intel(void)
 {
-    int v = atomic_load_explicit(&qs_compress_memory_form, memory_order_relaxed);
+    int v = atomic_load_explicit(&qs_intel_core, memory_order_relaxed);
     if (v < 0) {
         __builtin_cpu_init();
         v = __builtin_cpu_is("intel") != 0;
-        atomic_store_explicit(&qs_compress_memory_form, v, memory_order_relaxed);
+        atomic_store_explicit(&qs_intel_core, v, memory_order_relaxed);
     }
     return v;
+}
+static _Atomic int qs_compress_memory_form = -1;
+static inline int qs_compress_to_memory(void)
+{
+    const int v = atomic_load_explicit(&qs_compress_memory_form, memory_order_relaxed);
+    return v < 0 ? qs_cpu_is_intel() : v;
 }
 
 /* ---- per-type primitives: 8 x u64 and 16 x u32 lanes ------------------ */

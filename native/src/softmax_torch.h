@@ -481,48 +481,13 @@ static int impl_router_top1_f32(const float *x, int64_t rows, int64_t n, int64_t
     int64_t left = 0;
     for (int64_t r = 0; r < rows; ++r) {
         const float *xr = x + r * n;
-        float m = -INFINITY;
-        int nan = 0;
+        const float m = sx_row_max(xr, n); /* NaN where the row holds one */
         int64_t j = 0;
-#if defined(__AVX512F__)
-        {
-            __m512 mx = _mm512_set1_ps(-INFINITY);
-            __mmask16 un = 0;
-            for (; j < n; j += 16) {
-                const int64_t c = n - j;
-                const __mmask16 k = c >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << c) - 1u);
-                const __m512 v = _mm512_mask_loadu_ps(_mm512_set1_ps(-INFINITY), k, xr + j);
-                un |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
-                mx = _mm512_max_ps(mx, v);
-            }
-            m = _mm512_reduce_max_ps(mx);
-            nan = un != 0;
-        }
-#elif defined(__AVX2__)
-        {
-            __m256 mx = _mm256_set1_ps(-INFINITY), un = _mm256_setzero_ps();
-            for (; j + 8 <= n; j += 8) {
-                const __m256 v = _mm256_loadu_ps(xr + j);
-                un = _mm256_or_ps(un, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
-                mx = _mm256_max_ps(mx, v);
-            }
-            float lanes[8];
-            _mm256_storeu_ps(lanes, mx);
-            for (int l = 0; l < 8; ++l) m = lanes[l] > m ? lanes[l] : m;
-            nan = _mm256_movemask_ps(un) != 0;
-        }
-#endif
-        for (; j < n; ++j) {
-            const float v = xr[j];
-            nan |= v != v;
-            m = v > m ? v : m;
-        }
         /* (without branches: where m's column lies is a coin toss; with
          * exactly one hit, the sum of the hits' columns is it) */
         int64_t sum = 0, count = 0;
-        if (!nan && isfinite(m)) {
+        if (isfinite(m)) {
             const float t = m - 0x1p-18f;
-            j = 0;
 #if defined(__AVX512F__)
             /* the hits' count and columns summed in lanes (int32: rows
              * shorter than 2^30; only one hit's column is ever used) */

@@ -99,16 +99,9 @@ enum { VS_F32_MIN_LEN = VS_MIN_LEN };
  * 415-417 -> 263-269, 743-744 -> 541-545; full range 297-302 -> 245-247,
  * 311-313 -> 250-254, 598-607 -> 524-532; 32 alike). */
 enum { VS_NET32_MAX_N = QS_BASE_VECS * 16, VS_NET64_MAX_N = 32, VS_NET64_WIDE_MAX_N = QS_BASE_VECS * 8 };
-static _Atomic int vs_intel_core = -1; /* asked once, as qs_compress_to_memory */
 static inline int64_t vs_net64_max_n(void)
 {
-    int intel = atomic_load_explicit(&vs_intel_core, memory_order_relaxed);
-    if (intel < 0) {
-        __builtin_cpu_init();
-        intel = __builtin_cpu_is("intel") != 0;
-        atomic_store_explicit(&vs_intel_core, intel, memory_order_relaxed);
-    }
-    return intel ? VS_NET64_MAX_N : VS_NET64_WIDE_MAX_N;
+    return qs_cpu_is_intel() ? VS_NET64_MAX_N : VS_NET64_WIDE_MAX_N;
 }
 /* The same cores' rows of 64-bit keys spanning 32 bits or less skip the
  * 32-bit offsets up to the quicksort's base case (two networks and a
