@@ -217,7 +217,7 @@ def test_topk_softmax_first_order_gradient_is_the_references(dtype, gen):
     torch.set_num_threads(threads_before)
 
 
-def test_top1_router_without_softmax(target, gen):
+def test_top1_router_without_softmax(target, gen, monkeypatch):
     """topk_softmax(x, 1, renormalize=True) from the largest logit alone
     (kwk_router_top1_f32: weight 1, the id the largest logit's where no
     other lies within 2^-19 of it) against the reference on every native
@@ -229,6 +229,9 @@ def test_top1_router_without_softmax(target, gen):
     close lets rounding's ties in the probabilities through, which this
     catches."""
     from kwker.ops import topk_layers as L
+    # every call through the kernel, however small (the size rule would
+    # send these to the softmax path)
+    monkeypatch.setattr(L, "ROUTER_TOP1_MIN_NUMEL", 0)
     for dtype in DTYPES:
         for n in (1, 2, 15, 16, 17, 64, 100, 256):
             for scale in (1e-3, 1.0, 30.0, 1e4):
@@ -246,7 +249,8 @@ def test_top1_router_without_softmax(target, gen):
                     x = x.to(dtype)
                     _same(R.topk_softmax(x, 1), T.topk_softmax(x, 1))
     # the shortcut runs (no softmax) on clear rows, and not for other k
-    x = torch.randn(64, 128, generator=gen)
+    monkeypatch.undo()
+    x = torch.randn(64, 128, generator=gen)  # (at the size rule)
     assert L.router_parts(x, 1, True)[2] is None
     assert L.router_parts(x, 2, True)[2] is not None
     assert L.router_parts(x, 1, False)[2] is not None

@@ -215,9 +215,12 @@ def router_probs(logits, probs):
     return softmax_f32(logits) if probs is None else probs
 
 
-# Rows from which the top-1 router settles a call without the softmax (a
-# kernel call and a few tensors: below, the softmax's own call is as cheap)
-ROUTER_TOP1_MIN_ROWS = 8
+# Logits from which the top-1 router settles a call without the softmax: its
+# few tensors cost ~2 us more than the softmax path's, which that path's
+# passes take back from about here (one thread, Zen 5, us a call, top-1 ->
+# softmax path: 64x64 10.0 -> 9.3, 128x64 10.1 -> 10.8, 32x256 9.9 -> 10.6,
+# 512x8 14.2 -> 13.2, 256x256 15.3 -> 33.3, 4096x8 35 -> 56)
+ROUTER_TOP1_MIN_NUMEL = 8192
 
 
 def _router_top1_parts(logits):
@@ -233,9 +236,9 @@ def _router_top1_parts(logits):
         return None
     # the reference's softmax converts to float32 first (exact for bfloat16
     # and float16; float64 rounds, and the gap is then the rounded logits')
-    x = _rows(logits.to(torch.float32))
-    if x.shape[0] < ROUTER_TOP1_MIN_ROWS:
+    if logits.numel() < ROUTER_TOP1_MIN_NUMEL:
         return None
+    x = _rows(logits.to(torch.float32))
     ids = torch.empty(x.shape[0], 1, dtype=torch.int64)
     unsettled = torch.zeros(1, dtype=torch.int64)
     status = _router_top1(x.data_ptr(), x.shape[0], x.shape[1], ids.data_ptr(),
