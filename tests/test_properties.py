@@ -254,3 +254,37 @@ def test_topk_stable_ties_property(kw_stable_each, xd, data):
         return torch.return_types.topk((values, indices))
 
     compare("topk", x, k, dim, largest, reference=reference)
+
+
+@PROFILE
+@given(st.data())
+def test_top1_router_property(data):
+    """kwker.nn's topk_softmax(x, 1, renormalize) (the top-1 shortcut,
+    kwk_router_top1_f32, forced at every size) against the plain-torch
+    reference: logits from value pools (ties, infinities, NaN payloads) or
+    continuous draws with competitors placed just below the maximum."""
+    from kwker.nn import reference_topk as R
+    from kwker.nn import topk_layers as T
+    from kwker.ops import topk_layers as L
+    dtype = data.draw(st.sampled_from([torch.float32, torch.bfloat16, torch.float16,
+                                       torch.float64]))
+    rows, n = data.draw(st.integers(1, 40)), data.draw(st.integers(1, 300))
+    g = torch.Generator().manual_seed(data.draw(st.integers(0, 2 ** 31 - 1)))
+    if data.draw(st.booleans()):
+        pool = data.draw(value_pools(dtype))
+        x = pool[torch.randint(0, len(pool), (rows, n), generator=g)]
+    else:
+        scale = data.draw(st.sampled_from([1e-4, 1e-2, 1.0, 40.0, 1e5]))
+        x = (torch.randn(rows, n, generator=g) * scale).to(dtype)
+        if n > 1:
+            gap = data.draw(st.sampled_from([0.0, 2.0 ** -30, 2.0 ** -26, 2.0 ** -24,
+                                             2.0 ** -19, 2.0 ** -18, 1e-3]))
+            at = torch.randint(0, n, (rows,), generator=g)
+            top = x.float().max(-1).values
+            x[torch.arange(rows), at] = (top - gap).to(dtype)
+    renormalize = data.draw(st.booleans())
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(L, "ROUTER_TOP1_MIN_NUMEL", 0)
+        want, got = R.topk_softmax(x, 1, renormalize), T.topk_softmax(x, 1, renormalize)
+    assert torch.equal(want[1], got[1])
+    assert torch.equal(want[0].view(torch.int32), got[0].view(torch.int32))
