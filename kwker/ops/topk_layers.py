@@ -234,10 +234,10 @@ def _router_top1_parts(logits):
     if _router_top1 is None or logits.device.type != "cpu" or not logits.is_floating_point() \
             or logits.dim() < 1 or logits.shape[-1] < 1:
         return None
-    # the reference's softmax converts to float32 first (exact for bfloat16
-    # and float16; float64 rounds, and the gap is then the rounded logits')
     if logits.numel() < ROUTER_TOP1_MIN_NUMEL:
         return None
+    # the reference's softmax converts to float32 first (exact for bfloat16
+    # and float16; float64 rounds, and the gap is then the rounded logits')
     x = _rows(logits.to(torch.float32))
     ids = torch.empty(x.shape[0], 1, dtype=torch.int64)
     unsettled = torch.zeros(1, dtype=torch.int64)

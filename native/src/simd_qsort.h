@@ -84,9 +84,10 @@ enum { QS_BASE_VECS = 16, QS_UNROLL = 8 };
  * register and a masked store (native, random keys, ns/key, register ->
  * memory, min of 7: u32 4096 1.87 -> 1.77, 65536 2.50 -> 2.27, 1M 3.23 ->
  * 2.82; u64 4096 3.95 -> 3.66, 65536 5.23 -> 4.67, 1M 6.72 -> 5.96); AMD's
- * Zen 4 runs the memory form as microcode (qs*_cstore).  Asked once
- * (relaxed atomics: racing first calls store the same answer); tests set
- * it (1 memory, 0 register) to check both. */
+ * Zen 4 runs the memory form as microcode (qs*_cstore).  The CPU is
+ * asked once (relaxed atomics: racing first calls store the same answer;
+ * values_sort.h asks the same); tests set qs_compress_memory_form (1
+ * memory, 0 register) to check both. */
 static _Atomic int qs_intel_core = -1;
 static inline int qs_cpu_is_intel(void)
 {

@@ -110,7 +110,7 @@ static inline int64_t vs_net64_max_n(void)
  * 1491, descending 2105 -> 1889; 512 alike). */
 static inline int vs_wide_keys_row(int64_t n)
 {
-    return n > VS_NET64_MAX_N && n <= 2 * QS_BASE_VECS * 8 && vs_net64_max_n() > VS_NET64_MAX_N;
+    return n > VS_NET64_MAX_N && n <= 2 * QS_BASE_VECS * 8 && !qs_cpu_is_intel();
 }
 #endif
 
