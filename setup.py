@@ -42,6 +42,12 @@ class editable_wheel_with_pth(editable_wheel):
 # use: those targets would then run unoptimised on CPUs that pick them.
 UNRUN_TARGETS = {t for t in os.environ.get("KWKER_CI_UNRUN_TARGETS", "").split(",") if t}
 
+# CI only: a folder that receives a copy of each native/src object as
+# compiled for the install, so that native/tests/run.sh --opt-objects links
+# its optimised tests against the shipped code instead of compiling the
+# library a second time (a minute and a half of a CI run's CPU).
+KEEP_OBJECTS = os.environ.get("KWKER_CI_KEEP_OBJECTS", "")
+
 
 class build_ext_parallel_sources(build_ext):
     """Compile the native library's sources side by side: each CPU target
@@ -68,6 +74,9 @@ class build_ext_parallel_sources(build_ext):
                 if os.path.splitext(os.path.basename(src))[0] in UNRUN_TARGETS:
                     post.append("-O0")  # after -O3: the last -O counts
                 compiler._compile(obj, src, ext_, cc_args, post, pp_opts)
+                if KEEP_OBJECTS and os.path.normpath(src).startswith(os.path.join("native", "src")):
+                    os.makedirs(KEEP_OBJECTS, exist_ok=True)
+                    shutil.copy(obj, os.path.join(KEEP_OBJECTS, os.path.basename(obj)))
 
             with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
                 list(pool.map(one, [obj for obj in objects if obj in build]))

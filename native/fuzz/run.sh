@@ -14,7 +14,9 @@
 #
 # Environment: FUZZ_JOBS=N targets at a time (default 1: the machines are
 # shared), FUZZ_TARGETS="sort topk ..." a subset, FUZZ_WORK=DIR keeps the
-# inputs each target finds in DIR/<target>/ (default: a temporary folder).
+# inputs each target finds in DIR/<target>/ (default: a temporary folder),
+# FUZZ_LIB_OBJECTS="a.o b.o ..." (--replay only) the library already built
+# with ASan+UBSan and the flags below.
 #
 # Without clang's libFuzzer the script says "fuzz skipped: <reason>" and
 # replays the committed corpus with $CC (gcc) under ASan+UBSan instead.
@@ -58,9 +60,13 @@ libfuzzer_problem() {
 }
 
 replay() {
-    # the committed corpus through a plain driver, with $CC's sanitizers
-    local cc=${CC:-gcc} t src objs=""
-    for src in $lib_sources native/fuzz/replay_main.c; do
+    # the committed corpus through a plain driver, with $CC's sanitizers.
+    # FUZZ_LIB_OBJECTS: the library's objects, already built with these
+    # flags (native/tests/run.sh hands over its sanitized build's: CI's
+    # replay then compiles only the harnesses)
+    local cc=${CC:-gcc} t src objs=${FUZZ_LIB_OBJECTS:-} sources=$lib_sources
+    [ -z "$objs" ] || sources=""
+    for src in $sources native/fuzz/replay_main.c; do
         $cc $common -fsanitize=address,undefined -c "$src" -o "$build/r_$(basename "$src" .c).o"
         objs="$objs $build/r_$(basename "$src" .c).o"
     done

@@ -6,6 +6,12 @@
 #
 #   native/tests/run.sh            # both builds
 #   native/tests/run.sh --fast     # optimised build only
+#   native/tests/run.sh --san      # sanitized build only, and the fuzz
+#                                  # corpus replayed through its library
+#   native/tests/run.sh --opt-objects DIR
+#                                  # the optimised tests against the library
+#                                  # objects in DIR (CI: the install's own
+#                                  # build, KWKER_CI_KEEP_OBJECTS in setup.py)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 out=$(mktemp -d)
@@ -63,8 +69,15 @@ flags_opt="-O2 -pthread -std=c11 -ffp-contract=off -D_GNU_SOURCE -Wall -Wextra -
 flags_san="-O1 -g1 -pthread -std=c11 -ffp-contract=off -D_GNU_SOURCE -fno-omit-frame-pointer \
 -fsanitize=address,undefined -fno-sanitize-recover=undefined -Inative/include"
 flags_plain="-O0 -pthread -std=c11 -D_GNU_SOURCE -Inative/include"
-flavours="opt"
-[ "${1:-}" = "--fast" ] || flavours="opt san"
+flavours="opt san"
+opt_objects=""
+case "${1:-}" in
+    "") ;;
+    --fast) flavours=opt ;;
+    --san) flavours=san ;;
+    --opt-objects) flavours=opt; opt_objects=${2:?--opt-objects needs a folder} ;;
+    *) echo "usage: $0 [--fast | --san | --opt-objects DIR]" >&2; exit 2 ;;
+esac
 
 # the library once per build (its sources two at a time), then each test
 # compiled and linked against it: the kernels are the slow part to compile
@@ -72,6 +85,14 @@ jobs="$out/jobs"
 : >"$jobs"
 for f in $(echo "$flavours" | tr ' ' '\n' | sort -r); do # san first: slower
     for src in $sources; do
+        if [ "$f" = opt ] && [ -n "$opt_objects" ]; then
+            # the library as installed (its -O3 and build_ffi.py's flags): no
+            # second optimised compile, and these tests check the shipped code
+            obj="$opt_objects/$(basename "$src" .c).o"
+            [ -f "$obj" ] || { echo "run.sh: $obj not found" >&2; exit 2; }
+            cp "$obj" "$out/lib_opt_$(basename "$src" .c).o"
+            continue
+        fi
         flags_var="flags_$f"
         [ "$f" = san ] && [ "$src" = "native/src/targets/$unchecked.c" ] && flags_var=flags_plain
         [ "$src" = "native/src/targets/$unrunnable.c" ] && flags_var=flags_plain
@@ -120,6 +141,11 @@ for bin in "${runs[@]}"; do
         jobs_run+=("$bin $targets")
     fi
 done
+# The sanitized build also replays the committed fuzz corpus (inputs that
+# reached new coverage or once found a bug, every entry point) through its
+# library objects: native/fuzz/run.sh --replay compiles only its harnesses.
+# Each input picks portable or the best SIMD target itself (fz_pick_target).
+[[ " $flavours " == *" san "* ]] && jobs_run+=("fuzz_corpus_replay all")
 
 # seconds each run took on a 2-core CI machine (per target where split):
 # only the order of the runs, longest first, comes from these
@@ -130,6 +156,7 @@ cost() {
         test_sort_san) echo 30 ;;
         test_select) echo 24 ;;
         test_simd_qsort) echo 17 ;;
+        fuzz_corpus_replay) echo 17 ;;
         *) echo 5 ;;
     esac
 }
@@ -138,8 +165,11 @@ run_one() {
     local name=$1 targets=$2 log="$out/$1_$2.log"
     local start=$SECONDS
     [ "$targets" = all ] && targets=""
+    local cmd=("$out/$name")
+    [ "$name" = fuzz_corpus_replay ] &&
+        cmd=(env FUZZ_LIB_OBJECTS="$(echo "$out"/lib_san_*.o)" native/fuzz/run.sh --replay)
     # shellcheck disable=SC2046
-    if KWK_TEST_TARGETS=$targets ASAN_OPTIONS=detect_leaks=1 "$out/$name" $(ci_args "$name") >"$log" 2>&1; then
+    if KWK_TEST_TARGETS=$targets ASAN_OPTIONS=detect_leaks=1 "${cmd[@]}" $(ci_args "$name") >"$log" 2>&1; then
         echo "== $name${targets:+ ($targets)}: ok ($(tail -n 1 "$log")) $((SECONDS - start)) s"
     else
         echo "== $name${targets:+ ($targets)}: FAILED"; cat "$log"; return 1
