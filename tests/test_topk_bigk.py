@@ -97,6 +97,29 @@ def test_topk_heap_branch_large_k(kw, gen, dtype, kind):
         compare("topk", x[:, ::3], 128)  # strided: keys gathered
 
 
+# Long float32 rows of the heap branch where the sampled threshold expects
+# under one candidate in 64 (topk_nth.h's TN_SPARSE: 262144 elements, k of
+# 128 and 200): the AVX2 target tests 32 values at a time there, the AVX-512
+# one collects them with the branch-free compress of tn_raw_f32_512.
+RARE_N, RARE_KS = 262144, (128, 200)
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_topk_heap_branch_rare_candidates(kw, gen, kind):
+    x = make_rows(kind, RARE_N, torch.float32, gen)
+    for k in RARE_KS:
+        for largest in (True, False):
+            compare("topk", x, k, largest=largest)
+
+
+def test_topk_heap_branch_rare_candidates_stable(kw_stable, gen):
+    for kind in ("random", "rounded", "nan", "minus_inf_mass"):
+        x = make_rows(kind, RARE_N, torch.float32, gen)
+        for k in RARE_KS:
+            for largest in (True, False):
+                compare("topk", x, k, largest=largest, reference=_stable_topk)
+
+
 @pytest.mark.parametrize("dtype", (torch.int32, torch.int16, torch.uint8, torch.int8), ids=str)
 def test_topk_nth_branch_ints(kw, gen, dtype):
     for n in (200, 3000, 9000):

@@ -56,7 +56,8 @@
 /* How common a row's candidates are expected to be: TN_DENSE, common enough
  * that every group of eight is packed without a branch on its mask;
  * TN_SPARSE, rare enough (under one in 64) that one test per 32 values
- * skips most of the row; TN_MIXED, neither (a branch per group). */
+ * skips most of the row; TN_MIXED, neither (a branch per group).  (The
+ * AVX2 loops' choice: AVX-512 takes every density without a branch.) */
 enum { TN_MIXED = 0, TN_DENSE = 1, TN_SPARSE = 2 };
 
 #if defined(__AVX2__)
@@ -163,14 +164,20 @@ static int64_t tn_raw_f32_tail(const char *row, int64_t j, int64_t len, float tv
 /* Positions per chunk of tn_raw_f32_512's first step (a stack buffer). */
 enum { TN_CHUNK = 1024 };
 
-/* tn_raw_f32 for the candidates of a mixed or dense row on AVX-512, in
- * two steps per chunk of TN_CHUNK values, neither with a branch on the
- * data: the passing positions compressed out 16 values at a time, then
- * their words made from 16 gathered values at a time.  (Packing the words
- * of each passing group, as the AVX2 loop does, costs a mispredicted
- * branch per group when the candidates are neither rare nor common: topk
- * of 64x32000 float32, k=512, through the sampled threshold, 1.44 -> 0.67
- * ms; 16x8400 k=300 79 -> 53 us.) */
+/* tn_raw_f32 for the candidates of any row on AVX-512, in two steps per
+ * chunk of TN_CHUNK values, neither with a branch on the data: the passing
+ * positions compressed out 16 values at a time, then their words made
+ * from 16 gathered values at a time.  (Packing the words of each passing
+ * group, as the AVX2 loop does, costs a mispredicted branch per group
+ * when the candidates are neither rare nor common: topk of 64x32000
+ * float32, k=512, through the sampled threshold, 1.44 -> 0.67 ms; 16x8400
+ * k=300 79 -> 53 us.  Rare candidates too, where the AVX2 loop tests 32
+ * values at a time (TN_SPARSE): on AMD Zen 5 that loop took twice this
+ * one's time even at one candidate in 8000.  Both builds in one process,
+ * calls interleaved, min of 15, time with this one / with the sparse loop:
+ * 64x65536 k=128 0.51, 4x1048576 k=128 0.76, 16x262144 k=256 0.54; rows
+ * that never took the sparse loop 0.92-1.05, as two copies of one build
+ * read.) */
 static int64_t tn_raw_f32_512(const char *row, int64_t len, float tv, int largest, int ibits,
                               uint64_t *out)
 {
@@ -223,7 +230,7 @@ static int64_t tn_raw_f32(const char *row, int64_t len, float tv, int largest, i
     const __m256i flip = _mm256_set1_epi32(largest ? -1 : 0);
     int64_t c = 0, j = 0;
 #if defined(__AVX512F__)
-    if (!all && dense != TN_SPARSE && len <= INT32_MAX - TN_CHUNK)
+    if (!all && len <= INT32_MAX - TN_CHUNK)
         return tn_raw_f32_512(row, len, tv, largest, ibits, out);
 #endif
     if (all || dense == TN_DENSE) { /* no branch to mispredict */
