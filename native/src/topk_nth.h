@@ -54,11 +54,10 @@
 #include "select_words.h"
 
 /* How common a row's candidates are expected to be: TN_DENSE, common enough
- * that every group of eight is packed without a branch on its mask;
- * TN_SPARSE, rare enough (under one in 64) that one test per 32 values
- * skips most of the row; TN_MIXED, neither (a branch per group).  (The
- * AVX2 loops' choice: AVX-512 takes every density without a branch.) */
-enum { TN_MIXED = 0, TN_DENSE = 1, TN_SPARSE = 2 };
+ * that every group of eight is packed without a branch on its mask (the
+ * AVX2 loops' choice: the AVX-512 loop takes every row alike); TN_MIXED,
+ * not so common. */
+enum { TN_MIXED = 0, TN_DENSE = 1 };
 
 #if defined(__AVX2__)
 #include <immintrin.h>
@@ -111,39 +110,6 @@ static inline unsigned tn_raw_mask(__m256 v, __m256 tv, int largest)
                    : (unsigned)_mm256_movemask_ps(_mm256_cmp_ps(v, tv, _CMP_LE_OQ));
 }
 
-/* tn_raw_f32's loop for rare candidates: one test per 32 values, the
- * groups of a passing block packed one by one; *jp: where it stopped. */
-static int64_t tn_raw_f32_sparse(const char *row, int64_t len, __m256 t8, int largest,
-                                 __m256i flip, int ibits, uint64_t *out, int64_t *jp)
-{
-    int64_t c = 0, j = 0;
-    for (; j + 32 <= len; j += 32) {
-        const float *p = (const float *)(const void *)(row + 4 * j);
-        const __m256 v0 = _mm256_loadu_ps(p), v1 = _mm256_loadu_ps(p + 8);
-        const __m256 v2 = _mm256_loadu_ps(p + 16), v3 = _mm256_loadu_ps(p + 24);
-        /* as tn_raw_mask: largest, !(v < t) (NaN passes); smallest, v <= t */
-        __m256 any;
-        if (largest)
-            any = _mm256_or_ps(_mm256_or_ps(_mm256_cmp_ps(v0, t8, _CMP_NLT_UQ),
-                                            _mm256_cmp_ps(v1, t8, _CMP_NLT_UQ)),
-                               _mm256_or_ps(_mm256_cmp_ps(v2, t8, _CMP_NLT_UQ),
-                                            _mm256_cmp_ps(v3, t8, _CMP_NLT_UQ)));
-        else
-            any = _mm256_or_ps(_mm256_or_ps(_mm256_cmp_ps(v0, t8, _CMP_LE_OQ),
-                                            _mm256_cmp_ps(v1, t8, _CMP_LE_OQ)),
-                               _mm256_or_ps(_mm256_cmp_ps(v2, t8, _CMP_LE_OQ),
-                                            _mm256_cmp_ps(v3, t8, _CMP_LE_OQ)));
-        if (_mm256_testz_ps(any, any)) continue; /* no sign bit set */
-        for (int g = 0; g < 32; g += 8) {
-            const __m256i b = _mm256_loadu_si256((const __m256i *)(row + 4 * (j + g)));
-            const unsigned mask = tn_raw_mask(_mm256_castsi256_ps(b), t8, largest);
-            if (mask) c = tn_pack8(_mm256_xor_si256(kwk_keys8_f32(b), flip), mask, j + g, ibits, out, c);
-        }
-    }
-    *jp = j;
-    return c;
-}
-
 /* tn_raw_f32's elements j..len one at a time, appended at out + c;
  * returns the new count. */
 static int64_t tn_raw_f32_tail(const char *row, int64_t j, int64_t len, float tv, int largest,
@@ -160,6 +126,9 @@ static int64_t tn_raw_f32_tail(const char *row, int64_t j, int64_t len, float tv
     return c;
 }
 
+/* Positions per chunk of tn_raw_f32_256's first step (a stack buffer). */
+enum { TN_CHUNK_256 = 1024 };
+
 #if defined(__AVX512F__)
 /* Positions per chunk of tn_raw_f32_512's first step (a stack buffer). */
 enum { TN_CHUNK = 1024 };
@@ -171,13 +140,12 @@ enum { TN_CHUNK = 1024 };
  * group, as the AVX2 loop does, costs a mispredicted branch per group
  * when the candidates are neither rare nor common: topk of 64x32000
  * float32, k=512, through the sampled threshold, 1.44 -> 0.67 ms; 16x8400
- * k=300 79 -> 53 us.  Rare candidates too, where the AVX2 loop tests 32
- * values at a time (TN_SPARSE): on AMD Zen 5 that loop took twice this
- * one's time even at one candidate in 8000.  Both builds in one process,
- * calls interleaved, min of 15, time with this one / with the sparse loop:
- * 64x65536 k=128 0.51, 4x1048576 k=128 0.76, 16x262144 k=256 0.54; rows
- * that never took the sparse loop 0.92-1.05, as two copies of one build
- * read.) */
+ * k=300 79 -> 53 us.  Rare candidates too, where a loop testing 32 values
+ * at a time for any candidate took twice this one's time on AMD Zen 5,
+ * even at one candidate in 8000: both builds in one process, calls
+ * interleaved, min of 15, time with this one / with that loop: 64x65536
+ * k=128 0.51, 4x1048576 k=128 0.76, 16x262144 k=256 0.54; rows that never
+ * took that loop 0.92-1.05, as two copies of one build read.) */
 static int64_t tn_raw_f32_512(const char *row, int64_t len, float tv, int largest, int ibits,
                               uint64_t *out)
 {
@@ -220,32 +188,82 @@ static int64_t tn_raw_f32_512(const char *row, int64_t len, float tv, int larges
 }
 #endif
 
+/* tn_raw_f32_512's two steps on AVX2: the passing positions packed eight
+ * values at a time by compress_lut.h's permutations, then their words made
+ * from eight gathered values at a time, no branch on the data; for rows
+ * whose candidates are not common (TN_MIXED: with every group packed, the
+ * pack's work would be a copy of the row).  The avx2 target on AMD Zen 5,
+ * ms, the loops it replaces (a branch per group of eight, or a test per
+ * 32 values where candidates were expected under one in 64) -> this:
+ * 64x65536 k=128 1.86-1.93 -> 0.88-0.97, k=256 1.71-1.86 -> 1.07-1.19;
+ * 4x1048576 k=128 0.82-1.04 -> 0.44-0.49, k=1024 1.04-1.26 -> 0.64-0.76;
+ * 16x262144 k=256 1.05-1.38 -> 0.68-0.73; 64x32000 k=512 1.13-1.17 ->
+ * 0.76-0.78; 16x8400 k=300 alike (0.081-0.085).  (Not measured on a CPU
+ * without AVX-512, where gathers may cost more: they serve only the
+ * candidates.) */
+static int64_t tn_raw_f32_256(const char *row, int64_t len, float tv, int largest, int ibits,
+                              uint64_t *out)
+{
+    const float *x = (const float *)(const void *)row;
+    const __m256 t8 = _mm256_set1_ps(tv);
+    const __m256i flip = _mm256_set1_epi32(largest ? -1 : 0);
+    const __m128i sh = _mm_cvtsi32_si128(ibits);
+    int32_t pos[TN_CHUNK_256 + 8];
+    int64_t c = 0, j = 0;
+    for (; j + 8 <= len;) {
+        const int64_t end = j + TN_CHUNK_256 <= len ? j + TN_CHUNK_256 : len - (len - j) % 8;
+        int64_t n = 0;
+        for (__m256i at = _mm256_add_epi32(_mm256_set1_epi32((int)j), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+             j < end; j += 8) {
+            const unsigned mk = tn_raw_mask(_mm256_loadu_ps(x + j), t8, largest);
+            const __m256i perm = _mm256_cvtepu8_epi32(
+                _mm_loadl_epi64((const __m128i *)(const void *)&KWK_COMPRESS_LUT[mk]));
+            _mm256_storeu_si256((__m256i *)(void *)(pos + n), _mm256_permutevar8x32_epi32(at, perm));
+            n += __builtin_popcount(mk);
+            at = _mm256_add_epi32(at, _mm256_set1_epi32(8));
+        }
+        /* the last group's dead lanes gather element 0 (a valid address);
+         * their words land in out's slack or under the next chunk's */
+        _mm256_storeu_si256((__m256i *)(void *)(pos + n), _mm256_setzero_si256());
+        for (int64_t i = 0; i < n; i += 8) {
+            const __m256i p = _mm256_loadu_si256((const __m256i *)(const void *)(pos + i));
+            const __m256i b = _mm256_i32gather_epi32((const int *)(const void *)x, p, 4);
+            const __m256i k = _mm256_xor_si256(kwk_keys8_f32(b), flip);
+            const __m256i w0 = _mm256_or_si256(
+                _mm256_sll_epi64(_mm256_cvtepu32_epi64(_mm256_castsi256_si128(k)), sh),
+                _mm256_cvtepu32_epi64(_mm256_castsi256_si128(p)));
+            const __m256i w1 = _mm256_or_si256(
+                _mm256_sll_epi64(_mm256_cvtepu32_epi64(_mm256_extracti128_si256(k, 1)), sh),
+                _mm256_cvtepu32_epi64(_mm256_extracti128_si256(p, 1)));
+            _mm256_storeu_si256((__m256i *)(void *)(out + c + i), w0);
+            _mm256_storeu_si256((__m256i *)(void *)(out + c + i + 4), w1);
+        }
+        c += n;
+    }
+    return tn_raw_f32_tail(row, j, len, tv, largest, 0, ibits, out, c);
+}
+
 /* The candidates of a contiguous float32 row: the words of the elements
  * whose key is <= the key of tv (every element when `all`), in index
- * order; returns their count.  dense: TN_DENSE, TN_SPARSE or TN_MIXED. */
+ * order; returns their count.  dense: TN_DENSE or TN_MIXED. */
 static int64_t tn_raw_f32(const char *row, int64_t len, float tv, int largest, int all,
                           int dense, int ibits, uint64_t *out)
 {
     const __m256 t8 = _mm256_set1_ps(tv);
     const __m256i flip = _mm256_set1_epi32(largest ? -1 : 0);
     int64_t c = 0, j = 0;
+    /* (rows of 2^31 elements or more: positions do not fit the 32-bit
+     * lanes of the two-step loops; they take the pack of every group) */
 #if defined(__AVX512F__)
     if (!all && len <= INT32_MAX - TN_CHUNK)
         return tn_raw_f32_512(row, len, tv, largest, ibits, out);
 #endif
-    if (all || dense == TN_DENSE) { /* no branch to mispredict */
-        for (; j + 8 <= len; j += 8) {
-            const __m256i b = _mm256_loadu_si256((const __m256i *)(row + 4 * j));
-            const unsigned mask = all ? 0xFFu : tn_raw_mask(_mm256_castsi256_ps(b), t8, largest);
-            c = tn_pack8(_mm256_xor_si256(kwk_keys8_f32(b), flip), mask, j, ibits, out, c);
-        }
-    } else {
-        if (dense == TN_SPARSE) c = tn_raw_f32_sparse(row, len, t8, largest, flip, ibits, out, &j);
-        for (; j + 8 <= len; j += 8) {
-            const __m256i b = _mm256_loadu_si256((const __m256i *)(row + 4 * j));
-            const unsigned mask = tn_raw_mask(_mm256_castsi256_ps(b), t8, largest);
-            if (mask) c = tn_pack8(_mm256_xor_si256(kwk_keys8_f32(b), flip), mask, j, ibits, out, c);
-        }
+    if (!all && dense != TN_DENSE && len <= INT32_MAX - TN_CHUNK_256)
+        return tn_raw_f32_256(row, len, tv, largest, ibits, out);
+    for (; j + 8 <= len; j += 8) { /* no branch to mispredict */
+        const __m256i b = _mm256_loadu_si256((const __m256i *)(row + 4 * j));
+        const unsigned mask = all ? 0xFFu : tn_raw_mask(_mm256_castsi256_ps(b), t8, largest);
+        c = tn_pack8(_mm256_xor_si256(kwk_keys8_f32(b), flip), mask, j, ibits, out, c);
     }
     return tn_raw_f32_tail(row, j, len, tv, largest, all, ibits, out, c);
 }
@@ -257,7 +275,7 @@ static int64_t tn_raw_bf16(const char *row, int64_t len, float tv, int largest, 
 {
     const __m256 t8 = _mm256_set1_ps(tv);
     const __m256i flip = _mm256_set1_epi32(largest ? 0xFFFF : 0);
-    const int pack_all = all || dense == TN_DENSE; /* (TN_SPARSE: as mixed) */
+    const int pack_all = all || dense == TN_DENSE;
     int64_t c = 0, j = 0;
     for (; j + 8 <= len; j += 8) {
         const __m256i b = _mm256_slli_epi32(
@@ -509,11 +527,10 @@ static void tn_sort_keys32(uint32_t *a, int64_t n, int64_t m)
 #if defined(__AVX2__)
 /* The m-th best lane bound of a raw row as a flipped key into *t (1), or 0
  * when the row is not raw or has no lanes for m.  *dup: two of the m best
- * bounds are equal (a tie among the selected is then likely); *expect:
- * about how many elements lie at or beyond t. */
-#define TN_LANE_RAW_u32(r, m, t, dup, e) tn_lane_threshold((r)->row, (r)->len, (r)->flip != 0, m, t, dup, e)
+ * bounds are equal (a tie among the selected is then likely). */
+#define TN_LANE_RAW_u32(r, m, t, dup) tn_lane_threshold((r)->row, (r)->len, (r)->flip != 0, m, t, dup)
 static int tn_lane_threshold(const char *row, int64_t len, int largest, int64_t m,
-                             uint32_t *t, int *dup, int64_t *expect)
+                             uint32_t *t, int *dup)
 {
     const int L = tn_lanes_for(m, len);
     if (!L) return 0;
@@ -533,21 +550,18 @@ static int tn_lane_threshold(const char *row, int64_t len, int largest, int64_t 
     int d = 0;
     for (int64_t i = 1; i < m; ++i) d |= s[i] == s[i - 1];
     *dup = d;
-    *t = s[m - 1];
-    /* measured 1.05-1.15 m on random rows from all lanes; from a quarter,
-     * about four times that */
-    *expect = (every > 1 ? 5 : 2) * m;
+    *t = s[m - 1]; /* about 1.05-1.15 m pass on random rows (from a quarter, 4 times that) */
     return 1;
 }
 #else
-#define TN_LANE_RAW_u32(r, m, t, dup, e) ((void)(r), (void)(m), (void)(t), (void)(dup), (void)(e), 0)
+#define TN_LANE_RAW_u32(r, m, t, dup) ((void)(r), (void)(m), (void)(t), (void)(dup), 0)
 #endif
 /* bfloat16 rows keep the sample: their top values tie often enough that
  * the lanes' tie prediction sent most vocabulary rows (k 4..50) on to the
  * exact path after the lane pass (8x128256 k=4: 0.13 -> 0.21 ms) */
-#define TN_LANE_RAW_u16(r, m, t, dup, e) ((void)(r), (void)(m), (void)(t), (void)(dup), (void)(e), 0)
-#define TN_LANE_RAW_u8(r, m, t, dup, e) ((void)(r), (void)(m), (void)(t), (void)(dup), (void)(e), 0)
-#define TN_LANE_RAW_u64(r, m, t, dup, e) ((void)(r), (void)(m), (void)(t), (void)(dup), (void)(e), 0)
+#define TN_LANE_RAW_u16(r, m, t, dup) ((void)(r), (void)(m), (void)(t), (void)(dup), 0)
+#define TN_LANE_RAW_u8(r, m, t, dup) ((void)(r), (void)(m), (void)(t), (void)(dup), 0)
+#define TN_LANE_RAW_u64(r, m, t, dup) ((void)(r), (void)(m), (void)(t), (void)(dup), 0)
 
 /* Index bits of a row's words. */
 static inline int tn_ibits(int64_t len) { return len > 1 ? kwk_bits_for((uint64_t)(len - 1)) : 0; }
@@ -615,19 +629,17 @@ static inline int tn_ibits(int64_t len) { return len > 1 ? kwk_bits_for((uint64_
                                                                               \
     /* A key t with, very likely, a few more than m keys <= t (the maximum  \
      * key when that would be most of the row).  *dup: the sample holds     \
-     * equal keys at or below t (ties among the selected are then likely); \
-     * *expect: about how many keys are <= t on a random row. */           \
-    static UT tn_threshold_##SUF(tn_row_##SUF *r, int64_t m, int *dup, int64_t *expect) \
+     * equal keys at or below t (ties among the selected are then likely). */ \
+    static UT tn_threshold_##SUF(tn_row_##SUF *r, int64_t m, int *dup)     \
     {                                                                         \
         uint32_t s[TN_SAMPLE_MAX];                                            \
         const int64_t len = r->len;                                           \
-        *expect = r->len;                                                     \
         if (sizeof(UT) > 4) return (UT)~(UT)0; /* (never chosen: all keys) */ \
         if (r->raw && !r->have_keys) {                                        \
             /* float32 rows: the m-th best of 4 m or more lane bounds, one    \
              * vector max per eight values, no keys gathered */              \
             uint32_t lt;                                                      \
-            if (TN_LANE_RAW_##SUF(r, m, &lt, dup, expect)) return (UT)lt;     \
+            if (TN_LANE_RAW_##SUF(r, m, &lt, dup)) return (UT)lt;             \
         }                                                                     \
         if (m <= TN_LANES / 2 && len >= 4 * TN_LANES) {                       \
             /* small m: the m-th smallest of TN_LANES lane minima bounds     \
@@ -645,7 +657,6 @@ static inline int tn_ibits(int64_t len) { return len > 1 ? kwk_bits_for((uint64_
             for (int l = 0; l < TN_LANES; ++l) s[l] = (uint32_t)mn[l];       \
             tn_sort_keys32(s, TN_LANES, m);                                   \
             *dup = 0;                                                         \
-            *expect = 2 * m;                                                  \
             return (UT)s[m - 1];                                              \
         }                                                                     \
         int64_t rs;                                                           \
@@ -666,7 +677,6 @@ static inline int tn_ibits(int64_t len) { return len > 1 ? kwk_bits_for((uint64_
         const double span_est = (double)(s[top] - s[0]) + 1.0;               \
         d |= tn_sure_ties(c_est, span_est);                                   \
         *dup = d;                                                             \
-        *expect = (int64_t)((double)(rs + 1) * (double)len / (double)ns);     \
         /* candidates past about 3/4 of the row: take them all */             \
         if (rs >= ns || rs * 4 >= ns * 3) return (UT)~(UT)0;                  \
         return (UT)s[rs];                                                     \
@@ -681,11 +691,9 @@ static inline int tn_ibits(int64_t len) { return len > 1 ? kwk_bits_for((uint64_
     {                                                                         \
         const int ibits = tn_ibits(r->len);                                   \
         int dup = 0;                                                          \
-        int64_t expect;                                                       \
-        const UT t = tn_threshold_##SUF(r, m, &dup, &expect);                 \
+        const UT t = tn_threshold_##SUF(r, m, &dup);                          \
         if (torch && dup) return 0;                                           \
-        const int density = m * 32 > r->len ? TN_DENSE                        \
-                            : expect * 64 <= r->len ? TN_SPARSE : TN_MIXED;    \
+        const int density = m * 32 > r->len ? TN_DENSE : TN_MIXED;            \
         int64_t c = tn_candidates_##SUF(r, t, density, ibits, w);             \
         if (c < m) c = tn_candidates_##SUF(r, (UT)~(UT)0, TN_DENSE, ibits, w); \
         if (c > 4 * m + 256) {                                                \
