@@ -71,6 +71,23 @@ static const uint32_t TN_PACK4[16][8] = {
     {4, 5, 6, 7, 0, 0, 0, 0}, {0, 1, 4, 5, 6, 7, 0, 0}, {2, 3, 4, 5, 6, 7, 0, 0},
     {0, 1, 2, 3, 4, 5, 6, 7}};
 
+/* Four words key << ibits | position from 32-bit keys and positions
+ * (sh: ibits). */
+static inline __m256i tn_words4(__m128i keys, __m128i pos, __m128i sh)
+{
+    return _mm256_or_si256(_mm256_sll_epi64(_mm256_cvtepu32_epi64(keys), sh),
+                           _mm256_cvtepu32_epi64(pos));
+}
+
+#if defined(__AVX512F__)
+/* The same, eight at a time. */
+static inline __m512i tn_words8(__m256i keys, __m256i pos, __m128i sh)
+{
+    return _mm512_or_si512(_mm512_sll_epi64(_mm512_cvtepu32_epi64(keys), sh),
+                           _mm512_cvtepu32_epi64(pos));
+}
+#endif
+
 /* Eight keys (32-bit lanes) at index j, `mask` the lanes that pass: append
  * their words key << ibits | index to out + c (up to 8 words are written
  * past the new count: the buffer has slack); returns the new count. */
@@ -173,14 +190,11 @@ static int64_t tn_raw_f32_512(const char *row, int64_t len, float tv, int larges
             const __m512i p = _mm512_maskz_loadu_epi32(live, pos + i);
             const __m512i b = _mm512_mask_i32gather_epi32(_mm512_setzero_si512(), live, p, x, 4);
             const __m512i k = _mm512_xor_si512(kwk_keys16_f32(b), flip);
-            const __m512i w0 = _mm512_or_si512(
-                _mm512_sll_epi64(_mm512_cvtepu32_epi64(_mm512_castsi512_si256(k)), sh),
-                _mm512_cvtepu32_epi64(_mm512_castsi512_si256(p)));
-            const __m512i w1 = _mm512_or_si512(
-                _mm512_sll_epi64(_mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(k, 1)), sh),
-                _mm512_cvtepu32_epi64(_mm512_extracti64x4_epi64(p, 1)));
-            _mm512_mask_storeu_epi64(out + c + i, (__mmask8)live, w0);
-            _mm512_mask_storeu_epi64(out + c + i + 8, (__mmask8)(live >> 8), w1);
+            _mm512_mask_storeu_epi64(out + c + i, (__mmask8)live,
+                                     tn_words8(_mm512_castsi512_si256(k), _mm512_castsi512_si256(p), sh));
+            _mm512_mask_storeu_epi64(out + c + i + 8, (__mmask8)(live >> 8),
+                                     tn_words8(_mm512_extracti64x4_epi64(k, 1),
+                                               _mm512_extracti64x4_epi64(p, 1), sh));
         }
         c += n;
     }
@@ -207,14 +221,14 @@ static int64_t tn_raw_f32_256(const char *row, int64_t len, float tv, int larges
     const float *x = (const float *)(const void *)row;
     const __m256 t8 = _mm256_set1_ps(tv);
     const __m256i flip = _mm256_set1_epi32(largest ? -1 : 0);
+    const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     const __m128i sh = _mm_cvtsi32_si128(ibits);
     int32_t pos[TN_CHUNK_256 + 8];
     int64_t c = 0, j = 0;
     for (; j + 8 <= len;) {
         const int64_t end = j + TN_CHUNK_256 <= len ? j + TN_CHUNK_256 : len - (len - j) % 8;
         int64_t n = 0;
-        for (__m256i at = _mm256_add_epi32(_mm256_set1_epi32((int)j), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-             j < end; j += 8) {
+        for (__m256i at = _mm256_add_epi32(_mm256_set1_epi32((int)j), lanes); j < end; j += 8) {
             const unsigned mk = tn_raw_mask(_mm256_loadu_ps(x + j), t8, largest);
             const __m256i perm = _mm256_cvtepu8_epi32(
                 _mm_loadl_epi64((const __m128i *)(const void *)&KWK_COMPRESS_LUT[mk]));
@@ -229,14 +243,10 @@ static int64_t tn_raw_f32_256(const char *row, int64_t len, float tv, int larges
             const __m256i p = _mm256_loadu_si256((const __m256i *)(const void *)(pos + i));
             const __m256i b = _mm256_i32gather_epi32((const int *)(const void *)x, p, 4);
             const __m256i k = _mm256_xor_si256(kwk_keys8_f32(b), flip);
-            const __m256i w0 = _mm256_or_si256(
-                _mm256_sll_epi64(_mm256_cvtepu32_epi64(_mm256_castsi256_si128(k)), sh),
-                _mm256_cvtepu32_epi64(_mm256_castsi256_si128(p)));
-            const __m256i w1 = _mm256_or_si256(
-                _mm256_sll_epi64(_mm256_cvtepu32_epi64(_mm256_extracti128_si256(k, 1)), sh),
-                _mm256_cvtepu32_epi64(_mm256_extracti128_si256(p, 1)));
-            _mm256_storeu_si256((__m256i *)(void *)(out + c + i), w0);
-            _mm256_storeu_si256((__m256i *)(void *)(out + c + i + 4), w1);
+            _mm256_storeu_si256((__m256i *)(void *)(out + c + i),
+                                tn_words4(_mm256_castsi256_si128(k), _mm256_castsi256_si128(p), sh));
+            _mm256_storeu_si256((__m256i *)(void *)(out + c + i + 4),
+                                tn_words4(_mm256_extracti128_si256(k, 1), _mm256_extracti128_si256(p, 1), sh));
         }
         c += n;
     }
