@@ -38,8 +38,10 @@
  *     AVX2: eight elements per compare, the passing lanes' words packed
  *     out by a permutation table; contiguous float32/bfloat16 rows are
  *     compared as floats against t's value (as the block skip of
- *     select_words.h does) and keys made only for blocks with a candidate,
- *     other rows' keys are gathered first;
+ *     select_words.h does) and keys made only for the candidates (float32
+ *     rows whose candidates are not common: their positions packed first,
+ *     then their values gathered, with no branch on the data; AVX-512
+ *     likewise sixteen at a time), other rows' keys are gathered first;
  *  4. the candidates are sorted stably on the key bits that differ among
  *     them (so by (key, index)) and the first k + 1 checked for equal
  *     neighbours.
