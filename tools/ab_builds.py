@@ -1,0 +1,87 @@
+"""Two builds of the native module in one process, their kwk_topk calls
+interleaved (tools/abtime.py): a kernel change judged on a shared machine,
+whose noise comes in phases longer than a process start, without timing
+the builds minutes apart.  Each case's outputs must agree between builds.
+
+    git stash && python setup.py -q build_ext --inplace && \
+        cp kwker/_kwker_native.abi3.so /tmp/old.so && git stash pop
+    python setup.py -q build_ext --inplace
+    python tools/ab_builds.py /tmp/old.so kwker/_kwker_native.abi3.so [--target avx2]
+
+Prints us per call (min of the rounds) and new / old; two copies of one
+build read 0.95-1.05 on the Zen 5 machine here (session 62)."""
+import argparse
+import importlib.util
+import sys
+
+import torch
+
+sys.path.insert(0, __file__.rsplit("/", 1)[0])
+from abtime import compare  # noqa: E402
+
+from kwker.bench import corpus  # noqa: E402
+from kwker.ops._call import CODES  # noqa: E402
+
+ORDER_TORCH, ORDER_STABLE = 1, 0  # kwker.h's KWK_ORDER_*
+
+
+def load(path):
+    """The cffi module at path, loaded beside any other copy (its own
+    module object: extension modules are cached by file, not by name)."""
+    spec = importlib.util.spec_from_file_location("_kwker_native", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.lib
+
+
+def topk_call(lib, x, k, order, out):
+    """kwk_topk of x's rows (contiguous 2-d), largest, sorted, into out."""
+    rows, n = x.shape
+    values, indices = out
+    return lambda: lib.kwk_topk_addr(CODES[x.dtype], x.data_ptr(), rows, n, 1, n, 1, 0, k,
+                                     values.data_ptr(), indices.data_ptr(), k, 1, 0, 1, 1, order)
+
+
+def cases():
+    """(name, x, k, order): long rows of each kind the topk kernels tell apart."""
+    g = torch.Generator().manual_seed(3)
+    warper = next(e for e in corpus.load_catalogue() if e.id.startswith("hf_topk_warper"))
+    xw = corpus.make_input(warper)
+    yield "hf_topk_warper 8x128256 k=50", xw, 50, ORDER_TORCH
+    yield "hf_topk_warper 8x128256 k=50 stable", xw, 50, ORDER_STABLE
+    for (rows, n), k in [((64, 65536), 48), ((64, 65536), 128), ((64, 65536), 256),
+                         ((32, 128256), 100), ((4, 1 << 20), 128), ((16, 1 << 18), 256),
+                         ((32, 32768), 40)]:
+        yield f"randn {rows}x{n} k={k}", torch.randn(rows, n, generator=g), k, ORDER_TORCH
+    rounded = torch.randn(32, 128256, generator=g).bfloat16().float()
+    yield "bf16-rounded 32x128256 k=64", rounded, 64, ORDER_TORCH
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("old")
+    parser.add_argument("new")
+    parser.add_argument("--target", help="kwk_set_target for both builds (e.g. avx2)")
+    parser.add_argument("--rounds", type=int, default=15)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    libs = {"old": load(args.old), "new": load(args.new)}
+    if args.target:
+        for lib in libs.values():
+            if lib.kwk_set_target(args.target.encode()) != 0:
+                sys.exit(f"target {args.target} not available here")
+    for name, x, k, order in cases():
+        outs = {tag: (torch.empty(x.shape[0], k, dtype=x.dtype),
+                      torch.empty(x.shape[0], k, dtype=torch.int64)) for tag in libs}
+        calls = {tag: topk_call(lib, x, k, order, outs[tag]) for tag, lib in libs.items()}
+        for tag, call in calls.items():
+            if call() != 0:
+                sys.exit(f"{name}: kwk_topk failed in the {tag} build")
+        same = all(torch.equal(a, b) for a, b in zip(outs["old"], outs["new"]))
+        best = compare(calls, number=5, rounds=args.rounds)
+        print(f"{name:38s} old {best['old']:9.1f} us  new {best['new']:9.1f} us  "
+              f"new/old {best['new'] / best['old']:5.2f}{'' if same else '  OUTPUTS DIFFER'}")
+
+
+if __name__ == "__main__":
+    main()
