@@ -19,10 +19,9 @@ import torch
 sys.path.insert(0, __file__.rsplit("/", 1)[0])
 from abtime import compare  # noqa: E402
 
+from kwker._native import ORDER_STABLE, ORDER_TORCH  # noqa: E402
 from kwker.bench import corpus  # noqa: E402
 from kwker.ops._call import CODES  # noqa: E402
-
-ORDER_TORCH, ORDER_STABLE = 1, 0  # kwker.h's KWK_ORDER_*
 
 
 def load(path):

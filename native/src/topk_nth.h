@@ -145,12 +145,11 @@ static int64_t tn_raw_f32_tail(const char *row, int64_t j, int64_t len, float tv
     return c;
 }
 
-/* Positions per chunk of tn_raw_f32_256's first step (a stack buffer). */
-enum { TN_CHUNK_256 = 1024 };
+/* Positions per chunk of the two-step loops' first step (tn_raw_f32_512,
+ * tn_raw_f32_256: a stack buffer). */
+enum { TN_CHUNK = 1024 };
 
 #if defined(__AVX512F__)
-/* Positions per chunk of tn_raw_f32_512's first step (a stack buffer). */
-enum { TN_CHUNK = 1024 };
 
 /* tn_raw_f32 for the candidates of any row on AVX-512, in two steps per
  * chunk of TN_CHUNK values, neither with a branch on the data: the passing
@@ -225,10 +224,10 @@ static int64_t tn_raw_f32_256(const char *row, int64_t len, float tv, int larges
     const __m256i flip = _mm256_set1_epi32(largest ? -1 : 0);
     const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     const __m128i sh = _mm_cvtsi32_si128(ibits);
-    int32_t pos[TN_CHUNK_256 + 8];
+    int32_t pos[TN_CHUNK + 8];
     int64_t c = 0, j = 0;
     for (; j + 8 <= len;) {
-        const int64_t end = j + TN_CHUNK_256 <= len ? j + TN_CHUNK_256 : len - (len - j) % 8;
+        const int64_t end = j + TN_CHUNK <= len ? j + TN_CHUNK : len - (len - j) % 8;
         int64_t n = 0;
         for (__m256i at = _mm256_add_epi32(_mm256_set1_epi32((int)j), lanes); j < end; j += 8) {
             const unsigned mk = tn_raw_mask(_mm256_loadu_ps(x + j), t8, largest);
@@ -270,7 +269,7 @@ static int64_t tn_raw_f32(const char *row, int64_t len, float tv, int largest, i
     if (!all && len <= INT32_MAX - TN_CHUNK)
         return tn_raw_f32_512(row, len, tv, largest, ibits, out);
 #endif
-    if (!all && dense != TN_DENSE && len <= INT32_MAX - TN_CHUNK_256)
+    if (!all && dense != TN_DENSE && len <= INT32_MAX - TN_CHUNK)
         return tn_raw_f32_256(row, len, tv, largest, ibits, out);
     for (; j + 8 <= len; j += 8) { /* no branch to mispredict */
         const __m256i b = _mm256_loadu_si256((const __m256i *)(row + 4 * j));
