@@ -151,12 +151,13 @@ done
 # only the order of the runs, longest first, comes from these
 cost() {
     case "$1" in
-        test_select_san) echo 45 ;;
-        test_sort) echo 75 ;;
-        test_sort_san) echo 30 ;;
-        test_select) echo 24 ;;
-        test_simd_qsort) echo 17 ;;
+        test_sort) echo 45 ;;
+        test_sort_san) echo 26 ;;
+        test_select_san) echo 21 ;;
         fuzz_corpus_replay) echo 17 ;;
+        test_simd_qsort_san) echo 16 ;;
+        test_unique_san) echo 13 ;;
+        test_select | test_simd_qsort) echo 10 ;;
         *) echo 5 ;;
     esac
 }

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "kwker.h"
+#include "ref_sort.h"
 #include "test_targets.h"
 #include "../src/keys.h"
 #include "../src/torch_order.h"
@@ -117,12 +118,8 @@ static void fill(int dt, int kind, char *x, int64_t n)
 }
 
 typedef struct { uint64_t key; int64_t idx; } rec;
-static int rec_cmp(const void *a, const void *b)
-{
-    const rec *x = a, *y = b;
-    if (x->key != y->key) return x->key < y->key ? -1 : 1;
-    return x->idx < y->idx ? -1 : (x->idx > y->idx);
-}
+/* records listed by index, sorted stably by key: by (key, index) */
+REF_SORT_DEFINE(ref_sort_rec, rec, REF_KEY_FIELD, 8)
 
 /* Reference: records (flipped key, index) of row sorted stably. */
 static void reference(int dt, const char *row, int64_t n, int64_t step, int largest, rec *r)
@@ -132,7 +129,7 @@ static void reference(int dt, const char *row, int64_t n, int64_t step, int larg
         r[j].key = kwk_key_at(dt, row + j * step) ^ flip;
         r[j].idx = j;
     }
-    qsort(r, (size_t)n, sizeof(rec), rec_cmp);
+    ref_sort_rec(r, n);
 }
 
 enum { RED = 64 };
@@ -513,6 +510,7 @@ int main(int argc, char **argv)
      * rows of 70..4095 take three of the nine input kinds per dtype (a
      * different three for each dtype: every kind at every such length
      * across the dtypes), as the optimised run checks them all */
+    ref_sort_self_check();
     const int san = argc > 1 && strcmp(argv[1], "san") == 0;
     if (san) torch_topk_max_len = 4095;
     const int quick = san || (argc > 1 && strcmp(argv[1], "quick") == 0);

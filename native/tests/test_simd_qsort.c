@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "ref_sort.h"
 
 #if defined(__x86_64__) && defined(__GNUC__)
 /* the AVX2 version under its own names (simd_qsort.h includes it again
@@ -96,16 +97,6 @@ static uint64_t key_of(int kind, int64_t i, int64_t n, uint64_t c)
     }
 }
 
-static int cmp64(const void *a, const void *b)
-{
-    const uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-static int cmp32(const void *a, const void *b)
-{
-    const uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return (x > y) - (x < y);
-}
 
 enum { RED = 32 };
 static long failures, checks;
@@ -204,8 +195,8 @@ static void check_m(const version *ver, int kind, int64_t n, int mode, int64_t m
         r64[i] = b64[RED + i] = k;
         r32[i] = b32[RED + i] = (uint32_t)(k ^ (k >> 32));
     }
-    qsort(r64, (size_t)n, 8, cmp64);
-    qsort(r32, (size_t)n, 4, cmp32);
+    ref_sort_u64(r64, n);
+    ref_sort_u32(r32, n);
     if (mode == 0) {
         ver->sort64(b64 + RED, n);
         ver->sort32(b32 + RED, n);
@@ -302,6 +293,7 @@ static void check_f64(int kind, int64_t n, int parts)
 
 int main(int argc, char **argv)
 {
+    ref_sort_self_check();
     const int step = argc > 1 ? atoi(argv[1]) : 1;
     /* rows longer than 20000 only up to this length (argument 2: 0 for
      * none; the default all, up to 3M) */

@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "ref_sort.h"
 #include "kwker.h"
 #include "test_targets.h"
 #include "test_common.h"
@@ -157,12 +158,8 @@ done:
 
 typedef struct { uint64_t key; int64_t pos; } keyed;
 
-static int by_key_pos(const void *a, const void *b)
-{
-    const keyed *x = a, *y = b;
-    if (x->key != y->key) return x->key < y->key ? -1 : 1;
-    return x->pos < y->pos ? -1 : x->pos > y->pos;
-}
+/* keys listed by position, sorted stably by key: by (key, pos) */
+REF_SORT_DEFINE(ref_sort_keys, keyed, REF_KEY_FIELD, 8)
 
 static int by_pos(const void *a, const void *b)
 {
@@ -214,7 +211,7 @@ static void hash_one(int dtype, int64_t n, int kind, int special, int64_t limit_
     /* the reference: keys (bool: truth), each distinct key's first position */
     keyed *k = malloc(sizeof(keyed) * (size_t)(n + 1));
     for (int64_t i = 0; i < n; ++i) k[i] = (keyed){dtype == KWK_BOOL ? b[i] != 0 : b[i], i};
-    qsort(k, (size_t)n, sizeof(keyed), by_key_pos);
+    ref_sort_keys(k, n); /* stable: by (key, pos) */
     keyed *first = malloc(sizeof(keyed) * (size_t)(n + 1));
     int64_t *group_of = malloc(sizeof(int64_t) * (size_t)(n + 1)); /* sorted place -> group */
     int64_t u = 0;
@@ -389,7 +386,7 @@ static void dense_one(int dtype, int64_t n, uint64_t base, uint64_t pool, int ru
     /* the reference: keys sorted with their positions */
     keyed *k = malloc(sizeof(keyed) * (size_t)(n + 1));
     for (int64_t i = 0; i < n; ++i) k[i] = (keyed){key[i], i};
-    qsort(k, (size_t)n, sizeof(keyed), by_key_pos);
+    ref_sort_keys(k, n); /* stable: by (key, pos) */
     uint64_t *want_out = malloc(sizeof(uint64_t) * (size_t)(n + 1));
     int64_t *want_count = calloc((size_t)(n + 1), sizeof(int64_t));
     int64_t *want_inv = malloc(sizeof(int64_t) * (size_t)(n + 1));
@@ -586,6 +583,7 @@ static void zero_tests(void)
 
 int main(void)
 {
+    ref_sort_self_check();
     const char *const *targets = KWK_TEST_TARGET_NAMES;
     for (int t = 0; t < KWK_TEST_NTARGETS; ++t) {
         if (test_set_target(targets[t]) != 0) continue;
