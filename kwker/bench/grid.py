@@ -157,9 +157,11 @@ def measure(case: Case, switch: KwkerSwitch, plan: timing.TimingPlan, threads: i
             got = call()
         identical = identical and bitwise.difference(expected, got) is None
     cycle = timing.Cycle(calls)
-    torch_stats, kwker_stats = timing.time_interleaved(cycle, cycle, switch.installed, plan, threads)
     np_calls = [numpy_call(case, x) for x in xs]
-    numpy_s = timing.time_alone(timing.Cycle(np_calls), plan, threads).median_s if np_calls[0] else None
+    torch_stats, kwker_stats, numpy_stats = timing.time_interleaved(
+        cycle, cycle, switch.installed, plan, threads,
+        numpy_call=timing.Cycle(np_calls) if np_calls[0] else None)
+    numpy_s = numpy_stats.median_s if numpy_stats is not None else None
     return Row(case, torch_stats.median_s, kwker_stats.median_s, numpy_s, identical)
 
 

@@ -21,7 +21,7 @@ from .numpy_ops import numpy_equivalent
 from .plot import plot_speedups
 from .results import InputResult, regressions, summarize
 from .tie_order import reference_call
-from .timing import FULL_PLAN, QUICK_PLAN, Cycle, TimingPlan, time_alone, time_interleaved
+from .timing import FULL_PLAN, QUICK_PLAN, Cycle, TimingPlan, time_interleaved
 
 RADIX_BOUND_OPS = ("sort", "argsort")
 EXIT_MISMATCH = 1
@@ -143,13 +143,14 @@ def measure_entry(entry: Entry, switch: KwkerSwitch, plan: TimingPlan, threads: 
     result, torch_calls, kwker_calls = check_variants(entry, variants, switch)
     if kwker_calls is None:
         return result
-    torch_stats, kwker_stats = time_interleaved(Cycle(torch_calls), Cycle(kwker_calls), switch.installed,
-                                                plan, threads)
+    numpy_calls = [numpy_equivalent(entry.op, entry.args, x) for x in variants]
+    torch_stats, kwker_stats, numpy_stats = time_interleaved(
+        Cycle(torch_calls), Cycle(kwker_calls), switch.installed, plan, threads,
+        numpy_call=Cycle(numpy_calls) if numpy_calls[0] is not None else None)
     result.torch_s, result.torch_noise = torch_stats.median_s, torch_stats.noise
     result.kwker_s, result.kwker_noise = kwker_stats.median_s, kwker_stats.noise
-    numpy_calls = [numpy_equivalent(entry.op, entry.args, x) for x in variants]
-    if numpy_calls[0] is not None:
-        result.numpy_s = time_alone(Cycle(numpy_calls), plan, threads).median_s
+    if numpy_stats is not None:
+        result.numpy_s = numpy_stats.median_s
     if entry.op in RADIX_BOUND_OPS and entry.numel >= machine.RADIX_BOUND_MIN_NUMEL:
         result.radix_bound_ns = machine.radix_bound_ns(entry.dtype, bandwidth)
     return result

@@ -3,7 +3,7 @@ hits both alike; medians over the blocks, and their spread as the noise."""
 import statistics
 import time
 from dataclasses import dataclass
-from typing import Callable, List, Sequence, Tuple
+from typing import Callable, List, Optional, Sequence, Tuple
 
 from torch.utils.benchmark import Timer
 
@@ -86,19 +86,22 @@ def block_time(call: Callable, number: int, threads: int) -> float:
     return timer.timeit(number).mean / calls_per_run(call)
 
 
-def time_alone(call: Callable, plan: TimingPlan, threads: int) -> Stats:
-    number, rounds = block_shape(call, plan)
-    return stats_of([block_time(call, number, threads) for _ in range(rounds)])
-
-
 def time_interleaved(torch_call: Callable, kwker_call: Callable, kwker_on, plan: TimingPlan,
-                     threads: int) -> Tuple[Stats, Stats]:
-    """Stats of torch_call and of kwker_call (run inside the context manager kwker_on()),
-    timed in alternating blocks; the order flips every round."""
+                     threads: int, numpy_call: Optional[Callable] = None
+                     ) -> Tuple[Stats, Stats, Optional[Stats]]:
+    """Stats of torch_call, of kwker_call (run inside the context manager kwker_on())
+    and of numpy_call (None: not timed), timed in alternating blocks, one of each per
+    round, the order reversed every other round: drift on the shared machine (other
+    load, frequency) reaches every path alike, numpy's included (timed on its own
+    after the other two, its ratio to Kwker's moved by up to 30% between runs)."""
     torch_number, torch_rounds = block_shape(torch_call, plan)
     with kwker_on():
         kwker_number, kwker_rounds = block_shape(kwker_call, plan)
-    torch_samples, kwker_samples = [], []
+    rounds = min(torch_rounds, kwker_rounds)
+    if numpy_call is not None:
+        numpy_number, numpy_rounds = block_shape(numpy_call, plan)
+        rounds = min(rounds, numpy_rounds)
+    torch_samples, kwker_samples, numpy_samples = [], [], []
 
     def torch_block():
         torch_samples.append(block_time(torch_call, torch_number, threads))
@@ -107,7 +110,12 @@ def time_interleaved(torch_call: Callable, kwker_call: Callable, kwker_on, plan:
         with kwker_on():
             kwker_samples.append(block_time(kwker_call, kwker_number, threads))
 
-    for round_index in range(min(torch_rounds, kwker_rounds)):
-        for block in ((torch_block, kwker_block) if round_index % 2 == 0 else (kwker_block, torch_block)):
+    def numpy_block():
+        numpy_samples.append(block_time(numpy_call, numpy_number, threads))
+
+    blocks = [torch_block, kwker_block] + ([numpy_block] if numpy_call is not None else [])
+    for round_index in range(rounds):
+        for block in (blocks if round_index % 2 == 0 else blocks[::-1]):
             block()
-    return stats_of(torch_samples), stats_of(kwker_samples)
+    return (stats_of(torch_samples), stats_of(kwker_samples),
+            stats_of(numpy_samples) if numpy_call is not None else None)

@@ -227,6 +227,40 @@ def test_a_cycle_runs_every_variant_and_is_timed_per_call(monkeypatch):
     assert timing.block_time(lambda: made.append(9), 2, 1) == 1.0
 
 
+def test_torch_kwker_and_numpy_blocks_alternate_each_round(monkeypatch):
+    """One block of each path per round, the order reversed every other
+    round, Kwker's inside its context: drift reaches the three alike."""
+    monkeypatch.setattr(timing, "Timer", _RunsCounted)
+    log, inside = [], []
+
+    class KwkerOn:
+        def __enter__(self):
+            inside.append(1)
+
+        def __exit__(self, *exc):
+            inside.pop()
+
+    def path(name):
+        return lambda: log.append((name, bool(inside)))
+
+    plan = timing.TimingPlan(rounds=4, min_rounds=3, block_s=0.0, budget_s=1.0, bandwidth_repeats=1)
+    stats = timing.time_interleaved(path("torch"), path("kwker"), KwkerOn, plan, 1,
+                                    numpy_call=path("numpy"))
+    assert all(s is not None for s in stats)
+    assert all(on == (name == "kwker") for name, on in log)
+    blocks = [name for i, (name, _) in enumerate(log) if i == 0 or log[i - 1][0] != name]
+    # the warm-up calls (block_shape) first, one per path, then the rounds
+    assert blocks[:3] == ["torch", "kwker", "numpy"]
+    rounds = blocks[3:]
+    forward, backward = ["torch", "kwker", "numpy"], ["numpy", "kwker", "torch"]
+    # (a reversed round starts with the path the one before ended with, so
+    # the two blocks merge into one run)
+    assert rounds == forward + backward[1:] + forward[1:] + backward[1:]
+    torch_stats, kwker_stats, numpy_stats = timing.time_interleaved(
+        path("torch"), path("kwker"), KwkerOn, plan, 1)
+    assert numpy_stats is None and torch_stats is not None and kwker_stats is not None
+
+
 def test_a_later_variant_that_differs_fails_the_input(monkeypatch):
     entry = BY_ID["torchcp_weighted_scores_sort"]
     checks = []
