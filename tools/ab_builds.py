@@ -1,12 +1,13 @@
-"""Two builds of the native module in one process, their kwk_topk calls
-interleaved (tools/abtime.py): a kernel change judged on a shared machine,
+"""Two builds of the native module in one process, their kwk_topk (or,
+with --op sort, kwk_sort) calls interleaved (tools/abtime.py): a kernel
+change judged on a shared machine,
 whose noise comes in phases longer than a process start, without timing
 the builds minutes apart.  Each case's outputs must agree between builds.
 
     git stash && python setup.py -q build_ext --inplace && \
         cp kwker/_kwker_native.abi3.so /tmp/old.so && git stash pop
     python setup.py -q build_ext --inplace
-    python tools/ab_builds.py /tmp/old.so kwker/_kwker_native.abi3.so [--target avx2]
+    python tools/ab_builds.py /tmp/old.so kwker/_kwker_native.abi3.so [--target avx2] [--op sort]
 
 Prints us per call (min of the rounds) and new / old; two copies of one
 build read 0.95-1.05 on the Zen 5 machine here (session 62)."""
@@ -41,6 +42,33 @@ def topk_call(lib, x, k, order, out):
                                      values.data_ptr(), indices.data_ptr(), k, 1, 0, 1, 1, order)
 
 
+def sort_call(lib, x, order, out):
+    """kwk_sort of x's rows (contiguous 2-d), ascending: values and indices,
+    or values only where out's indices are None."""
+    rows, n = x.shape
+    values, indices = out
+    ip = indices.data_ptr() if indices is not None else 0
+    return lambda: lib.kwk_sort_addr(CODES[x.dtype], x.data_ptr(), rows, n, 1, n, 1, 0,
+                                     values.data_ptr(), ip, n, 1, 0, 0, order)
+
+
+def sort_cases():
+    """(name, x, order, with indices): the quicksort's base cases (rows of
+    up to 512 keys) and the partitions above them, values only and with
+    indices, 32- and 64-bit keys."""
+    g = torch.Generator().manual_seed(4)
+    shapes = [(4096, 64), (2048, 128), (1024, 256), (512, 512), (64, 1000), (64, 4096),
+              (4, 65536), (1, 1 << 20)]
+    for rows, n in shapes:
+        for dtype in (torch.float32, torch.int64):
+            x = (torch.randn(rows, n, generator=g).to(dtype) if dtype.is_floating_point
+                 else torch.randint(-(1 << 62), 1 << 62, (rows, n), generator=g))
+            tag = f"{str(dtype)[6:]} {rows}x{n}"
+            yield f"values {tag}", x, ORDER_TORCH, False
+            yield f"indexed {tag}", x, ORDER_TORCH, True
+            yield f"stable {tag}", x, ORDER_STABLE, True
+
+
 def cases():
     """(name, x, k, order): long rows of each kind the topk kernels tell apart."""
     g = torch.Generator().manual_seed(3)
@@ -62,6 +90,7 @@ def main():
     parser.add_argument("new")
     parser.add_argument("--target", help="kwk_set_target for both builds (e.g. avx2)")
     parser.add_argument("--rounds", type=int, default=15)
+    parser.add_argument("--op", choices=("topk", "sort"), default="topk")
     args = parser.parse_args()
     torch.set_num_threads(1)
     libs = {"old": load(args.old), "new": load(args.new)}
@@ -69,6 +98,9 @@ def main():
         for lib in libs.values():
             if lib.kwk_set_target(args.target.encode()) != 0:
                 sys.exit(f"target {args.target} not available here")
+    if args.op == "sort":
+        run_sort(libs, args.rounds)
+        return
     for name, x, k, order in cases():
         outs = {tag: (torch.empty(x.shape[0], k, dtype=x.dtype),
                       torch.empty(x.shape[0], k, dtype=torch.int64)) for tag in libs}
@@ -79,6 +111,20 @@ def main():
         same = all(torch.equal(a, b) for a, b in zip(outs["old"], outs["new"]))
         best = compare(calls, number=5, rounds=args.rounds)
         print(f"{name:38s} old {best['old']:9.1f} us  new {best['new']:9.1f} us  "
+              f"new/old {best['new'] / best['old']:5.2f}{'' if same else '  OUTPUTS DIFFER'}")
+
+
+def run_sort(libs, rounds):
+    for name, x, order, indexed in sort_cases():
+        outs = {tag: (torch.empty_like(x), torch.empty(x.shape, dtype=torch.int64) if indexed else None)
+                for tag in libs}
+        calls = {tag: sort_call(lib, x, order, outs[tag]) for tag, lib in libs.items()}
+        for tag, call in calls.items():
+            if call() != 0:
+                sys.exit(f"{name}: kwk_sort failed in the {tag} build")
+        same = all(a is None or torch.equal(a, b) for a, b in zip(outs["old"], outs["new"]))
+        best = compare(calls, number=3 if x.numel() >= 1 << 20 else 5, rounds=rounds)
+        print(f"{name:30s} old {best['old']:9.1f} us  new {best['new']:9.1f} us  "
               f"new/old {best['new'] / best['old']:5.2f}{'' if same else '  OUTPUTS DIFFER'}")
 
 
