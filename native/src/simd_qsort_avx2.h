@@ -61,6 +61,8 @@
  * of the partition loop (2 measured slower: 100k u32 8.3 vs 6.9 ns/key; the
  * partition needs 2 * QS2_UNROLL <= QS2_BASE_VECS). */
 enum { QS2_BASE_VECS = 8, QS2_UNROLL = 4, QS2_PIVOT16_MIN_N = 4096 };
+/* (qa*_sort_nvec writes out its merge rounds up to runs of 4 vectors) */
+_Static_assert(QS2_BASE_VECS <= 8, "qa*_sort_nvec: merge rounds up to w = 4 only");
 
 #define QA_INLINE static inline __attribute__((always_inline))
 
@@ -381,10 +383,36 @@ QA_INLINE int qa32_presort(__m256i *v, const int NV)
 
 #define QA_UNROLL_LOOP _Pragma("GCC unroll 16")
 #define QA_DEFINE(S, T, ST, L)                                                \
+    /* One round of the bitonic merges: runs of w vectors into runs of 2w */ \
+    QA_INLINE void qa##S##_merge_stage(__m256i *v, const int NV, const int w) \
+    {                                                                         \
+        __m256i t[QS2_BASE_VECS / 2];                                         \
+        QA_UNROLL_LOOP                                                        \
+        for (int b = 0; b < NV; b += 2 * w) {                                 \
+            QA_UNROLL_LOOP                                                    \
+            for (int i = 0; i < w; ++i) t[i] = qa##S##_rev(v[b + 2 * w - 1 - i]); \
+            QA_UNROLL_LOOP                                                    \
+            for (int i = 0; i < w; ++i) {                                     \
+                v[b + w + i] = qa##S##_max(v[b + i], t[i]);                   \
+                v[b + i] = qa##S##_min(v[b + i], t[i]);                       \
+            }                                                                 \
+            QA_UNROLL_LOOP                                                    \
+            for (int h = w / 2; h >= 1; h /= 2)                               \
+                QA_UNROLL_LOOP                                                \
+                for (int i = b; i < b + 2 * w; ++i)                           \
+                    if (((i - b) & h) == 0) {                                 \
+                        const __m256i lo = qa##S##_min(v[i], v[i + h]);       \
+                        v[i + h] = qa##S##_max(v[i], v[i + h]);               \
+                        v[i] = lo;                                            \
+                    }                                                         \
+            QA_UNROLL_LOOP                                                    \
+            for (int i = b; i < b + 2 * w; ++i) v[i] = qa##S##_merge_vec(v[i]); \
+        }                                                                     \
+    }                                                                         \
     /* sort a[0..n), n <= NV * L, NV a power of two, in registers */          \
     QA_INLINE void qa##S##_sort_nvec(T *a, int64_t n, const int NV)           \
     {                                                                         \
-        __m256i v[QS2_BASE_VECS], t[QS2_BASE_VECS / 2];                       \
+        __m256i v[QS2_BASE_VECS];                                             \
         const __m256i fill = qa##S##_set1((T)((T)~(T)0 >> 1)); /* biased max */ \
         QA_UNROLL_LOOP                                                        \
         for (int i = 0; i < NV; ++i) {                                        \
@@ -400,30 +428,15 @@ QA_INLINE int qa32_presort(__m256i *v, const int NV)
             for (int i = 0; i < NV; ++i) v[i] = qa##S##_sort_vec(v[i]);       \
             w0 = 1;                                                           \
         }                                                                     \
-        QA_UNROLL_LOOP                                                        \
-        for (int w = w0; w < NV; w *= 2) {                                    \
-            QA_UNROLL_LOOP                                                    \
-            for (int b = 0; b < NV; b += 2 * w) {                             \
-                QA_UNROLL_LOOP                                                \
-                for (int i = 0; i < w; ++i) t[i] = qa##S##_rev(v[b + 2 * w - 1 - i]); \
-                QA_UNROLL_LOOP                                                \
-                for (int i = 0; i < w; ++i) {                                 \
-                    v[b + w + i] = qa##S##_max(v[b + i], t[i]);               \
-                    v[b + i] = qa##S##_min(v[b + i], t[i]);                   \
-                }                                                             \
-                QA_UNROLL_LOOP                                                \
-                for (int h = w / 2; h >= 1; h /= 2)                           \
-                    QA_UNROLL_LOOP                                            \
-                    for (int i = b; i < b + 2 * w; ++i)                       \
-                        if (((i - b) & h) == 0) {                             \
-                            const __m256i lo = qa##S##_min(v[i], v[i + h]);   \
-                            v[i + h] = qa##S##_max(v[i], v[i + h]);           \
-                            v[i] = lo;                                        \
-                        }                                                     \
-                QA_UNROLL_LOOP                                                \
-                for (int i = b; i < b + 2 * w; ++i) v[i] = qa##S##_merge_vec(v[i]); \
-            }                                                                 \
-        }                                                                     \
+        /* the rounds one by one, each with its w a literal: written as one \
+         * loop over w (w *= 2) around the stage's loops, GCC 12 left the     \
+         * nest partly rolled, the vectors in a stack array (native, rows of  \
+         * n random keys, ns a row, AMD Zen 5 on this target: u64 32 70 ->    \
+         * 51-57, 128 495-560 -> 415-483, 1000 4723-5194 -> 4366-4562; u32   \
+         * 32 44-49 -> 39-44).  NV <= QS2_BASE_VECS = 8: rounds up to w = 4. */ \
+        if (w0 <= 1 && NV > 1) qa##S##_merge_stage(v, NV, 1);                 \
+        if (w0 <= 2 && NV > 2) qa##S##_merge_stage(v, NV, 2);                 \
+        if (w0 <= 4 && NV > 4) qa##S##_merge_stage(v, NV, 4);                 \
         QA_UNROLL_LOOP                                                        \
         for (int i = 0; i < NV; ++i) {                                        \
             const int64_t c = n - (int64_t)i * L;                             \
