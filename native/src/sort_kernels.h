@@ -507,9 +507,16 @@ enum { QS_WORDS_MIN_N = 64, QS_WORDS_MIN_BITS = 16 };
  * 4096 6.28 -> 6.31, 5000 6.38 -> 5.91, 8192 6.20 -> 5.38, 16384 6.63 ->
  * 5.89, 2^21 9.71 -> 8.31, 3 * 2^20 10.29 -> 10.34; corpus rows
  * hf_typical_sort 4 x 50257 7.5 -> 5.6, kornia_lovasz 2 x 21 x 65536 8.5 ->
- * 5.8-6.2 (torch order 13.9 -> 11.4), torchrec_auc 262144 8.5 -> 6.6. */
+ * 5.8-6.2 (torch order 13.9 -> 11.4), torchrec_auc 262144 8.5 -> 6.6.
+ * The window's start moved from 3072 to 8192 in session 63, once the
+ * quicksort's base case kept its vectors in registers (simd_qsort.h
+ * QS_COLUMN_NETWORK): AMD Zen 5, both builds in one process, kwk_sort
+ * of random float32 and 31-bit int64 rows, stable and torch order, time
+ * after / before: rows of 3100-4096 0.60-0.73, 6000 0.72-0.78, 8192
+ * 0.82-0.93, 8193 and 20000 alike (radix both).  Longer rows read
+ * 0.7-1.3 by run, in both directions: left to the radix sort. */
 #if defined(__AVX512F__)
-enum { QS_WORDS_RADIX_FROM = 3072, QS_WORDS_RADIX_TO = 1 << 21 };
+enum { QS_WORDS_RADIX_FROM = 8192, QS_WORDS_RADIX_TO = 1 << 21 };
 #else
 enum { QS_WORDS_RADIX_FROM = 0, QS_WORDS_RADIX_TO = 0 };
 #endif
