@@ -62,6 +62,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include "qsort_drivers.h"
+#include "sn_pairs.h"
 
 #define KWK_HAVE_SIMD_QSORT 1
 /* the longest row of packed words the quicksort takes (sort_kernels.h) */
@@ -398,38 +399,24 @@ QS_INLINE void qs32_to_rows(const __m512i *v, __m512i *o, const int NV)
 
 #define QS_UNROLL_LOOP _Pragma("GCC unroll 16")
 /* The columns' sorting network of sort_cols (below): Batcher's odd-even
- * merge sort of 4, 8 and 16 inputs (5, 19 and 63 compare-exchanges; the
- * bitonic network it replaces had 6, 24 and 80), as (i, j) pairs, after
- * each of which v[i] <= v[j]; checked by the 0-1 principle in
- * native/tests/test_simd_qsort.c.  A flat list in a loop of a constant
- * trip count, which GCC unrolls whole, the table reads folded: the
+ * merge sort of 4, 8 or 16 inputs (sn_pairs.h: 5, 19 and 63
+ * compare-exchanges; the bitonic network it replaces had 6, 24 and 80),
+ * each pair (i, j) leaving v[i] <= v[j].  A loop over a constant range of
+ * the pairs table, which GCC unrolls whole, the table reads folded: the
  * bitonic loops nested three deep (stage, block, pair) were left partly
  * rolled by GCC 12, the vectors kept in a stack array, every
  * compare-exchange a load and a store (native, L1-resident rows, ns a
  * row before -> after, AMD Zen 5: u64 64 65 -> 41, 128 131 -> 75, 256
  * 300 -> 193, 1000 2192 -> 1679; u32 128 76 -> 53, 256 138 -> 75, 1000
  * 1051 -> 798). */
-static const uint8_t QS_OEM4[] = {0, 1, 2, 3, 0, 2, 1, 3, 1, 2};
-static const uint8_t QS_OEM8[] = {0, 1, 2, 3, 0, 2, 1, 3, 1, 2, 4, 5, 6, 7, 4, 6, 5, 7, 5, 6,
-                                  0, 4, 2, 6, 2, 4, 1, 5, 3, 7, 3, 5, 1, 2, 3, 4, 5, 6};
-static const uint8_t QS_OEM16[] = {
-    0,  1,  2,  3,  0,  2,  1,  3,  1,  2,  4,  5,  6,  7,  4,  6,  5,  7,  5,  6,  0,  4,
-    2,  6,  2,  4,  1,  5,  3,  7,  3,  5,  1,  2,  3,  4,  5,  6,  8,  9,  10, 11, 8,  10,
-    9,  11, 9,  10, 12, 13, 14, 15, 12, 14, 13, 15, 13, 14, 8,  12, 10, 14, 10, 12, 9,  13,
-    11, 15, 11, 13, 9,  10, 11, 12, 13, 14, 0,  8,  4,  12, 4,  8,  2,  10, 6,  14, 6,  10,
-    2,  4,  6,  8,  10, 12, 1,  9,  5,  13, 5,  9,  3,  11, 7,  15, 7,  11, 3,  5,  7,  9,
-    11, 13, 1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14};
-#define QS_OEM_PAIRS(NV) ((NV) == 4 ? 5 : (NV) == 8 ? 19 : 63)
-#define QS_OEM_TABLE(NV) ((NV) == 4 ? QS_OEM4 : (NV) == 8 ? QS_OEM8 : QS_OEM16)
 #define QS_COLUMN_NETWORK(S, v, NV)                                           \
     do {                                                                      \
-        /* (the bound a plain variable: with the conditional expression in   \
-         * the loop's test GCC ignored the pragma) */                         \
-        const uint8_t *net_ = QS_OEM_TABLE(NV);                               \
-        const int pairs_ = QS_OEM_PAIRS(NV);                                  \
+        /* (the bounds plain variables: with an expression in the loop's     \
+         * test GCC ignored the pragma) */                                    \
+        const int first_ = SN_AT[NV], end_ = SN_AT[(NV) + 1];                 \
         _Pragma("GCC unroll 64")                                              \
-        for (int p_ = 0; p_ < pairs_; ++p_) {                                 \
-            const int i_ = net_[2 * p_], j_ = net_[2 * p_ + 1];               \
+        for (int c_ = first_; c_ < end_; ++c_) {                              \
+            const int i_ = SN_PAIRS[c_][0], j_ = SN_PAIRS[c_][1];             \
             const __m512i lo_ = qs##S##_min(v[i_], v[j_]);                    \
             v[j_] = qs##S##_max(v[i_], v[j_]);                                \
             v[i_] = lo_;                                                      \

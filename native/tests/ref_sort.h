@@ -67,7 +67,8 @@
 REF_SORT_DEFINE(ref_sort_u64, uint64_t, REF_KEY_SELF, 8)
 REF_SORT_DEFINE(ref_sort_u32, uint32_t, REF_KEY_SELF, 4)
 
-/* records sorted by (key, pos): what the self check sorts */
+/* records listed by position, sorted stably by key: by (key, pos)
+ * (test_unique.c's, and the self check's) */
 typedef struct {
     uint64_t key;
     int64_t pos;

@@ -291,38 +291,9 @@ static void check_f64(int kind, int64_t n, int parts)
     free(ref);
 }
 
-/* The column networks of the AVX-512 base case (simd_qsort.h
- * QS_COLUMN_NETWORK) sort every input of 0s and 1s, so every input (the
- * 0-1 principle); and the (i, j) pairs stay inside the vectors. */
-static void check_column_networks(void)
-{
-    static const int NVS[] = {4, 8, 16};
-    for (int t = 0; t < 3; ++t) {
-        const int nv = NVS[t], pairs = QS_OEM_PAIRS(nv);
-        const uint8_t *net = QS_OEM_TABLE(nv);
-        int bad = 0;
-        for (int p = 0; p < 2 * pairs; ++p) bad |= net[p] >= nv;
-        for (int p = 0; p < pairs; ++p) bad |= net[2 * p] >= net[2 * p + 1];
-        for (uint32_t bits = 0; !bad && bits < (1u << nv); ++bits) {
-            uint32_t b = bits;
-            for (int p = 0; p < pairs; ++p) {
-                const int i = net[2 * p], j = net[2 * p + 1];
-                const uint32_t bi = (b >> i) & 1, bj = (b >> j) & 1;
-                if (bi > bj) b ^= (1u << i) | (1u << j);
-            }
-            /* sorted: the zeros first, so b's ones are its top bits */
-            const uint32_t ones = (uint32_t)__builtin_popcount(b);
-            bad |= b != (((1u << nv) - 1) & ~((1u << (nv - ones)) - 1));
-        }
-        ++checks;
-        if (bad && failures++ < 10) printf("FAIL column network of %d\n", nv);
-    }
-}
-
 int main(int argc, char **argv)
 {
     ref_sort_self_check();
-    check_column_networks();
     const int step = argc > 1 ? atoi(argv[1]) : 1;
     /* rows longer than 20000 only up to this length (argument 2: 0 for
      * none; the default all, up to 3M) */

@@ -26,7 +26,6 @@
 #include "kwker.h"
 #include "test_targets.h"
 #include "../src/torch_order.h"
-#define KWK_SN_TABLE /* the sorting networks' table, checked below */
 #include "../src/short_sort_network.h"
 
 static uint64_t rng = 0x243F6A8885A308D3ull;

@@ -156,10 +156,8 @@ done:
 
 /* ---------------------------------------------------------------- hashing */
 
-typedef struct { uint64_t key; int64_t pos; } keyed;
+typedef ref_keyed keyed; /* (key, pos): ref_sort.h */
 
-/* keys listed by position, sorted stably by key: by (key, pos) */
-REF_SORT_DEFINE(ref_sort_keys, keyed, REF_KEY_FIELD, 8)
 
 static int by_pos(const void *a, const void *b)
 {
@@ -211,7 +209,7 @@ static void hash_one(int dtype, int64_t n, int kind, int special, int64_t limit_
     /* the reference: keys (bool: truth), each distinct key's first position */
     keyed *k = malloc(sizeof(keyed) * (size_t)(n + 1));
     for (int64_t i = 0; i < n; ++i) k[i] = (keyed){dtype == KWK_BOOL ? b[i] != 0 : b[i], i};
-    ref_sort_keys(k, n); /* stable: by (key, pos) */
+    ref_sort_keyed(k, n); /* stable: by (key, pos) */
     keyed *first = malloc(sizeof(keyed) * (size_t)(n + 1));
     int64_t *group_of = malloc(sizeof(int64_t) * (size_t)(n + 1)); /* sorted place -> group */
     int64_t u = 0;
@@ -386,7 +384,7 @@ static void dense_one(int dtype, int64_t n, uint64_t base, uint64_t pool, int ru
     /* the reference: keys sorted with their positions */
     keyed *k = malloc(sizeof(keyed) * (size_t)(n + 1));
     for (int64_t i = 0; i < n; ++i) k[i] = (keyed){key[i], i};
-    ref_sort_keys(k, n); /* stable: by (key, pos) */
+    ref_sort_keyed(k, n); /* stable: by (key, pos) */
     uint64_t *want_out = malloc(sizeof(uint64_t) * (size_t)(n + 1));
     int64_t *want_count = calloc((size_t)(n + 1), sizeof(int64_t));
     int64_t *want_inv = malloc(sizeof(int64_t) * (size_t)(n + 1));
