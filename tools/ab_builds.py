@@ -1,5 +1,6 @@
 """Two builds of the native module in one process, their kwk_topk (or,
-with --op sort, kwk_sort) calls interleaved (tools/abtime.py): a kernel
+with --op sort, kwk_sort; with --op short, short rows' sort, topk and
+median) calls interleaved (tools/abtime.py): a kernel
 change judged on a shared machine,
 whose noise comes in phases longer than a process start, without timing
 the builds minutes apart.  Each case's outputs must agree between builds.
@@ -7,7 +8,7 @@ the builds minutes apart.  Each case's outputs must agree between builds.
     git stash && python setup.py -q build_ext --inplace && \
         cp kwker/_kwker_native.abi3.so /tmp/old.so && git stash pop
     python setup.py -q build_ext --inplace
-    python tools/ab_builds.py /tmp/old.so kwker/_kwker_native.abi3.so [--target avx2] [--op sort]
+    python tools/ab_builds.py /tmp/old.so kwker/_kwker_native.abi3.so [--target avx2] [--op sort|short]
 
 Prints us per call (min of the rounds) and new / old; two copies of one
 build read 0.95-1.05 on the Zen 5 machine here (session 62)."""
@@ -69,6 +70,54 @@ def sort_cases():
             yield f"stable {tag}", x, ORDER_STABLE, True
 
 
+def median_call(lib, x, out):
+    """kwk_median_dim of x's rows (contiguous 2-d): values and indices."""
+    rows, n = x.shape
+    values, indices = out
+    return lambda: lib.kwk_median_dim_addr(CODES[x.dtype], x.data_ptr(), rows, n, 1, n, 1, 0,
+                                           values.data_ptr(), indices.data_ptr(), 1, 0, 0)
+
+
+def short_cases():
+    """(name, x, call maker, outputs maker): short rows, 2^22..2^23 elements
+    of them (beyond the caches: the rows stream from memory, where the
+    kernels' per-row loads matter)."""
+    g = torch.Generator().manual_seed(5)
+    for n in (4, 7, 16):
+        for dtype in (torch.float32, torch.int64):
+            x = (torch.randn((1 << 22) // n, n, generator=g).to(dtype) if dtype.is_floating_point
+                 else torch.randint(-(1 << 40), 1 << 40, ((1 << 22) // n, n), generator=g))
+            yield (f"sort {str(dtype)[6:]} rows of {n}", x,
+                   lambda lib, x, out: sort_call(lib, x, ORDER_TORCH, out),
+                   lambda x: (torch.empty_like(x), torch.empty(x.shape, dtype=torch.int64)))
+    for n, k in ((8, 2), (64, 8), (128, 8), (256, 8)):
+        for dtype in (torch.float32, torch.int64):
+            x = (torch.randn((1 << 23) // n, n, generator=g).to(dtype) if dtype.is_floating_point
+                 else torch.randint(-(1 << 40), 1 << 40, ((1 << 23) // n, n), generator=g))
+            yield (f"topk {str(dtype)[6:]} rows of {n} k={k}", x,
+                   lambda lib, x, out, k=k: topk_call(lib, x, k, ORDER_TORCH, out),
+                   lambda x, k=k: (torch.empty(x.shape[0], k, dtype=x.dtype),
+                                   torch.empty(x.shape[0], k, dtype=torch.int64)))
+    for n in (5, 9, 25):
+        x = torch.randn((1 << 23) // n, n, generator=g)
+        yield (f"median float32 rows of {n}", x, median_call,
+               lambda x: (torch.empty(x.shape[0], dtype=x.dtype),
+                          torch.empty(x.shape[0], dtype=torch.int64)))
+
+
+def run_short(libs, rounds):
+    for name, x, make_call, make_out in short_cases():
+        outs = {tag: make_out(x) for tag in libs}
+        calls = {tag: make_call(lib, x, outs[tag]) for tag, lib in libs.items()}
+        for tag, call in calls.items():
+            if call() != 0:
+                sys.exit(f"{name}: the call failed in the {tag} build")
+        same = all(torch.equal(a, b) for a, b in zip(outs["old"], outs["new"]))
+        best = compare(calls, number=2, rounds=rounds)
+        print(f"{name:32s} old {best['old']:9.1f} us  new {best['new']:9.1f} us  "
+              f"new/old {best['new'] / best['old']:5.2f}{'' if same else '  OUTPUTS DIFFER'}")
+
+
 def cases():
     """(name, x, k, order): long rows of each kind the topk kernels tell apart."""
     g = torch.Generator().manual_seed(3)
@@ -90,7 +139,9 @@ def main():
     parser.add_argument("new")
     parser.add_argument("--target", help="kwk_set_target for both builds (e.g. avx2)")
     parser.add_argument("--rounds", type=int, default=15)
-    parser.add_argument("--op", choices=("topk", "sort"), default="topk")
+    parser.add_argument("--op", choices=("topk", "sort", "short"), default="topk",
+                        help="topk: long rows; sort: the quicksort's cases; short: short rows "
+                        "streamed from memory (sort, topk, median)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     libs = {"old": load(args.old), "new": load(args.new)}
@@ -100,6 +151,9 @@ def main():
                 sys.exit(f"target {args.target} not available here")
     if args.op == "sort":
         run_sort(libs, args.rounds)
+        return
+    if args.op == "short":
+        run_short(libs, args.rounds)
         return
     for name, x, k, order in cases():
         outs = {tag: (torch.empty(x.shape[0], k, dtype=x.dtype),

@@ -25,6 +25,7 @@
 #include "batch_sort.h"
 #include "select_kernels.h"
 #include "topk_short16.h" /* s16_transpose16, s16_f32_key */
+#include "plain_loads.h"
 #include "median_columns.h"  /* mc_median_dim */
 
 /* Longest row: the network's cost per element grows with log^2 n, and
@@ -375,14 +376,14 @@ static inline void bm_f32_write16(__m512i v, __m512i at, float *vout, int64_t *i
  * 238 / 274 / 488 / 744 / 1126).  0 (nothing written) when a row holds a
  * NaN: bm_rows16 and bm_rows then take the block. */
 static inline __attribute__((always_inline)) int
-bm_f32_rows16_body(const float *tile, int64_t so, int64_t len, int64_t r, const kwk_net_pair *sel,
-                   int nsel, float *vout, int64_t *iout, int64_t dst_so)
+bm_f32_rows16_body(const float *tile, const float *end, int64_t so, int64_t len, int64_t r,
+                   const kwk_net_pair *sel, int nsel, float *vout, int64_t *iout, int64_t dst_so)
 {
     __m512i col[BM_F32_MAX];
     for (int64_t c0 = 0; c0 < len; c0 += 16) { /* columns c0 .. c0 + 15 */
         const int64_t cols = len - c0;
         const __mmask16 lm = (__mmask16)(cols >= 16 ? 0xFFFFu : (1u << cols) - 1);
-        for (int l = 0; l < 16; ++l) col[c0 + l] = _mm512_maskz_loadu_epi32(lm, tile + l * so + c0);
+        for (int l = 0; l < 16; ++l) col[c0 + l] = kwk_loadz_epi32(lm, tile + l * so + c0, end);
         s16_transpose16(col + c0);
     }
     __m512i v, at;
@@ -391,14 +392,15 @@ bm_f32_rows16_body(const float *tile, int64_t so, int64_t len, int64_t r, const 
     return 1;
 }
 
-static int bm_f32_rows16(const float *tile, int64_t so, int64_t len, const kwk_net_pair *sel,
-                         int nsel, float *vout, int64_t *iout, int64_t dst_so)
+static int bm_f32_rows16(const float *tile, const float *end, int64_t so, int64_t len,
+                         const kwk_net_pair *sel, int nsel, float *vout, int64_t *iout,
+                         int64_t dst_so)
 {
     if (len == 9)
-        return bm_f32_rows16_body(tile, so, 9, 4, BM_SELECT_9, 24, vout, iout, dst_so);
+        return bm_f32_rows16_body(tile, end, so, 9, 4, BM_SELECT_9, 24, vout, iout, dst_so);
     if (len == 25)
-        return bm_f32_rows16_body(tile, so, 25, 12, BM_SELECT_25, 113, vout, iout, dst_so);
-    return bm_f32_rows16_body(tile, so, len, (len - 1) / 2, sel, nsel, vout, iout, dst_so);
+        return bm_f32_rows16_body(tile, end, so, 25, 12, BM_SELECT_25, 113, vout, iout, dst_so);
+    return bm_f32_rows16_body(tile, end, so, len, (len - 1) / 2, sel, nsel, vout, iout, dst_so);
 }
 
 /* float32 rows of up to BM_F32_MAX across a non-last dim, neighbouring rows
@@ -510,7 +512,8 @@ static int bm_median_dim(int dtype, const void *src, int64_t outer, int64_t len,
                          src_so >= len;
     for (; other && r0 + 2 * KWK_BATCH_LANES <= rows; r0 += 2 * KWK_BATCH_LANES)
         if (!(f32_rows &&
-              bm_f32_rows16((const float *)src + r0 * src_so, src_so, len, sel, nsel,
+              bm_f32_rows16((const float *)src + r0 * src_so,
+                            (const float *)src + (rows - 1) * src_so + len, src_so, len, sel, nsel,
                             values ? (float *)values + r0 * dst_so : NULL,
                             indices ? indices + r0 * dst_so : NULL, dst_so)) &&
             !bm_rows16(dtype, (const char *)src, len, inner, src_so, src_sl, src_si, (char *)values,

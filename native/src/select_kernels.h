@@ -13,6 +13,7 @@
 #include "topk_few.h"
 #include "topk_top1.h"
 #include "topk_short16.h"
+#include "plain_loads.h"
 
 /* ---------------------------------------------------------------- topk */
 
@@ -827,11 +828,12 @@ static int64_t topk_rows8v(int dtype, const char *src, int64_t rows, int64_t len
      * (topk_emulate_words on the keys' ranks: rows of 8 cost ~115 ns each
      * through topk_rows' per-call set-up) */
     int64_t *tied_rows = NULL, ntied = 0;
+    const char *const end = src + ((rows - 1) * row_step + len) * 8; /* the last row's end */
     int64_t r = 0;
     for (; r + SW8_ROWS <= rows; r += SW8_ROWS) {
         __m512i raw[8], val[8], idx[8];
         for (int l = 0; l < SW8_ROWS; ++l)
-            raw[l] = _mm512_maskz_loadu_epi64(in_row, src + (r + l) * row_step * 8);
+            raw[l] = kwk_loadz_epi64(in_row, src + (r + l) * row_step * 8, end);
         sw8_transpose(raw);
         const __mmask8 tied = sw8_rank_pick(dtype, raw, len, flip, k, order == KWK_ORDER_TORCH,
                                             val, idx);

@@ -24,6 +24,7 @@
 #include "values_sort.h"
 #include "batch_sort.h"
 #include "short_rows.h"
+#include "plain_loads.h"
 
 /* ---------------------------------------------------------------- sort */
 
@@ -1623,6 +1624,7 @@ typedef struct {
     int64_t *indices;
     int64_t inner, src_so, src_sl, src_si, dst_so, dst_sl, dst_si;
     int es;
+    int64_t src_bytes; /* from src to just past the call's last input element (plain_loads.h) */
 } sort_layout;
 
 static out_row sort_out_row(const sort_layout *g, int64_t r)
@@ -1732,7 +1734,7 @@ static void sw8_sort_group(const sort_call *c, const sort_layout *g, int64_t r)
     __m512i raw[8], val[8], idx[8];
     for (int l = 0; l < SW8_ROWS; ++l) {
         o[l] = sort_out_row(g, r + l);
-        raw[l] = _mm512_maskz_loadu_epi64(in_row, o[l].row);
+        raw[l] = kwk_loadz_epi64(in_row, o[l].row, g->src + g->src_bytes);
     }
     sw8_transpose(raw); /* raw[j]: element j of each row */
     sw8_rank_pick(c->dtype, raw, len, c->flip, len, 0, val, idx);
@@ -2484,7 +2486,9 @@ static int sort_rows_any(int dtype, const void *src, int64_t outer, int64_t len,
     c.values_only = indices == NULL && vs_takes(dtype, len, src_sl);
     c.no_indices = indices == NULL;
     const sort_layout g = {(const char *)src, (char *)values, indices, inner, src_so, src_sl,
-                           src_si, dst_so, dst_sl, dst_si, info.elem_size};
+                           src_si, dst_so, dst_sl, dst_si, info.elem_size,
+                           ((outer - 1) * src_so + (inner - 1) * src_si + (len - 1) * src_sl + 1) *
+                               info.elem_size};
     workspace ws;
     int status = workspace_init(&ws, len);
     /* a third row of words, for the keys of rows too wide to pack */

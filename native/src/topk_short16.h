@@ -48,6 +48,7 @@
 #include <stdint.h>
 #include "kwker.h"
 #include "keys.h"
+#include "plain_loads.h"
 
 #if defined(__AVX512F__)
 #include <immintrin.h>
@@ -169,8 +170,8 @@ S16_INLINE void s16_write_rows(const __m512i *v, int k, void *out32, int64_t *ou
 /* The lists of one group of sixteen rows (tile: row l at tile + l * so
  * floats): best[0..m) per lane, ascending; *bad gets the lanes whose row
  * holds a NaN.  LARGEST and M are constants in each copy. */
-S16_INLINE void s16_select(const float *tile, int64_t so, int64_t len, int sh, const int M,
-                           const int LARGEST, __m512i *best, __mmask16 *bad)
+S16_INLINE void s16_select(const float *tile, const float *end, int64_t so, int64_t len, int sh,
+                           const int M, const int LARGEST, __m512i *best, __mmask16 *bad)
 {
     const __m512i keep = _mm512_set1_epi32((int32_t)~((1u << sh) - 1));
     for (int p = 0; p < M; ++p) best[p] = _mm512_set1_epi32(INT32_MAX);
@@ -179,7 +180,7 @@ S16_INLINE void s16_select(const float *tile, int64_t so, int64_t len, int sh, c
         const int cols = len - c0 < 16 ? (int)(len - c0) : 16;
         const __mmask16 lm = (__mmask16)(cols == 16 ? 0xFFFFu : (1u << cols) - 1);
         __m512i r[16];
-        for (int l = 0; l < 16; ++l) r[l] = _mm512_maskz_loadu_epi32(lm, tile + l * so + c0);
+        for (int l = 0; l < 16; ++l) r[l] = kwk_loadz_epi32(lm, tile + l * so + c0, end);
         s16_transpose16(r);
         for (int j = 0; j < cols; ++j) {
             const __m512i key = s16_f32_key(r[j], &amax);
@@ -207,12 +208,13 @@ S16_INLINE int64_t s16_groups(const float *src, int64_t rows, int64_t len, int64
     const __m512i low = _mm512_set1_epi32((int32_t)((1u << sh) - 1));
     const __m512i rowoff = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                               _mm512_set1_epi32((int32_t)so));
+    const float *const end = src + (rows - 1) * so + len; /* the last row's end */
     int64_t g = 0;
     for (; g + S16_ROWS <= rows; g += S16_ROWS) {
         const float *tile = src + g * so;
         __m512i best[S16_MAX_K + 1];
         __mmask16 bad;
-        s16_select(tile, so, len, sh, M, LARGEST, best, &bad);
+        s16_select(tile, end, so, len, sh, M, LARGEST, best, &bad);
         for (int p = 0; p + 1 < M; ++p)
             bad |= _mm512_cmpeq_epi32_mask(_mm512_srai_epi32(best[p], sh),
                                            _mm512_srai_epi32(best[p + 1], sh));
