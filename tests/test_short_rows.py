@@ -709,3 +709,44 @@ def test_wide_short_rows_all_nan_nanmedian(kw, gen):
         x[5, : n // 2 + 1] = float("nan")
         compare("nanmedian", x, -1)
         compare("median", x, -1)
+
+
+# ------------------------------------------------- inputs streamed from memory
+PLAIN_LOADS_MIN_BYTES = 1 << 20  # KWK_PLAIN_LOADS_MIN_BYTES (plain_loads.h)
+
+
+def _big_rows(rows, n, dtype, gen, step=0):
+    """rows x n of distinct-ish values with a few ties and NaNs, over
+    PLAIN_LOADS_MIN_BYTES; step > 0: the rows read n + step apart out of a
+    wider tensor.  Contiguous ones end where their storage ends, so a whole
+    vector read past the last row would leave the allocation (ASan)."""
+    x = torch.randn(rows, n + step, generator=gen)
+    x[::97, 0] = x[::97, -1]                      # ties
+    x[5::211, n // 2] = float("nan")
+    x = x.to(dtype) if dtype.is_floating_point else (x * 1e6).to(dtype)
+    x = x[:, :n] if step else x
+    assert x.numel() * x.element_size() >= PLAIN_LOADS_MIN_BYTES
+    return x
+
+
+@pytest.mark.parametrize("step", (0, 3))
+def test_short_rows_streamed_from_memory(kw, gen, target, step):
+    """Inputs of 1 MiB and more, where the short-row kernels read each row as
+    a whole vector (plain_loads.h, short_sort_network.h) and only the loads
+    that would pass the input's end stay masked: sort of float32 rows of 7
+    and int64 rows of 5, topk of float32 rows of 17 (sixteen rows at once)
+    and of int64 rows of 8, medians of float32 rows of 9 (row counts not a
+    multiple of the kernels' groups, so the last rows are a tail)."""
+    x = _big_rows(40003, 7, torch.float32, gen, step)
+    got = counted(lambda: compare("sort", x, dim=-1))
+    assert got[SHORT_SORT] == (x.shape[0] if step == 0 else got[SHORT_SORT]), got
+    compare("argsort", x, dim=-1, descending=True)
+    compare("sort", _big_rows(30001, 5, torch.int64, gen, step), dim=-1, descending=True)
+    y = _big_rows(16411, 17, torch.float32, gen, step)
+    got = counted(lambda: compare("topk", y, 2))
+    if topk_kernel(torch.float32, 17, 2, y.shape[0], contiguous=step == 0) == SHORT_TOPK:
+        assert got[SHORT_TOPK] == y.shape[0], got
+    compare("topk", y, 3, largest=False)
+    compare("topk", _big_rows(20005, 8, torch.int64, gen, step), 2)
+    compare("median", _big_rows(29131, 9, torch.float32, gen, step), -1)
+    compare("median", _big_rows(11003, 25, torch.float32, gen, step), -1)

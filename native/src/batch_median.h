@@ -510,10 +510,10 @@ static int bm_median_dim(int dtype, const void *src, int64_t outer, int64_t len,
     /* float32 rows of up to BM_F32_MAX along the last dim: bm_f32_rows16 first */
     const int f32_rows = dtype == KWK_FLOAT32 && inner == 1 && src_sl == 1 && len <= BM_F32_MAX &&
                          src_so >= len;
+    const float *const end = (const float *)kwk_plain_end(src, ((rows - 1) * src_so + len) * 4);
     for (; other && r0 + 2 * KWK_BATCH_LANES <= rows; r0 += 2 * KWK_BATCH_LANES)
         if (!(f32_rows &&
-              bm_f32_rows16((const float *)src + r0 * src_so,
-                            (const float *)src + (rows - 1) * src_so + len, src_so, len, sel, nsel,
+              bm_f32_rows16((const float *)src + r0 * src_so, end, src_so, len, sel, nsel,
                             values ? (float *)values + r0 * dst_so : NULL,
                             indices ? indices + r0 * dst_so : NULL, dst_so)) &&
             !bm_rows16(dtype, (const char *)src, len, inner, src_so, src_sl, src_si, (char *)values,

@@ -14,6 +14,7 @@
 #include "select_words.h"
 #include "compress_lut.h"
 #include "fp_env.h"
+#include "plain_loads.h"
 
 /* Sample size for the brackets of kth_pick and qk_ranks_src: 4 sqrt(n) (at
  * most 2048), four times sw_rank's, so each bracket (about 2 sigma of the
@@ -189,7 +190,7 @@ kth_bracket_row32_in(const char *row, int64_t n, int is_float, int nan_in, uint3
         /* the last block by a masked load: lanes past n are out of both */
         const __mmask16 live = n - j >= 16 ? (__mmask16)0xFFFF
                                            : (__mmask16)((1u << (n - j)) - 1u);
-        const __m512i v = _mm512_maskz_loadu_epi32(live, row + 4 * j);
+        const __m512i v = kwk_loadz_epi32(live, row + 4 * j, row + 4 * n);
         __m512i kv;
         __mmask16 in, lt, eq;
         if (is_float) {
@@ -237,7 +238,7 @@ static int64_t kth_find_row32(const char *row, int64_t n, int is_float, uint32_t
     for (int64_t j = 0; j < n; j += 16) {
         const __mmask16 live = n - j >= 16 ? (__mmask16)0xFFFF
                                            : (__mmask16)((1u << (n - j)) - 1u);
-        const __m512i v = _mm512_maskz_loadu_epi32(live, row + 4 * j);
+        const __m512i v = kwk_loadz_epi32(live, row + 4 * j, row + 4 * n);
         const unsigned eq = is_float
             ? (unsigned)_mm512_mask_cmp_ps_mask(live, _mm512_castsi512_ps(v), fv, _CMP_EQ_OQ)
             : (unsigned)_mm512_mask_cmpeq_epi32_mask(live, v, iv);

@@ -828,7 +828,7 @@ static int64_t topk_rows8v(int dtype, const char *src, int64_t rows, int64_t len
      * (topk_emulate_words on the keys' ranks: rows of 8 cost ~115 ns each
      * through topk_rows' per-call set-up) */
     int64_t *tied_rows = NULL, ntied = 0;
-    const char *const end = src + ((rows - 1) * row_step + len) * 8; /* the last row's end */
+    const void *const end = kwk_plain_end(src, ((rows - 1) * row_step + len) * 8);
     int64_t r = 0;
     for (; r + SW8_ROWS <= rows; r += SW8_ROWS) {
         __m512i raw[8], val[8], idx[8];
@@ -1099,7 +1099,7 @@ static int64_t sk_nan_scan_f32_raw(const char *row, int64_t n, int64_t *count)
     int64_t first = -1, total = 0;
     for (int64_t j = 0; j < n; j += 16) {
         const __mmask16 live = n - j >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (n - j)) - 1u);
-        const __m512i b = _mm512_maskz_loadu_epi32(live, row + 4 * j);
+        const __m512i b = kwk_loadz_epi32(live, row + 4 * j, row + 4 * n);
         const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(b, abs), inf);
         if (!nan) continue;
         if (first < 0) {

@@ -1732,9 +1732,10 @@ static void sw8_sort_group(const sort_call *c, const sort_layout *g, int64_t r)
     const __mmask8 in_row = (__mmask8)((1u << len) - 1);
     out_row o[SW8_ROWS];
     __m512i raw[8], val[8], idx[8];
+    const void *const end = kwk_plain_end(g->src, g->src_bytes);
     for (int l = 0; l < SW8_ROWS; ++l) {
         o[l] = sort_out_row(g, r + l);
-        raw[l] = kwk_loadz_epi64(in_row, o[l].row, g->src + g->src_bytes);
+        raw[l] = kwk_loadz_epi64(in_row, o[l].row, end);
     }
     sw8_transpose(raw); /* raw[j]: element j of each row */
     sw8_rank_pick(c->dtype, raw, len, c->flip, len, 0, val, idx);

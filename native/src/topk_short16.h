@@ -208,7 +208,7 @@ S16_INLINE int64_t s16_groups(const float *src, int64_t rows, int64_t len, int64
     const __m512i low = _mm512_set1_epi32((int32_t)((1u << sh) - 1));
     const __m512i rowoff = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                               _mm512_set1_epi32((int32_t)so));
-    const float *const end = src + (rows - 1) * so + len; /* the last row's end */
+    const float *const end = (const float *)kwk_plain_end(src, ((rows - 1) * so + len) * 4);
     int64_t g = 0;
     for (; g + S16_ROWS <= rows; g += S16_ROWS) {
         const float *tile = src + g * so;
