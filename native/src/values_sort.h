@@ -14,6 +14,7 @@
 #include "fp_env.h"
 #include "key_radix.h"
 #include "keys.h"
+#include "plain_loads.h"
 #include "qsort_drivers.h" /* qs_par_cut, QS_PAR_MAX: on every target */
 #include "simd_qsort.h"
 #if defined(__AVX2__)
@@ -379,7 +380,7 @@ static void vs_f64_copy(void *ctx, int p, int64_t from, int64_t to)
     for (int64_t j = from; j < to; j += 8) {
         const int64_t left = to - j;
         const __mmask8 m = left >= 8 ? (__mmask8)0xFF : (__mmask8)((1u << left) - 1);
-        const __m512i b = _mm512_maskz_loadu_epi64(m, c->src + j);
+        const __m512i b = kwk_loadz_epi64(m, c->src + j, c->src + to);
         const __m512d f = _mm512_castsi512_pd(b);
         nan |= _mm512_cmp_pd_mask(f, f, _CMP_UNORD_Q);
         pz |= _mm512_mask_cmpeq_epi64_mask(m, b, zero);
@@ -468,7 +469,7 @@ static void vs_f32_keys(void *ctx, int p, int64_t from, int64_t to)
     for (int64_t j = from; j < to; j += 16) {
         const int64_t left = to - j;
         const __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
-        const __m512i b = _mm512_maskz_loadu_epi32(m, c->src + j);
+        const __m512i b = kwk_loadz_epi32(m, c->src + j, c->src + to);
         /* b ^ (b's sign spread & 0x7FFFFFFF) ^ bias (ternary logic 0x78: x ^ (y & z)) */
         const __m512i k = _mm512_xor_si512(_mm512_ternarylogic_epi32(b, _mm512_srai_epi32(b, 31), absm, 0x78), bv);
         _mm512_mask_storeu_epi32(c->kd + j, m, k);
@@ -486,7 +487,7 @@ static void vs_f32_bits(void *ctx, int p, int64_t from, int64_t to)
     for (int64_t j = from; j < to; j += 16) {
         const int64_t left = to - j;
         const __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
-        const __m512i k = _mm512_xor_si512(_mm512_maskz_loadu_epi32(m, c->kd + j), bv);
+        const __m512i k = _mm512_xor_si512(kwk_loadz_epi32(m, c->kd + j, c->kd + to), bv);
         /* k is the bits of a non-negative float as they are; a negative one's with the low 31 flipped */
         _mm512_mask_storeu_epi32(c->dst + j, m, _mm512_ternarylogic_epi32(k, _mm512_srai_epi32(k, 31), absm, 0x78));
     }
@@ -555,7 +556,7 @@ static int vs_row_32_net(const uint32_t *src, int64_t n, uint32_t *dst, int is_f
     for (int64_t j = 0; j < n; j += 16) {
         const int64_t left = n - j;
         const __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
-        const __m512i b = _mm512_maskz_loadu_epi32(m, src + j);
+        const __m512i b = kwk_loadz_epi32(m, src + j, src + n);
         if (is_float) {
             if (_mm512_cmpgt_epi32_mask(_mm512_and_si512(b, absm), inf)) return -1; /* a NaN: rare */
             pz |= _mm512_mask_cmpeq_epi32_mask(m, b, zero);
@@ -597,7 +598,7 @@ static int vs_row_f32_careful(const uint32_t *src, int64_t n, uint32_t *dst, int
     for (int64_t j = 0; j < n; j += 16) {
         const int64_t left = n - j;
         const __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
-        const __m512i b = _mm512_maskz_loadu_epi32(m, src + j);
+        const __m512i b = kwk_loadz_epi32(m, src + j, src + n);
         const __m512i a = _mm512_and_si512(b, absm);
         const __mmask16 nan = _mm512_cmpgt_epi32_mask(a, inf); /* masked-off lanes are 0 */
         if (nan) vs_note_nans32(src + j, nan, &nan_bits, &have_nan, &nan_mixed); /* rare */
@@ -617,7 +618,7 @@ static int vs_row_f32_careful(const uint32_t *src, int64_t n, uint32_t *dst, int
     for (int64_t j = 0; j < n; j += 16) {
         const int64_t left = n - j;
         const __mmask16 m = left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1);
-        const __m512i k = _mm512_xor_si512(_mm512_maskz_loadu_epi32(m, kd + j), bias);
+        const __m512i k = _mm512_xor_si512(kwk_loadz_epi32(m, kd + j, kd + n), bias);
         /* (k & sign) ? k ^ sign : ~k, then the zeros' key and the NaN key */
         __m512i b = _mm512_xor_si512(k, _mm512_or_si512(_mm512_xor_si512(_mm512_srai_epi32(k, 31), ones), sign));
         b = _mm512_mask_mov_epi32(b, _mm512_cmpeq_epi32_mask(k, sign), zbits);
