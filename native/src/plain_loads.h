@@ -2,7 +2,9 @@
  * plain_loads.h - a row's part of a vector, read by a plain load.
  *
  * Kernels over short rows read each row with a masked load (the lanes past
- * the row zeroed, nothing past it read).  On memory not yet in cache, a
+ * the row zeroed, nothing past it read), and scans of long rows their last
+ * block, with the mask (all ones before it) computed in the loop, so every
+ * block's load was a masked one.  On memory not yet in cache, a
  * masked load is slow: on AMD Zen 5, streaming 64 MB, 5.5-6.3 ns a 64-byte
  * vector masked (AVX-512 or vpmaskmovd, any mask, all lanes included)
  * against 2.5-3.1 plain; no difference on data in L2.  So where the whole
@@ -19,9 +21,10 @@
 
 #include <stdint.h>
 
-/* The bound to pass for an input of `bytes` from src: its end, or, for an
- * input under KWK_PLAIN_LOADS_MIN_BYTES, src itself, so that every load
- * stays masked.  Such an input is likely in cache, where the plain loads
+/* The bound a short-row kernel passes for an input of `bytes` from src:
+ * its end, or, for an input under KWK_PLAIN_LOADS_MIN_BYTES, src itself,
+ * so that every load stays masked (a scan of a long row passes the row's
+ * end: its whole blocks read the same bytes either way).  Such an input is likely in cache, where the plain loads
  * measured slower (a whole vector crosses more cache lines than a row's
  * lanes: float32 medians of 4096 rows of 9 / 25 1.12-1.18x, int64 sorts of
  * 4096 rows of 4 1.10-1.19x the masked loads' time). */
