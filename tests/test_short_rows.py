@@ -744,8 +744,7 @@ def test_short_rows_streamed_from_memory(kw, gen, target, step, tail):
     per-row paths)."""
     x = _big_rows(40000 + tail, 7, torch.float32, gen, step)
     got = counted(lambda: compare("sort", x, dim=-1))
-    if step == 0:
-        assert got[SHORT_SORT] == x.shape[0], got
+    assert got[SHORT_SORT] == x.shape[0], got
     compare("argsort", x, dim=-1, descending=True)
     compare("sort", _big_rows(30000 + tail, 5, torch.int64, gen, step), dim=-1, descending=True)
     y = _big_rows(16400 + tail, 17, torch.float32, gen, step)

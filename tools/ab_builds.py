@@ -53,21 +53,45 @@ def sort_call(lib, x, order, out):
                                      values.data_ptr(), ip, n, 1, 0, 0, order)
 
 
+def random_rows(rows, n, dtype, g, int_bits=62):
+    """rows x n: randn for a float dtype, else integers of int_bits bits either sign."""
+    if dtype.is_floating_point:
+        return torch.randn(rows, n, generator=g).to(dtype)
+    return torch.randint(-(1 << int_bits), 1 << int_bits, (rows, n), generator=g)
+
+
+def topk_outputs(k):
+    return lambda x: (torch.empty(x.shape[0], k, dtype=x.dtype),
+                      torch.empty(x.shape[0], k, dtype=torch.int64))
+
+
+def sort_outputs(indexed=True):
+    return lambda x: (torch.empty_like(x),
+                      torch.empty(x.shape, dtype=torch.int64) if indexed else None)
+
+
+def sorting(order):
+    return lambda lib, x, out: sort_call(lib, x, order, out)
+
+
+def topk_taking(k, order=ORDER_TORCH):
+    return lambda lib, x, out: topk_call(lib, x, k, order, out)
+
+
 def sort_cases():
-    """(name, x, order, with indices): the quicksort's base cases (rows of
-    up to 512 keys) and the partitions above them, values only and with
-    indices, 32- and 64-bit keys."""
+    """The quicksort's base cases (rows of up to 512 keys) and the partitions
+    above them, values only and with indices, 32- and 64-bit keys."""
     g = torch.Generator().manual_seed(4)
     shapes = [(4096, 64), (2048, 128), (1024, 256), (512, 512), (64, 1000), (64, 4096),
               (4, 65536), (1, 1 << 20)]
     for rows, n in shapes:
         for dtype in (torch.float32, torch.int64):
-            x = (torch.randn(rows, n, generator=g).to(dtype) if dtype.is_floating_point
-                 else torch.randint(-(1 << 62), 1 << 62, (rows, n), generator=g))
+            x = random_rows(rows, n, dtype, g)
             tag = f"{str(dtype)[6:]} {rows}x{n}"
-            yield f"values {tag}", x, ORDER_TORCH, False
-            yield f"indexed {tag}", x, ORDER_TORCH, True
-            yield f"stable {tag}", x, ORDER_STABLE, True
+            number = 3 if x.numel() >= 1 << 20 else 5
+            yield f"values {tag}", x, sorting(ORDER_TORCH), sort_outputs(False), number
+            yield f"indexed {tag}", x, sorting(ORDER_TORCH), sort_outputs(), number
+            yield f"stable {tag}", x, sorting(ORDER_STABLE), sort_outputs(), number
 
 
 def median_call(lib, x, out):
@@ -79,58 +103,55 @@ def median_call(lib, x, out):
 
 
 def short_cases():
-    """(name, x, call maker, outputs maker): short rows, 2^22..2^23 elements
-    of them (beyond the caches: the rows stream from memory, where the
-    kernels' per-row loads matter)."""
+    """Short rows, 2^22..2^23 elements of them (beyond the caches: the rows
+    stream from memory, where the kernels' per-row loads matter)."""
     g = torch.Generator().manual_seed(5)
     for n in (4, 7, 16):
         for dtype in (torch.float32, torch.int64):
-            x = (torch.randn((1 << 22) // n, n, generator=g).to(dtype) if dtype.is_floating_point
-                 else torch.randint(-(1 << 40), 1 << 40, ((1 << 22) // n, n), generator=g))
-            yield (f"sort {str(dtype)[6:]} rows of {n}", x,
-                   lambda lib, x, out: sort_call(lib, x, ORDER_TORCH, out),
-                   lambda x: (torch.empty_like(x), torch.empty(x.shape, dtype=torch.int64)))
+            x = random_rows((1 << 22) // n, n, dtype, g, int_bits=40)
+            yield f"sort {str(dtype)[6:]} rows of {n}", x, sorting(ORDER_TORCH), sort_outputs(), 2
     for n, k in ((8, 2), (64, 8), (128, 8), (256, 8)):
         for dtype in (torch.float32, torch.int64):
-            x = (torch.randn((1 << 23) // n, n, generator=g).to(dtype) if dtype.is_floating_point
-                 else torch.randint(-(1 << 40), 1 << 40, ((1 << 23) // n, n), generator=g))
-            yield (f"topk {str(dtype)[6:]} rows of {n} k={k}", x,
-                   lambda lib, x, out, k=k: topk_call(lib, x, k, ORDER_TORCH, out),
-                   lambda x, k=k: (torch.empty(x.shape[0], k, dtype=x.dtype),
-                                   torch.empty(x.shape[0], k, dtype=torch.int64)))
+            x = random_rows((1 << 23) // n, n, dtype, g, int_bits=40)
+            yield f"topk {str(dtype)[6:]} rows of {n} k={k}", x, topk_taking(k), topk_outputs(k), 2
     for n in (5, 9, 25):
         x = torch.randn((1 << 23) // n, n, generator=g)
         yield (f"median float32 rows of {n}", x, median_call,
                lambda x: (torch.empty(x.shape[0], dtype=x.dtype),
-                          torch.empty(x.shape[0], dtype=torch.int64)))
+                          torch.empty(x.shape[0], dtype=torch.int64)), 2)
 
 
-def run_short(libs, rounds):
-    for name, x, make_call, make_out in short_cases():
+def run(libs, cases, rounds):
+    """Each case (name, x, make_call, make_out, number): both builds' calls on
+    x into outputs of their own, checked to succeed and to agree, then timed
+    interleaved (number calls a round)."""
+    for name, x, make_call, make_out, number in cases:
         outs = {tag: make_out(x) for tag in libs}
         calls = {tag: make_call(lib, x, outs[tag]) for tag, lib in libs.items()}
         for tag, call in calls.items():
             if call() != 0:
                 sys.exit(f"{name}: the call failed in the {tag} build")
-        same = all(torch.equal(a, b) for a, b in zip(outs["old"], outs["new"]))
-        best = compare(calls, number=2, rounds=rounds)
-        print(f"{name:32s} old {best['old']:9.1f} us  new {best['new']:9.1f} us  "
+        same = all(a is None or torch.equal(a, b) for a, b in zip(outs["old"], outs["new"]))
+        best = compare(calls, number=number, rounds=rounds)
+        print(f"{name:38s} old {best['old']:9.1f} us  new {best['new']:9.1f} us  "
               f"new/old {best['new'] / best['old']:5.2f}{'' if same else '  OUTPUTS DIFFER'}")
 
 
-def cases():
-    """(name, x, k, order): long rows of each kind the topk kernels tell apart."""
+def topk_cases():
+    """Long rows of each kind the topk kernels tell apart."""
     g = torch.Generator().manual_seed(3)
     warper = next(e for e in corpus.load_catalogue() if e.id.startswith("hf_topk_warper"))
     xw = corpus.make_input(warper)
-    yield "hf_topk_warper 8x128256 k=50", xw, 50, ORDER_TORCH
-    yield "hf_topk_warper 8x128256 k=50 stable", xw, 50, ORDER_STABLE
+    yield "hf_topk_warper 8x128256 k=50", xw, topk_taking(50), topk_outputs(50), 5
+    yield ("hf_topk_warper 8x128256 k=50 stable", xw, topk_taking(50, ORDER_STABLE),
+           topk_outputs(50), 5)
     for (rows, n), k in [((64, 65536), 48), ((64, 65536), 128), ((64, 65536), 256),
                          ((32, 128256), 100), ((4, 1 << 20), 128), ((16, 1 << 18), 256),
                          ((32, 32768), 40)]:
-        yield f"randn {rows}x{n} k={k}", torch.randn(rows, n, generator=g), k, ORDER_TORCH
+        yield (f"randn {rows}x{n} k={k}", torch.randn(rows, n, generator=g), topk_taking(k),
+               topk_outputs(k), 5)
     rounded = torch.randn(32, 128256, generator=g).bfloat16().float()
-    yield "bf16-rounded 32x128256 k=64", rounded, 64, ORDER_TORCH
+    yield "bf16-rounded 32x128256 k=64", rounded, topk_taking(64), topk_outputs(64), 5
 
 
 def main():
@@ -149,37 +170,8 @@ def main():
         for lib in libs.values():
             if lib.kwk_set_target(args.target.encode()) != 0:
                 sys.exit(f"target {args.target} not available here")
-    if args.op == "sort":
-        run_sort(libs, args.rounds)
-        return
-    if args.op == "short":
-        run_short(libs, args.rounds)
-        return
-    for name, x, k, order in cases():
-        outs = {tag: (torch.empty(x.shape[0], k, dtype=x.dtype),
-                      torch.empty(x.shape[0], k, dtype=torch.int64)) for tag in libs}
-        calls = {tag: topk_call(lib, x, k, order, outs[tag]) for tag, lib in libs.items()}
-        for tag, call in calls.items():
-            if call() != 0:
-                sys.exit(f"{name}: kwk_topk failed in the {tag} build")
-        same = all(torch.equal(a, b) for a, b in zip(outs["old"], outs["new"]))
-        best = compare(calls, number=5, rounds=args.rounds)
-        print(f"{name:38s} old {best['old']:9.1f} us  new {best['new']:9.1f} us  "
-              f"new/old {best['new'] / best['old']:5.2f}{'' if same else '  OUTPUTS DIFFER'}")
-
-
-def run_sort(libs, rounds):
-    for name, x, order, indexed in sort_cases():
-        outs = {tag: (torch.empty_like(x), torch.empty(x.shape, dtype=torch.int64) if indexed else None)
-                for tag in libs}
-        calls = {tag: sort_call(lib, x, order, outs[tag]) for tag, lib in libs.items()}
-        for tag, call in calls.items():
-            if call() != 0:
-                sys.exit(f"{name}: kwk_sort failed in the {tag} build")
-        same = all(a is None or torch.equal(a, b) for a, b in zip(outs["old"], outs["new"]))
-        best = compare(calls, number=3 if x.numel() >= 1 << 20 else 5, rounds=rounds)
-        print(f"{name:30s} old {best['old']:9.1f} us  new {best['new']:9.1f} us  "
-              f"new/old {best['new'] / best['old']:5.2f}{'' if same else '  OUTPUTS DIFFER'}")
+    run(libs, {"topk": topk_cases, "sort": sort_cases, "short": short_cases}[args.op](),
+        args.rounds)
 
 
 if __name__ == "__main__":
