@@ -266,6 +266,54 @@ def test_sort_small_key_range(kw, gen, target, dtype):
         assert rows() - before == 1
 
 
+WORDS_IN_OUTPUT_MIN_N = 1 << 16  # sort_kernels.h KWK_WORDS_IN_OUTPUT_MIN_N
+
+
+@pytest.mark.parametrize("dtype", SORT_DTYPES, ids=str)
+def test_long_rows_sort_in_their_index_output(kw, gen, dtype):
+    """Rows of KWK_WORDS_IN_OUTPUT_MIN_N elements and more whose index output
+    is dense keep their packed words in that output and decode them there in
+    place (sort_kernels.h sort_one_row): every path after the words are
+    loaded (the stable sort, torch's tie order by the emulation, rows with
+    expected ties, permutations, wide 64-bit keys, small integer ranges whose
+    counting sort reads the words from the workspace instead), ascending and
+    descending, a row of exactly the threshold and one just under it, two
+    rows, argsort (indices alone) and indices written with a stride (along
+    dim 0: not in the output).  (Unsigned rows of 32768 and more as 1 x n:
+    torch refuses the 1-D ones, whose sort it sends to its radix sort.)"""
+    n = WORDS_IN_OUTPUT_MIN_N
+    row = (lambda x: x.reshape(1, -1)) if dtype in UNSIGNED_WIDE else (lambda x: x)
+    kinds = ["random", "ties", "bf16ties", "reversed", "nan"]
+    for kind in kinds:
+        x = row(make_values(kind, (n + 3,), dtype, gen))
+        for descending in (False, True):
+            compare("sort", x, descending=descending)
+            compare("sort", x, descending=descending, stable=True)
+    x = row(make_values("random", (n,), dtype, gen))
+    compare("sort", x)
+    compare("argsort", x, stable=True)
+    compare("sort", row(make_values("ties", (n - 1,), dtype, gen)))
+    compare("sort", make_values("ties", (2, n), dtype, gen), dim=1)
+    compare("sort", make_values("ties", (n, 2), dtype, gen), dim=0)
+    if dtype in (torch.bool, torch.uint8, torch.int8):
+        return
+    # a permutation of lo..lo + n - 1 (placed, not sorted) and, for integers,
+    # a span of 200 values (the counting sort) and keys too wide to pack
+    perm = torch.randperm(n + 5, generator=gen)
+    if not dtype.is_floating_point and dtype not in (torch.int16, torch.uint16):
+        compare("sort", row(perm.to(dtype)), stable=True)
+        compare("argsort", row(perm.to(dtype)), descending=True)
+        small = row(_small_range_values(dtype, n + 3, 200, "mid", gen))
+        rows = lambda: _native.lib.kwk_counter(12)  # KWK_COUNT_SMALL_RANGE_SORT_ROWS
+        before = rows()
+        compare("sort", small, stable=True)
+        compare("sort", small, descending=True, stable=True)
+        assert rows() - before == 2
+    if dtype in (torch.int64, torch.uint64, torch.float64):
+        compare("sort", row(make_values("special", (n + 1,), dtype, gen)))
+        compare("sort", row(make_values("random", (n + 1,), dtype, gen)), stable=True)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bfloat16], ids=str)
 def test_sort_of_sorted_runs(kw, gen, target, dtype):
     """Rows made of a few sorted runs (per-level detection scores, batches

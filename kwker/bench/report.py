@@ -58,7 +58,7 @@ def render_header(machine: dict, bandwidth: Optional[float]) -> str:
 
 
 TABLE_HEADERS = ("id", "op", "shape", "dtype", "inputs", "torch", "kwker", "speed-up", "noise",
-                 "ns/el", "radix", "numpy", "peak MiB t/k")
+                 "ns/el", "radix", "numpy", "peak MiB t/k", "extra")
 
 
 def result_cells(r: InputResult) -> List[str]:
@@ -66,7 +66,15 @@ def result_cells(r: InputResult) -> List[str]:
     memory = f"{format_mib(r.torch_peak_bytes)}/{format_mib(r.kwker_peak_bytes)}"
     return [("!! " if not r.correct else "") + r.id, r.op, "x".join(map(str, r.shape)) or "()", r.dtype,
             str(r.variants), format_time(r.torch_s), format_time(r.kwker_s), format_ratio(r.speedup), format_fraction(noise),
-            format_ns(r.kwker_ns_per_element), format_ns(r.radix_bound_ns), format_time(r.numpy_s), memory]
+            format_ns(r.kwker_ns_per_element), format_ns(r.radix_bound_ns), format_time(r.numpy_s), memory,
+            format_copies(r)]
+
+
+def format_copies(r: InputResult) -> str:
+    """Kwker's peak less its outputs in copies of the input, starred over the budget (1)."""
+    if r.kwker_extra_copies is None or r.section != "ops":
+        return MISSING
+    return f"{r.kwker_extra_copies:.1f}" + ("" if r.within_memory_budget else "*")
 
 
 def render_table(results: List[InputResult]) -> str:
@@ -90,7 +98,8 @@ def render_table(results: List[InputResult]) -> str:
     out.append("noise: the larger IQR/median of the two paths' blocks. ns/el: Kwker's time per input "
                "element. radix: ns/el an LSD radix sort of (key, int64 index) needs just to move its "
                "data at the measured bandwidth (sorts of >= 1M elements). peak MiB: extra resident "
-               "memory of the checked (first) call, outputs included, torch/kwker.")
+               "memory of the checked (first) call, outputs included, torch/kwker. extra: Kwker's peak "
+               "less its outputs, in copies of the input; * where over one copy (the budget).")
     out.append("numpy: " + "; ".join(f"{op}: {how}" for op, how in NUMPY_EQUIVALENTS.items()))
     return "\n".join(out)
 
@@ -107,6 +116,13 @@ def render_summary(summary: dict) -> str:
                 f"{op} {speedup:.2f}x ({summary['per_op_count'][op]})"
                 for op, speedup in summary["per_op_median_speedup"].items()),
         ]
+    if summary.get("memory_measured"):
+        over = summary["memory_over"]
+        lines.append(
+            f"memory (Kwker's peak less its outputs at most one copy of the input): "
+            f"{summary['memory_within']} of {summary['memory_measured']} inputs, sort family "
+            f"{summary['memory_sort_family_within']} of {summary['memory_sort_family']}"
+            + ("; over: " + ", ".join(f"{i} ({op}) {c:.1f}" for i, op, c in over) if over else ""))
     if summary["mismatches"]:
         lines.append(f"!! {len(summary['mismatches'])} of {summary['inputs']} inputs NOT bit-identical "
                      f"to torch: {', '.join(summary['mismatches'])}")

@@ -93,6 +93,15 @@ def bound_call(fn_name: str, args, kwargs):
     return functools.partial(resolve(fn_name), *args, **kwargs)
 
 
+def tensor_bytes(value) -> int:
+    """Bytes of the elements of a tensor, or of the tensors in a (nested) tuple."""
+    if isinstance(value, torch.Tensor):
+        return value.numel() * value.element_size()
+    if isinstance(value, (tuple, list)):
+        return sum(tensor_bytes(v) for v in value)
+    return 0
+
+
 def _without_peak(call):
     return call(), None
 
@@ -114,6 +123,8 @@ def check_entry(entry: Entry, x: torch.Tensor, switch: KwkerSwitch, peak: bool =
     mismatch = difference(expected, actual)
     result = result_for(entry, mismatch is None, mismatch)
     result.torch_peak_bytes, result.kwker_peak_bytes = torch_peak, kwker_peak
+    if kwker_peak is not None:
+        result.input_bytes, result.output_bytes = tensor_bytes(x), tensor_bytes(actual)
     return result, torch_call, kwker_call
 
 

@@ -1523,6 +1523,13 @@ static void wemu_introsort_threads(uint64_t *first, uint64_t *last, int64_t dept
     kwk_run_parts(wemu_par_part, &w, use);
 }
 
+/* Rows from this length sort their words in their index output when it
+ * is dense (sort_one_row): issue 3's memory budget allows a call its
+ * outputs and one copy of its input, and a workspace of words is two
+ * copies of a float32 input.  (Shorter rows' workspaces come from the
+ * thread's cache, resident already.) */
+enum { KWK_WORDS_IN_OUTPUT_MIN_N = 1 << 16 };
+
 /* Sort one row into its outputs (the whole path: values-only sort, short
  * rows of 64-bit keys, packed words with the tie check, wide keys,
  * records). */
@@ -1550,55 +1557,65 @@ static int sort_one_row(const sort_call *c, workspace *ws, uint64_t **keys, cons
         sort_short_wide_row(dtype, out, len, flip, ws->words, ws->tmp);
         return KWK_OK;
     }
+    /* a long row with a dense index output keeps its words there: the
+     * output's len int64 slots are exactly their room, and every emit
+     * below reads word j before it writes index j (so the words' pages
+     * are the output's, not a workspace's as well) */
+    uint64_t *const words = out->inds && out->dsl == 1 && len >= KWK_WORDS_IN_OUTPUT_MIN_N
+                                ? (uint64_t *)(void *)out->inds
+                                : ws->words;
     sort_row r;
-    sort_load(dtype, out->row, len, out->step, flip, ws->words, &r);
+    sort_load(dtype, out->row, len, out->step, flip, words, &r);
     if (!r.packed) {
         if (!*keys) *keys = (uint64_t *)malloc((size_t)len * sizeof(uint64_t));
         if (!*keys) return KWK_E_NOMEM;
-        memcpy(*keys, ws->words, (size_t)len * sizeof(uint64_t));
+        memcpy(*keys, words, (size_t)len * sizeof(uint64_t));
     }
     if (r.packed) {
         if (small_range_sort_takes(dtype, len, r.rbits, torch_ties)) {
+            /* (its counting sort writes indices anywhere while it reads
+             * the words: those move to the workspace first) */
+            if (words != ws->words) memcpy(ws->words, words, (size_t)len * sizeof(uint64_t));
             sort_small_range_row(dtype, out, ws->words, len, r.ibits, r.lo, flip);
             kwk_count(KWK_COUNT_SMALL_RANGE_SORT_ROWS, 1);
             return KWK_OK;
         }
-        if (r.hi - r.lo == (uint64_t)(len - 1) && words_place_permutation(ws->words, ws->tmp, len, r.ibits)) {
+        if (r.hi - r.lo == (uint64_t)(len - 1) && words_place_permutation(words, ws->tmp, len, r.ibits)) {
             /* a permutation (of lo..hi): no ties, so one order for both */
-            emit_words_decoded_split(out, dtype, ws->words, len, r.ibits, r.mask, r.lo, flip);
+            emit_words_decoded_split(out, dtype, words, len, r.ibits, r.mask, r.lo, flip);
             return KWK_OK;
         }
-        if (torch_ties && tie_expected(ws->words, len, &r, ws->tmp)) {
+        if (torch_ties && tie_expected(words, len, &r, ws->tmp)) {
             /* the stable sort would almost surely be thrown away */
-            wemu_std_sort_with(ws->words, len, r.ibits, wemu_introsort_threads, &ws->gate);
-            emit_words_decoded_split(out, dtype, ws->words, len, r.ibits, r.mask, r.lo, flip);
+            wemu_std_sort_with(words, len, r.ibits, wemu_introsort_threads, &ws->gate);
+            emit_words_decoded_split(out, dtype, words, len, r.ibits, r.mask, r.lo, flip);
             return KWK_OK;
         }
-        if (r.rbits > 0) sort_packed_words(ws->words, ws->tmp, len, r.ibits, r.rbits);
+        if (r.rbits > 0) sort_packed_words(words, ws->tmp, len, r.ibits, r.rbits);
         row_keys rk = {1, r.ibits, r.lo, r.hi, r.mask};
-        if (torch_ties && has_adjacent_tie_words(&rk, ws->words, len)) {
+        if (torch_ties && has_adjacent_tie_words(&rk, words, len)) {
             /* the emulation, with ranges free of tied keys copied from the
              * sorted row (wemu_prune); *keys holds the tied keys */
             if (!*keys) *keys = (uint64_t *)malloc((size_t)len * sizeof(uint64_t));
-            words_to_index_order(ws->words, ws->tmp, len, r.mask);
+            words_to_index_order(words, ws->tmp, len, r.mask);
             if (*keys)
-                wemu_std_sort_sorted_with(ws->tmp, len, r.ibits, ws->words, *keys,
+                wemu_std_sort_sorted_with(ws->tmp, len, r.ibits, words, *keys,
                                           wemu_introsort_threads, &ws->gate);
             else wemu_std_sort_with(ws->tmp, len, r.ibits, wemu_introsort_threads, &ws->gate);
             emit_words_decoded_split(out, dtype, ws->tmp, len, r.ibits, r.mask, r.lo, flip);
         } else {
-            emit_words_decoded_split(out, dtype, ws->words, len, r.ibits, r.mask, r.lo, flip);
+            emit_words_decoded_split(out, dtype, words, len, r.ibits, r.mask, r.lo, flip);
         }
         return KWK_OK;
     }
     uint64_t *k = *keys;
     if (r.ibits <= 32) {
-        if (wide_sort(dtype, k, ws->words, ws->tmp, len, &r) && torch_ties) {
-            rank_words_from_sorted(k, ws->words, ws->tmp, len, r.ibits, r.mask);
+        if (wide_sort(dtype, k, words, ws->tmp, len, &r) && torch_ties) {
+            rank_words_from_sorted(k, words, ws->tmp, len, r.ibits, r.mask);
             wemu_std_sort_with(ws->tmp, len, r.ibits, wemu_introsort_threads, &ws->gate);
             emit_words(out, ws->tmp, len, r.mask);
         } else {
-            emit_words(out, ws->words, len, r.mask);
+            emit_words(out, words, len, r.mask);
         }
         return KWK_OK;
     }

@@ -15,7 +15,8 @@ from kwker.bench.dists import GENERATORS
 from kwker.bench.layers_reference import median_pool2d_reference
 from kwker.bench.machine import radix_bound_ns
 from kwker.bench.plot import plot_speedups
-from kwker.bench.results import InputResult
+from kwker.bench.report import format_copies, render_summary
+from kwker.bench.results import InputResult, summarize
 from kwker.bench.tie_order import reference_call
 
 CATALOGUE = load_catalogue()
@@ -276,6 +277,33 @@ def test_a_later_variant_that_differs_fails_the_input(monkeypatch):
     assert not result.correct and result.mismatch.startswith("variant 1 ") and result.variants == 3
 
 
+def _measured(id_, op, input_mib, output_mib, peak_mib, section="ops"):
+    mib = 1 << 20
+    return InputResult(id=id_, op=op, section=section, shape=(1,), dtype="float32", numel=1,
+                       correct=True, kwker_peak_bytes=int(peak_mib * mib),
+                       input_bytes=int(input_mib * mib), output_bytes=int(output_mib * mib))
+
+
+def test_memory_budget_is_outputs_and_one_input_copy():
+    within = _measured("a", "sort", 2, 6, 8)        # outputs + exactly one copy
+    over = _measured("b", "sort", 2, 6, 15.4)       # a words buffer and its radix scratch
+    more = _measured("c", "topk", 1, 1, 9)
+    layer = _measured("d", "median_pool2d", 1, 1, 30, section="layers")
+    unmeasured = InputResult(id="e", op="sort", section="ops", shape=(1,), dtype="float32",
+                             numel=1, correct=True)
+    assert within.within_memory_budget and within.kwker_extra_copies == pytest.approx(1.0)
+    assert not over.within_memory_budget and over.kwker_extra_copies == pytest.approx(4.7)
+    assert unmeasured.within_memory_budget is None
+    summary = summarize([within, over, more, layer, unmeasured])
+    assert summary["memory_measured"] == 3 and summary["memory_within"] == 1
+    assert summary["memory_sort_family"] == 2 and summary["memory_sort_family_within"] == 1
+    assert [i for i, _, _ in summary["memory_over"]] == ["c", "b"]  # most copies first
+    text = render_summary(summary)
+    assert "1 of 3 inputs, sort family 1 of 2; over: c (topk) 8.0, b (sort) 4.7" in text
+    assert format_copies(over) == "4.7*" and format_copies(within) == "1.0"
+    assert format_copies(layer) == "-"
+
+
 def test_check_smoke_passes(capsys):
     assert runner.main(["--check", "--quick", "--filter", "mae_random_masking"]) == 0
     assert "2 of 2 inputs bit-identical" in capsys.readouterr().out
@@ -290,6 +318,9 @@ def test_timing_run_writes_json_and_flags_regressions(tmp_path, capsys):
     (result,) = record["results"]
     assert result["correct"] and result["speedup"] > 0 and result["numpy_s"] > 0
     assert record["summary"]["timed_correct"] == 1 and record["machine"]["threads"] == 1
+    if result["kwker_peak_bytes"] is not None:  # Linux with a writable clear_refs
+        assert result["input_bytes"] == 20 * 4 and result["output_bytes"] == 4
+        assert record["summary"]["memory_measured"] == 1
     out = capsys.readouterr().out
     assert "REGRESSION" in out and "1 regression(s) among 1 inputs" in out
 
