@@ -312,6 +312,32 @@ def test_long_rows_sort_in_their_index_output(kw, gen, dtype):
     if dtype in (torch.int64, torch.uint64, torch.float64):
         compare("sort", row(make_values("special", (n + 1,), dtype, gen)))
         compare("sort", row(make_values("random", (n + 1,), dtype, gen)), stable=True)
+        compare("argsort", row(make_values("random", (n + 1,), dtype, gen)))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64], ids=str)
+def test_long_rows_sort_with_a_misaligned_values_output(kw, gen, dtype):
+    """kwk_sort with a values output 4 bytes off an 8-byte boundary: the
+    tied keys' list (and wide keys) then go to a buffer of their own, not
+    into that output (sort_one_row's vals_words), with the same result."""
+    from kwker.ops._call import CODES
+    n = WORDS_IN_OUTPUT_MIN_N + 3
+    kinds = ["ties", "random"] if dtype == torch.int64 else ["ties"]  # random int64: wide keys
+    for kind in kinds:
+        x = make_values(kind, (n,), dtype, gen)
+        ref = ORIG["sort"](x.reshape(1, -1), dim=-1)  # std::sort's order of ties
+        room = torch.empty(n * x.element_size() + 8, dtype=torch.uint8)
+        start = (-room.data_ptr()) % 8 + 4  # 4 bytes past an 8-byte boundary
+        indices = torch.empty(n, dtype=torch.int64)
+        assert (room.data_ptr() + start) % 8 == 4
+        status = _native.lib.kwk_sort_addr(CODES[dtype], x.data_ptr(), 1, n, 1, n, 1, 0,
+                                           room.data_ptr() + start, indices.data_ptr(), n, 1, 0,
+                                           0, _native.ORDER_TORCH)
+        assert status == 0
+        # (read back through an aligned copy: torch views no int64 at that offset)
+        values = room[start:start + n * x.element_size()].clone().view(dtype)
+        assert_same(ref.values.reshape(-1), values)
+        assert_same(ref.indices.reshape(-1), indices)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bfloat16], ids=str)

@@ -1564,12 +1564,27 @@ static int sort_one_row(const sort_call *c, workspace *ws, uint64_t **keys, cons
     uint64_t *const words = out->inds && out->dsl == 1 && len >= KWK_WORDS_IN_OUTPUT_MIN_N
                                 ? (uint64_t *)(void *)out->inds
                                 : ws->words;
+    /* and its dense values output, when 8-byte aligned, holds the keys of
+     * rows too wide to pack (len words: 8-byte elements, as wide keys are)
+     * or the list of tied keys (at most len / 2 words: 4-byte elements and
+     * wider): nothing writes that output before the emit, which reads
+     * neither */
+    uint64_t *const vals_words =
+        words != ws->words && out->vals && out->es >= 4 && ((uintptr_t)out->vals & 7) == 0
+            ? (uint64_t *)(void *)out->vals
+            : NULL;
     sort_row r;
     sort_load(dtype, out->row, len, out->step, flip, words, &r);
+    uint64_t *wide_keys = NULL; /* a row too wide to pack: its keys */
     if (!r.packed) {
-        if (!*keys) *keys = (uint64_t *)malloc((size_t)len * sizeof(uint64_t));
-        if (!*keys) return KWK_E_NOMEM;
-        memcpy(*keys, words, (size_t)len * sizeof(uint64_t));
+        if (vals_words && out->es == 8) {
+            wide_keys = vals_words;
+        } else {
+            if (!*keys) *keys = (uint64_t *)malloc((size_t)len * sizeof(uint64_t));
+            if (!*keys) return KWK_E_NOMEM;
+            wide_keys = *keys;
+        }
+        memcpy(wide_keys, words, (size_t)len * sizeof(uint64_t));
     }
     if (r.packed) {
         if (small_range_sort_takes(dtype, len, r.rbits, torch_ties)) {
@@ -1596,10 +1611,14 @@ static int sort_one_row(const sort_call *c, workspace *ws, uint64_t **keys, cons
         if (torch_ties && has_adjacent_tie_words(&rk, words, len)) {
             /* the emulation, with ranges free of tied keys copied from the
              * sorted row (wemu_prune); *keys holds the tied keys */
-            if (!*keys) *keys = (uint64_t *)malloc((size_t)len * sizeof(uint64_t));
+            uint64_t *dups = vals_words;
+            if (!dups) {
+                if (!*keys) *keys = (uint64_t *)malloc((size_t)len * sizeof(uint64_t));
+                dups = *keys;
+            }
             words_to_index_order(words, ws->tmp, len, r.mask);
-            if (*keys)
-                wemu_std_sort_sorted_with(ws->tmp, len, r.ibits, words, *keys,
+            if (dups)
+                wemu_std_sort_sorted_with(ws->tmp, len, r.ibits, words, dups,
                                           wemu_introsort_threads, &ws->gate);
             else wemu_std_sort_with(ws->tmp, len, r.ibits, wemu_introsort_threads, &ws->gate);
             emit_words_decoded_split(out, dtype, ws->tmp, len, r.ibits, r.mask, r.lo, flip);
@@ -1608,7 +1627,7 @@ static int sort_one_row(const sort_call *c, workspace *ws, uint64_t **keys, cons
         }
         return KWK_OK;
     }
-    uint64_t *k = *keys;
+    uint64_t *k = wide_keys;
     if (r.ibits <= 32) {
         if (wide_sort(dtype, k, words, ws->tmp, len, &r) && torch_ties) {
             rank_words_from_sorted(k, words, ws->tmp, len, r.ibits, r.mask);
