@@ -270,7 +270,7 @@ WORDS_IN_OUTPUT_MIN_N = 1 << 16  # sort_kernels.h KWK_WORDS_IN_OUTPUT_MIN_N
 
 
 @pytest.mark.parametrize("dtype", SORT_DTYPES, ids=str)
-def test_long_rows_sort_in_their_index_output(kw, gen, dtype):
+def test_long_rows_sort_in_their_index_output(kw, gen, target, dtype):
     """Rows of KWK_WORDS_IN_OUTPUT_MIN_N elements and more whose index output
     is dense keep their packed words in that output and decode them there in
     place (sort_kernels.h sort_one_row): every path after the words are
@@ -316,7 +316,7 @@ def test_long_rows_sort_in_their_index_output(kw, gen, dtype):
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.int64], ids=str)
-def test_long_rows_sort_with_a_misaligned_values_output(kw, gen, dtype):
+def test_long_rows_sort_with_a_misaligned_values_output(kw, gen, target, dtype):
     """kwk_sort with a values output 4 bytes off an 8-byte boundary: the
     tied keys' list (and wide keys) then go to a buffer of their own, not
     into that output (sort_one_row's vals_words), with the same result."""
