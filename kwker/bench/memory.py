@@ -2,7 +2,9 @@
 
 Writing "5" to /proc/self/clear_refs resets VmHWM to the current RSS, so the
 peak seen after the call is what the call added, outputs included. Freed heap
-pages that malloc keeps would hide reuse, so the heap is trimmed first. Memory
+pages that malloc keeps would hide reuse, so the heap is trimmed first, after
+the workspace blocks Kwker's thread keeps between calls are released: every
+call is measured cold, whatever the inputs measured before it left. Memory
 the call reuses from pages already resident is not counted: the numbers are a
 lower bound, comparable between torch and Kwker on the same input.
 """
@@ -10,6 +12,8 @@ import ctypes
 import ctypes.util
 import gc
 from typing import Optional, Tuple
+
+from kwker import release_workspace
 
 CLEAR_REFS = "/proc/self/clear_refs"
 STATUS = "/proc/self/status"
@@ -45,6 +49,7 @@ def call_with_peak(call) -> Tuple[object, Optional[int]]:
     """(call's result, bytes by which the call raised the resident set at its peak);
     the bytes are None where the peak cannot be reset (not Linux, /proc not writable)."""
     gc.collect()
+    release_workspace()
     if _LIBC is not None and hasattr(_LIBC, "malloc_trim"):
         _LIBC.malloc_trim(0)
     if not _reset_peak():
