@@ -340,6 +340,33 @@ def test_long_rows_sort_with_a_misaligned_values_output(kw, gen, target, dtype):
         assert_same(ref.indices.reshape(-1), indices)
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64], ids=str)
+def test_long_rows_sort_into_overlapping_outputs_stays_in_bounds(kw, gen, target, dtype):
+    """kwk_sort's outputs must not overlap each other or the source (kwker.h);
+    a C caller whose outputs do gets unspecified values but no access out
+    of bounds: sort_one_row keeps its words and tied keys out of outputs
+    that meet (run under native/tests/pytest_sanitized.sh to see it)."""
+    from kwker.ops._call import CODES
+    n = WORDS_IN_OUTPUT_MIN_N + 3
+    for kind in ("ties", "random"):  # torch's tie order; random int64: wide keys
+        x = make_values(kind, (n,), dtype, gen)
+        # the indices' n words, and room for values that start halfway in them
+        room = torch.zeros(n * 8 + n * x.element_size() + 64, dtype=torch.uint8)
+        base = room.data_ptr() + (-room.data_ptr()) % 8
+        for values_at in (base, base + 8 * (n // 2)):  # values inside the indices' bytes
+            status = _native.lib.kwk_sort_addr(CODES[dtype], x.data_ptr(), 1, n, 1, n, 1, 0,
+                                               values_at, base, n, 1, 0, 0, _native.ORDER_TORCH)
+            assert status == 0
+        # the source inside the indices' bytes
+        src = room[: n * x.element_size()].view(dtype) if dtype == torch.float32 else None
+        if src is not None:
+            src.copy_(x)
+            out = torch.empty(n, dtype=dtype)
+            assert _native.lib.kwk_sort_addr(CODES[dtype], src.data_ptr(), 1, n, 1, n, 1, 0,
+                                             out.data_ptr(), src.data_ptr(), n, 1, 0, 0,
+                                             _native.ORDER_TORCH) == 0
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bfloat16], ids=str)
 def test_sort_of_sorted_runs(kw, gen, target, dtype):
     """Rows made of a few sorted runs (per-level detection scores, batches

@@ -1530,6 +1530,23 @@ static void wemu_introsort_threads(uint64_t *first, uint64_t *last, int64_t dept
  * thread's cache, resident already.) */
 enum { KWK_WORDS_IN_OUTPUT_MIN_N = 1 << 16 };
 
+/* Whether byte ranges [a, a + an) and [b, b + bn) share a byte. */
+static inline int ranges_meet(const void *a, size_t an, const void *b, size_t bn)
+{
+    const uintptr_t pa = (uintptr_t)a, pb = (uintptr_t)b;
+    return pa < pb + bn && pb < pa + an;
+}
+
+/* The bytes a row of len elements (es bytes, step bytes apart) spans:
+ * its lowest address into *lo. */
+static inline size_t row_span(const char *row, int64_t len, int64_t step, int es,
+                              const char **lo)
+{
+    const int64_t reach = (len - 1) * step;
+    *lo = reach < 0 ? row + reach : row;
+    return (size_t)(reach < 0 ? -reach : reach) + (size_t)es;
+}
+
 /* Sort one row into its outputs (the whole path: values-only sort, short
  * rows of 64-bit keys, packed words with the tie check, wide keys,
  * records). */
@@ -1561,7 +1578,16 @@ static int sort_one_row(const sort_call *c, workspace *ws, uint64_t **keys, cons
      * output's len int64 slots are exactly their room, and every emit
      * below reads word j before it writes index j (so the words' pages
      * are the output's, not a workspace's as well) */
-    uint64_t *const words = out->inds && out->dsl == 1 && len >= KWK_WORDS_IN_OUTPUT_MIN_N
+    /* (kwk_sort's callers keep the outputs apart from each other and from
+     * the source; a caller that did not would otherwise see the words
+     * overwritten, and their indices read the source out of bounds) */
+    const char *src_lo;
+    const size_t src_bytes = row_span(out->row, len, out->step, out->es, &src_lo);
+    const size_t ibytes = (size_t)len * sizeof(int64_t), vbytes = (size_t)len * (size_t)out->es;
+    const int apart = out->inds && !ranges_meet(out->inds, ibytes, src_lo, src_bytes) &&
+                      (!out->vals || (!ranges_meet(out->vals, vbytes, src_lo, src_bytes) &&
+                                      !ranges_meet(out->vals, vbytes, out->inds, ibytes)));
+    uint64_t *const words = apart && out->dsl == 1 && len >= KWK_WORDS_IN_OUTPUT_MIN_N
                                 ? (uint64_t *)(void *)out->inds
                                 : ws->words;
     /* and its dense values output, when 8-byte aligned, holds the keys of
@@ -1610,7 +1636,7 @@ static int sort_one_row(const sort_call *c, workspace *ws, uint64_t **keys, cons
         row_keys rk = {1, r.ibits, r.lo, r.hi, r.mask};
         if (torch_ties && has_adjacent_tie_words(&rk, words, len)) {
             /* the emulation, with ranges free of tied keys copied from the
-             * sorted row (wemu_prune); *keys holds the tied keys */
+             * sorted row (wemu_prune); dups holds the tied keys */
             uint64_t *dups = vals_words;
             if (!dups) {
                 if (!*keys) *keys = (uint64_t *)malloc((size_t)len * sizeof(uint64_t));
