@@ -6,8 +6,8 @@ from typing import Dict, List, Optional, Tuple
 
 REGRESSION_TOLERANCE = 0.10   # --compare flags speed-ups that fell by more than this
 # Issue 3's memory budget: beyond its outputs a call may hold at most one copy of
-# its input.  The resident-set peak moves in pages and the thread's kept
-# workspace blocks, so calls within this slack of the budget count as within it.
+# its input.  The resident-set peak moves in whole pages, so calls within this
+# slack of the budget count as within it.
 MEMORY_SLACK_BYTES = 64 << 10
 SORT_FAMILY = ("sort", "argsort", "msort", "unique")  # the ops issue 3 sets the budget for
 
