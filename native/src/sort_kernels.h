@@ -1537,14 +1537,20 @@ static inline int ranges_meet(const void *a, size_t an, const void *b, size_t bn
     return pa < pb + bn && pb < pa + an;
 }
 
-/* The bytes a row of len elements (es bytes, step bytes apart) spans:
- * its lowest address into *lo. */
-static inline size_t row_span(const char *row, int64_t len, int64_t step, int es,
-                              const char **lo)
+/* Whether a row's dense outputs (indices, and values where wanted) share
+ * no byte with each other or with the source row.  kwk_sort's callers keep
+ * them apart; a caller that did not would otherwise see the words that
+ * sort_one_row keeps in them overwritten, and their indices read the
+ * source out of bounds. */
+static int outputs_apart(const out_row *o, int64_t len)
 {
-    const int64_t reach = (len - 1) * step;
-    *lo = reach < 0 ? row + reach : row;
-    return (size_t)(reach < 0 ? -reach : reach) + (size_t)es;
+    const int64_t reach = (len - 1) * o->step; /* the source row's span */
+    const char *const src = reach < 0 ? o->row + reach : o->row;
+    const size_t sbytes = (size_t)(reach < 0 ? -reach : reach) + (size_t)o->es;
+    const size_t ibytes = (size_t)len * sizeof(int64_t), vbytes = (size_t)len * (size_t)o->es;
+    return !ranges_meet(o->inds, ibytes, src, sbytes) &&
+           (!o->vals || (!ranges_meet(o->vals, vbytes, src, sbytes) &&
+                         !ranges_meet(o->vals, vbytes, o->inds, ibytes)));
 }
 
 /* Sort one row into its outputs (the whole path: values-only sort, short
@@ -1578,16 +1584,8 @@ static int sort_one_row(const sort_call *c, workspace *ws, uint64_t **keys, cons
      * output's len int64 slots are exactly their room, and every emit
      * below reads word j before it writes index j (so the words' pages
      * are the output's, not a workspace's as well) */
-    /* (kwk_sort's callers keep the outputs apart from each other and from
-     * the source; a caller that did not would otherwise see the words
-     * overwritten, and their indices read the source out of bounds) */
-    const char *src_lo;
-    const size_t src_bytes = row_span(out->row, len, out->step, out->es, &src_lo);
-    const size_t ibytes = (size_t)len * sizeof(int64_t), vbytes = (size_t)len * (size_t)out->es;
-    const int apart = out->inds && !ranges_meet(out->inds, ibytes, src_lo, src_bytes) &&
-                      (!out->vals || (!ranges_meet(out->vals, vbytes, src_lo, src_bytes) &&
-                                      !ranges_meet(out->vals, vbytes, out->inds, ibytes)));
-    uint64_t *const words = apart && out->dsl == 1 && len >= KWK_WORDS_IN_OUTPUT_MIN_N
+    uint64_t *const words = out->inds && out->dsl == 1 && len >= KWK_WORDS_IN_OUTPUT_MIN_N &&
+                                    outputs_apart(out, len)
                                 ? (uint64_t *)(void *)out->inds
                                 : ws->words;
     /* and its dense values output, when 8-byte aligned, holds the keys of
