@@ -98,8 +98,9 @@ def render_table(results: List[InputResult]) -> str:
     out.append("noise: the larger IQR/median of the two paths' blocks. ns/el: Kwker's time per input "
                "element. radix: ns/el an LSD radix sort of (key, int64 index) needs just to move its "
                "data at the measured bandwidth (sorts of >= 1M elements). peak MiB: extra resident "
-               "memory of the checked (first) call, outputs included, torch/kwker, measured cold (the "
-               "workspace blocks Kwker keeps between calls released first). extra: Kwker's peak "
+               "memory of a call, outputs included, torch/kwker: the second (the first, checked, call "
+               "also pays one-time set-up), measured cold (the workspace blocks Kwker keeps "
+               "between calls released first). extra: Kwker's peak "
                "less its outputs, in copies of the input; * where over one copy (the budget).")
     out.append("numpy: " + "; ".join(f"{op}: {how}" for op, how in NUMPY_EQUIVALENTS.items()))
     return "\n".join(out)
