@@ -281,6 +281,39 @@ def test_unique_dim_pairs_and_extremes(kw, gen):
     compare("unique", torch.tensor([[True, False], [True, False]]), dim=0, return_counts=True)
 
 
+@pytest.mark.parametrize("passes", ["dense", "hash"])
+def test_unique_dim_of_few_distinct_slices_decodes_the_keys(kw, gen, passes, request):
+    """Slices of few distinct keys take the bitmap pass (or, with it turned off, the
+    hashing pass) and are decoded from their distinct keys, with room for at most
+    2^(key bits) of them: every combination present (the room exactly filled), columns of
+    one value (no bits), negative and extreme columns, bool and int8 slices, 3-D slices
+    along each dim, every flag.  More distinct slices than the passes take are sorted."""
+    spy = request.getfixturevalue(passes + "_spy")
+    grid = torch.cartesian_prod(torch.arange(4), torch.arange(-3, 5), torch.tensor([7]))
+    every = grid[torch.randint(0, grid.shape[0], (2000,), generator=gen)]
+    every[:grid.shape[0]] = grid  # each of the 32 combinations at least once
+    info = torch.iinfo(torch.int64)
+    extreme = torch.tensor([[info.min, 3], [info.min + 1, 3], [info.min, 2]]).repeat(300, 1)
+    cases = [every, every.to(torch.int8), every[:, :1], (every > 0), extreme,
+             torch.randint(-2, 2, (5, 4, 3), generator=gen, dtype=torch.int16)[
+                 torch.randint(0, 5, (300,), generator=gen)]]
+    for x in cases:
+        for dim in range(x.ndim):
+            for ri, rc in FLAGS:
+                spy.clear()
+                packs = _packs(x, dim)
+                compare("unique", x, return_inverse=ri, return_counts=rc, dim=dim,
+                        fast=True if packs else "unique_dim")
+                if packs and x.ndim == 2 and dim == 0:  # keys of at most 5 bits
+                    # (the hashing pass pays for values alone from 4096 slices)
+                    tried = passes == "dense" or ri or rc
+                    assert spy == ([True] if tried else []), (x.shape, dim, ri, rc)
+    many = torch.randint(0, 1 << 20, (4000, 2), generator=gen)
+    spy.clear()
+    compare("unique", many, dim=0, return_inverse=True, return_counts=True)
+    assert spy == [False]  # too many distinct: declined, sorted
+
+
 def test_unique_forms_left_to_torch(kw, gen):
     x = make_values("ties", (6, 40), torch.int64, gen)
     compare("unique", x.float(), dim=0, fast="unique_dim")

@@ -110,15 +110,17 @@ def _hash_may_pay(n: int, return_inverse: bool, return_counts: bool) -> bool:
     return n >= (HASH_MIN_NUMEL if return_inverse or return_counts else HASH_MIN_NUMEL_VALUES)
 
 
-def unique_without_sort(x: torch.Tensor, return_inverse: bool, return_counts: bool):
+def unique_without_sort(x: torch.Tensor, return_inverse: bool, return_counts: bool,
+                        most: Optional[int] = None):
     """unique() of x (non-empty) by the bitmap or the hashing pass alone, or
     None where both decline or would not pay: the result then depends on
     nobody's order of equal elements, so torch.ops.kwker.unique (stable
-    order) serves it too."""
-    return _without_sort(_flat(x), x.shape, return_inverse, return_counts)
+    order) serves it too.  `most`: a bound on x's distinct values, where the
+    caller knows one (the room made for them)."""
+    return _without_sort(_flat(x), x.shape, return_inverse, return_counts, most=most)
 
 
-def _without_sort(flat, shape, return_inverse, return_counts, merge_zeros=False):
+def _without_sort(flat, shape, return_inverse, return_counts, merge_zeros=False, most=None):
     n = flat.shape[0]
     dense = flat.dtype in _DENSE_DTYPES and n >= DENSE_MIN_NUMEL
     if not (dense or _hash_may_pay(n, return_inverse, return_counts)):
@@ -126,6 +128,8 @@ def _without_sort(flat, shape, return_inverse, return_counts, merge_zeros=False)
     # one set of outputs for both passes (the bitmap pass declines before
     # writing to them)
     room = n if dense else _hash_limit(n, return_inverse, return_counts)
+    if most is not None:
+        room = max(1, min(room, most))
     distinct = torch.empty(room, dtype=flat.dtype)
     counts = torch.empty(room, dtype=_INT64) if return_counts else None
     inverse = torch.empty(n, dtype=_INT64) if return_inverse else None
@@ -171,9 +175,10 @@ def unique(x: torch.Tensor, return_inverse: bool, return_counts: bool
 def _unique_dense(flat, shape, distinct, counts, inverse):
     """unique() through the bitmap of the values' range (integers and
     bools), or None where it declined (a range too wide for the input's
-    length).  `distinct` and `counts` have room for every element."""
+    length, or more distinct values than `distinct` and `counts` have room
+    for)."""
     n = flat.shape[0]
-    packed = _dense(CODES[flat.dtype], flat.data_ptr(), n, n, distinct.data_ptr(),
+    packed = _dense(CODES[flat.dtype], flat.data_ptr(), n, distinct.shape[0], distinct.data_ptr(),
                     counts.data_ptr() if counts is not None else 0,
                     inverse.data_ptr() if inverse is not None else 0)
     if packed < 0:
@@ -181,7 +186,7 @@ def _unique_dense(flat, shape, distinct, counts, inverse):
     if packed == 1:
         return None
     u = packed // 2
-    if u < n:  # outputs of their own size, as torch's
+    if u < distinct.shape[0]:  # outputs of their own size, as torch's
         distinct = distinct[:u].clone()
         counts = counts[:u].clone() if counts is not None else None
     return distinct, inverse.view(shape) if inverse is not None else None, counts
@@ -200,7 +205,7 @@ def _unique_by_hash(flat, shape, distinct, counts, inverse, merge_zeros=False):
     input holds both, and at most one NaN)."""
     n = flat.shape[0]
     return_inverse, return_counts = inverse is not None, counts is not None
-    limit = _hash_limit(n, return_inverse, return_counts)
+    limit = min(_hash_limit(n, return_inverse, return_counts), distinct.shape[0])
     code = CODES[flat.dtype]
     packed = _hash(code, flat.data_ptr(), n, limit, distinct.data_ptr(),
                    counts.data_ptr() if return_counts else 0,
@@ -313,29 +318,63 @@ def slice_keys(wide: torch.Tensor, lows: torch.Tensor, widths: list) -> torch.Te
     """One int64 key per row of `wide`, ordering the rows lexicographically
     (equal rows, equal keys): each column's offset from its minimum, in its
     own bits, the first column most significant."""
-    keys = torch.zeros(wide.shape[0], dtype=_INT64)
+    keys = None
     shift = 0
     for j in reversed(range(len(widths))):
         if widths[j]:
-            keys += (wide[:, j] - lows[j]) << shift
+            # one column's offsets at a time, shifted in place: at most the
+            # keys and one column's worth beside the input
+            offsets = wide[:, j] - lows[j]
+            if shift:
+                offsets <<= shift
+            if keys is None:
+                keys = offsets
+            else:
+                keys += offsets
             shift += widths[j]
-    return keys
+    return keys if keys is not None else torch.zeros(wide.shape[0], dtype=_INT64)
+
+
+def key_columns(keys: torch.Tensor, lows: torch.Tensor, widths: list) -> torch.Tensor:
+    """The rows slice_keys packed into `keys`, back as int64 columns (its inverse)."""
+    columns = torch.empty(keys.shape[0], len(widths), dtype=_INT64)
+    shift = 0
+    for j in reversed(range(len(widths))):
+        w = widths[j]
+        columns[:, j] = ((keys >> shift) & ((1 << w) - 1)) + lows[j] if w else lows[j]
+        shift += w
+    return columns
 
 
 def unique_dim(x: torch.Tensor, dim: int, plan, return_inverse: bool, return_counts: bool
                ) -> Tuple[torch.Tensor, Optional[torch.Tensor], Optional[torch.Tensor]]:
     """(output, inverse or None, counts or None) as torch.unique(x, dim=dim)
-    computes them, from dim_plan(x, dim)."""
-    wide = plan[0]
+    computes them, from dim_plan(x, dim).  Slices of few distinct keys (label
+    pairs, edge types) take the bitmap or hashing pass over the keys and are
+    decoded from the distinct keys themselves: no sort of all n keys, and no
+    permutation or inverse the caller did not ask for (panoptic pairs,
+    307200 x 2 of 30 distinct: 2.2 -> 0.5 copies of the input beyond the
+    outputs)."""
+    wide, lows, widths = plan
     n = wide.shape[0]
-    values, perm = sorting.sort(slice_keys(*plan), 0, False, _native.ORDER_STABLE)
+    keys = slice_keys(wide, lows, widths)
+    moved = x.movedim(dim, 0)
+    bits = sum(widths)
+    found = unique_without_sort(keys, return_inverse, return_counts,
+                                most=1 << bits if bits < 62 else None)
+    if found is not None:
+        distinct, inverse, counts = found
+        output = key_columns(distinct, lows, widths).to(x.dtype).view(
+            (distinct.shape[0],) + moved.shape[1:]).movedim(0, dim)
+        return output, inverse, counts
+    values, perm = sorting.sort(keys, 0, False, _native.ORDER_STABLE)
+    del keys
     # int64 keys: equal keys have equal bits, so the compaction never asks
     # for torch's order
     _, inverse, counts = _compact(values, perm, (n,), True, True)
     first = counts.cumsum(0) - counts
     # laid out as torch lays it out: the chosen slices stacked, then moved
     # back to dim
-    moved = x.movedim(dim, 0)
     output = moved.reshape(n, -1).index_select(0, perm[first]).view(
         (first.shape[0],) + moved.shape[1:]).movedim(0, dim)
     return output, inverse if return_inverse else None, counts if return_counts else None
