@@ -11,7 +11,12 @@ the builds minutes apart.  Each case's outputs must agree between builds.
     python tools/ab_builds.py /tmp/old.so kwker/_kwker_native.abi3.so [--target avx2] [--op sort|short]
 
 Prints us per call (min of the rounds) and new / old; two copies of one
-build read 0.95-1.05 on the Zen 5 machine here (session 62)."""
+build read 0.95-1.05 on the Zen 5 machine here (session 62).  A case that
+moves where the change cannot reach it, rerun with fresh copies of both
+files: in session 66 one file's kwk_topk of 65536 float32 rows of 128 ran
+1.8x slower than a byte-identical copy of that file, in every run of it
+(the same code at the same offset: where the page cache put the file's
+pages, it seems), and the copy ran as fast as the old build."""
 import argparse
 import importlib.util
 import sys
