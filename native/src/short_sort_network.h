@@ -34,7 +34,7 @@
  * network's positions are constants and the vectors live in registers or
  * fixed stack slots.
  *
- * On the AVX-512 target, rows of 32-bit elements from SN_WORDS_MIN_N take
+ * On the AVX-512 target, rows from SN_WORDS_MIN_N elements take
  * sn_rows_words_n instead: each position a 64-bit word key << 32 | j, so a
  * comparator is one unsigned minimum and one maximum (below).
  */
@@ -360,8 +360,8 @@ SN_INLINE void sn_rows_n(int dtype, const char *src, int64_t outer, int64_t done
 }
 
 #if defined(__AVX512F__)
-/* AVX-512, 32-bit elements: each comparator orders whole (key, position)
- * words, key << 32 | j, eight rows' words in one vector (unsigned 64-bit
+/* AVX-512, 32- and 16-bit elements: each comparator orders whole (key,
+ * position) words, key << 32 | j, eight rows' words in one vector (unsigned 64-bit
  * minimum and maximum: two instructions where sn_network's three compares
  * and six blends order the key, index and raw vectors apart).  Equal keys
  * keep their positions' order (the stable order, torch's for rows of up to
@@ -415,20 +415,31 @@ SN_INLINE void sn_store512(void *q, const void *end, __m512i v, int es)
         _mm512_mask_storeu_epi64(q, (__mmask8)((1u << room) - 1u), v);
 }
 
+/* The row of 16-bit values permuted by idx (16 lanes), stored at q: whole
+ * unless it would pass end. */
+SN_INLINE void sn_store_h16(char *q, const char *end, __m256i v)
+{
+    const int64_t room = (end - q) / 2;
+    if (room >= 16)
+        _mm256_storeu_si256((__m256i *)(void *)q, v);
+    else
+        _mm256_mask_storeu_epi16((void *)q, (__mmask16)((1u << room) - 1u), v);
+}
+
 SN_INLINE void sn_rows_words_n(int dtype, const char *src, int64_t outer, int64_t done,
                                int64_t src_so, char *values, int64_t *indices, __m256i flip,
-                               const int n)
+                               const int n, const int es)
 {
     __m256i raw[SN_MAX + 8];
     __m512i w[SN_MAX];
-    const char *const src_end = src + ((outer - 1) * src_so + n) * 4;
-    const char *const vals_end = values + outer * n * 4;
+    const char *const src_end = src + ((outer - 1) * src_so + n) * es;
+    const char *const vals_end = values + outer * n * es;
     const char *const inds_end = (const char *)(indices + outer * n);
     const __m256i sign = _mm256_set1_epi32((int)0x80000000u);
     const __m512i low = _mm512_set1_epi64(0xFFFFFFFFll);
     const int nb = (n + 7) / 8;
     for (int64_t r = 0; r < done; r += 8) {
-        sn_load_rows(src + r * src_so * 4, src_so, src_end, raw, n, 4);
+        sn_load_rows(src + r * src_so * es, src_so, src_end, raw, n, es);
         SN_UNROLL
         for (int j = 0; j < n; ++j) {
             const __m256i k = _mm256_xor_si256(sn_key(dtype, raw[j], flip), sign); /* unsigned order */
@@ -457,31 +468,35 @@ SN_INLINE void sn_rows_words_n(int dtype, const char *src, int64_t outer, int64_
         SN_UNROLL
         for (int l = 0; l < 8; ++l) {
             const int64_t row = r + l;
-            __m512i at;
-            if (nb == 1) {
-                at = _mm512_and_si512(rv[l][0], low);
-                if (indices) {
-                    int64_t *q = indices + row * n;
-                    sn_store512(q, inds_end, at, 8);
-                }
-                at = _mm512_castsi256_si512(_mm512_cvtepi64_epi32(at));
-            } else {
-                const __m512i a0 = _mm512_and_si512(rv[l][0], low), a1 = _mm512_and_si512(rv[l][1], low);
-                if (indices) {
-                    int64_t *q = indices + row * n;
+            const __m512i a0 = _mm512_and_si512(rv[l][0], low);
+            const __m512i a1 = nb == 2 ? _mm512_and_si512(rv[l][1], low) : _mm512_setzero_si512();
+            if (indices) {
+                int64_t *q = indices + row * n;
+                if (nb == 1) {
+                    sn_store512(q, inds_end, a0, 8);
+                } else {
                     _mm512_storeu_si512((void *)q, a0);
                     sn_store512(q + 8, inds_end, a1, 8);
                 }
-                at = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi64_epi32(a0)),
-                                        _mm512_cvtepi64_epi32(a1), 1);
             }
-            if (values) {
+            if (values && es == 4) {
+                const __m512i at = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi64_epi32(a0)),
+                                                      _mm512_cvtepi64_epi32(a1), 1);
                 const char *p = src + row * src_so * 4;
                 const __m512i own = src_end - p >= 64
                                         ? _mm512_loadu_si512((const void *)p)
                                         : _mm512_maskz_loadu_epi32((__mmask16)((1u << n) - 1u), (const void *)p);
                 char *q = values + row * n * 4;
                 sn_store512(q, vals_end, _mm512_permutexvar_epi32(at, own), 4);
+            }
+            if (values && es == 2) {
+                const __m256i at = _mm256_inserti128_si256(_mm256_castsi128_si256(_mm512_cvtepi64_epi16(a0)),
+                                                           _mm512_cvtepi64_epi16(a1), 1);
+                const char *p = src + row * src_so * 2;
+                const __m256i own = src_end - p >= 32
+                                        ? _mm256_loadu_si256((const __m256i *)(const void *)p)
+                                        : _mm256_maskz_loadu_epi16((__mmask16)((1u << n) - 1u), (const void *)p);
+                sn_store_h16(values + row * n * 2, vals_end, _mm256_permutexvar_epi16(at, own));
             }
         }
     }
@@ -508,8 +523,8 @@ SN_INLINE void sn_rows_words_n(int dtype, const char *src, int64_t outer, int64_
 #if defined(__AVX512F__)
 #define SN_ROWS_CASE(N, BITS)                                                                      \
     case N:                                                                                        \
-        if (BITS == 32 && N >= SN_WORDS_MIN_N)                                                     \
-            sn_rows_words_n(dtype, (const char *)src, outer, done, src_so, (char *)values, indices, flip, N); \
+        if (N >= SN_WORDS_MIN_N)                                                                   \
+            sn_rows_words_n(dtype, (const char *)src, outer, done, src_so, (char *)values, indices, flip, N, BITS / 8); \
         else                                                                                       \
             sn_rows_n(dtype, (const char *)src, outer, done, src_so, (char *)values, indices, flip, N, BITS / 8); \
         break;
