@@ -353,8 +353,8 @@ def unique_dim(x: torch.Tensor, dim: int, plan, return_inverse: bool, return_cou
     pairs, edge types) take the bitmap or hashing pass over the keys and are
     decoded from the distinct keys themselves: no sort of all n keys, and no
     permutation or inverse the caller did not ask for (panoptic pairs,
-    307200 x 2 of 30 distinct: 2.2 -> 0.5 copies of the input beyond the
-    outputs)."""
+    307200 x 2 of 30 distinct: 3.1 -> 1.2 ms, 3.0 -> 1.0 copies of the input
+    beyond the outputs)."""
     wide, lows, widths = plan
     n = wide.shape[0]
     keys = slice_keys(wide, lows, widths)

@@ -433,8 +433,9 @@ SN_INLINE void sn_rows_words_n(int dtype, const char *src, int64_t outer, int64_
     __m256i raw[SN_MAX + 8];
     __m512i w[SN_MAX];
     const char *const src_end = src + ((outer - 1) * src_so + n) * es;
-    const char *const vals_end = values + outer * n * es;
-    const char *const inds_end = (const char *)(indices + outer * n);
+    /* (no arithmetic on an output not asked for: its pointer is NULL) */
+    const char *const vals_end = values ? values + outer * n * es : NULL;
+    const char *const inds_end = indices ? (const char *)(indices + outer * n) : NULL;
     const __m256i sign = _mm256_set1_epi32((int)0x80000000u);
     const __m512i low = _mm512_set1_epi64(0xFFFFFFFFll);
     const int nb = (n + 7) / 8;
