@@ -16,10 +16,16 @@ moves where the change cannot reach it, rerun with fresh copies of both
 files: in session 66 one file's kwk_topk of 65536 float32 rows of 128 ran
 1.8x slower than a byte-identical copy of that file, in every run of it
 (the same code at the same offset: where the page cache put the file's
-pages, it seems), and the copy ran as fast as the old build."""
+pages, it seems), and the copy ran as fast as the old build.  So each
+build is loaded from --copies files (2 by default: the given one and a
+fresh copy), its time is its best copy's, and copies that disagree are
+shown beside the case."""
 import argparse
 import importlib.util
+import os
+import shutil
 import sys
+import tempfile
 
 import torch
 
@@ -126,20 +132,48 @@ def short_cases():
                           torch.empty(x.shape[0], dtype=torch.int64)), 2)
 
 
+# Copies of one build whose times differ by more than this are flagged.
+COPIES_DISAGREE = 1.15
+
+
 def run(libs, cases, rounds):
-    """Each case (name, x, make_call, make_out, number): both builds' calls on
-    x into outputs of their own, checked to succeed and to agree, then timed
-    interleaved (number calls a round)."""
+    """Each case (name, x, make_call, make_out, number): every loaded file's
+    calls on x into outputs of their own, checked to succeed and to agree,
+    then timed interleaved (number calls a round).  libs maps "old", "new"
+    and any further copies of either ("old#2", ...) to their modules; a
+    build's time is the best of its copies', and copies that disagree by
+    more than COPIES_DISAGREE are shown (see the module's docstring)."""
     for name, x, make_call, make_out, number in cases:
         outs = {tag: make_out(x) for tag in libs}
         calls = {tag: make_call(lib, x, outs[tag]) for tag, lib in libs.items()}
         for tag, call in calls.items():
             if call() != 0:
                 sys.exit(f"{name}: the call failed in the {tag} build")
-        same = all(a is None or torch.equal(a, b) for a, b in zip(outs["old"], outs["new"]))
+        same = all(a is None or torch.equal(a, b)
+                   for tag in libs for a, b in zip(outs["old"], outs[tag]))
         best = compare(calls, number=number, rounds=rounds)
-        print(f"{name:38s} old {best['old']:9.1f} us  new {best['new']:9.1f} us  "
-              f"new/old {best['new'] / best['old']:5.2f}{'' if same else '  OUTPUTS DIFFER'}")
+        build = {b: min(t for tag, t in best.items() if tag.split("#")[0] == b)
+                 for b in ("old", "new")}
+        spread = ""
+        for b in ("old", "new"):
+            times = [t for tag, t in best.items() if tag.split("#")[0] == b]
+            if max(times) > COPIES_DISAGREE * min(times):
+                spread += f"  {b}'s copies {' / '.join(f'{t:.1f}' for t in times)}"
+        print(f"{name:38s} old {build['old']:9.1f} us  new {build['new']:9.1f} us  "
+              f"new/old {build['new'] / build['old']:5.2f}{'' if same else '  OUTPUTS DIFFER'}"
+              f"{spread}")
+
+
+def load_copies(old, new, copies, directory):
+    """{"old": module, "new": module, "old#2": ..., ...}: each file loaded,
+    and copies - 1 fresh copies of each (written into directory)."""
+    libs = {"old": load(old), "new": load(new)}
+    for c in range(2, copies + 1):
+        for tag, path in (("old", old), ("new", new)):
+            copy = os.path.join(directory, f"{tag}{c}.so")
+            shutil.copyfile(path, copy)
+            libs[f"{tag}#{c}"] = load(copy)
+    return libs
 
 
 def topk_cases():
@@ -168,15 +202,19 @@ def main():
     parser.add_argument("--op", choices=("topk", "sort", "short"), default="topk",
                         help="topk: long rows; sort: the quicksort's cases; short: short rows "
                         "streamed from memory (sort, topk, median)")
+    parser.add_argument("--copies", type=int, default=2,
+                        help="load each build from this many files (fresh copies beside the "
+                        "given one); each build's time is its best copy's")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    libs = {"old": load(args.old), "new": load(args.new)}
-    if args.target:
-        for lib in libs.values():
-            if lib.kwk_set_target(args.target.encode()) != 0:
-                sys.exit(f"target {args.target} not available here")
-    run(libs, {"topk": topk_cases, "sort": sort_cases, "short": short_cases}[args.op](),
-        args.rounds)
+    with tempfile.TemporaryDirectory() as directory:
+        libs = load_copies(args.old, args.new, max(1, args.copies), directory)
+        if args.target:
+            for lib in libs.values():
+                if lib.kwk_set_target(args.target.encode()) != 0:
+                    sys.exit(f"target {args.target} not available here")
+        run(libs, {"topk": topk_cases, "sort": sort_cases, "short": short_cases}[args.op](),
+            args.rounds)
 
 
 if __name__ == "__main__":
